@@ -1,0 +1,159 @@
+//! `ingle`: run local models from the command line.
+
+use clap::{Args, Parser, Subcommand};
+use ingle::openai::{ChatCompletionRequest, ChatMessage, CompletionRequest, StopSequences};
+use ingle::{Client, Config, DEFAULT_MODEL};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "ingle",
+    version,
+    about = "Run open models in-process behind the OpenAI interface"
+)]
+struct Cli {
+    /// Config file listing predictors (default: $INGLE_CONFIG, else the default model).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Chat completion: streams the assistant's answer to PROMPT.
+    Chat {
+        /// A system message before the prompt.
+        #[arg(long)]
+        system: Option<String>,
+        #[command(flatten)]
+        options: GenerationArgs,
+    },
+    /// Text completion: streams the continuation of PROMPT.
+    Complete {
+        #[command(flatten)]
+        options: GenerationArgs,
+    },
+    /// Lists the registered models.
+    Models,
+}
+
+#[derive(Args)]
+struct GenerationArgs {
+    #[arg(long, default_value = DEFAULT_MODEL)]
+    model: String,
+    #[arg(long)]
+    max_tokens: Option<i64>,
+    #[arg(long)]
+    temperature: Option<f64>,
+    #[arg(long)]
+    top_p: Option<f64>,
+    #[arg(long)]
+    seed: Option<i64>,
+    /// Stop before this text (repeatable, up to 4).
+    #[arg(long)]
+    stop: Vec<String>,
+    /// Print the whole non-streamed response object as JSON instead of streaming text.
+    #[arg(long)]
+    json: bool,
+    prompt: String,
+}
+
+impl GenerationArgs {
+    fn stop(&self) -> Option<StopSequences> {
+        (!self.stop.is_empty()).then(|| StopSequences::Many(self.stop.clone()))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("ingle: error: {}", error.to_string().replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// llama.cpp's and ingle's logs go to stderr only when INGLE_LOG is set (e.g. `INGLE_LOG=debug`).
+fn init_logging() {
+    let Some(filter) = std::env::var("INGLE_LOG").ok().filter(|v| !v.is_empty()) else {
+        return;
+    };
+    let filter = match filter.as_str() {
+        "1" | "true" => "info".to_string(),
+        other => other.to_string(),
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .init();
+}
+
+fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    let config = match &cli.config {
+        Some(path) => Config::from_file(path)?,
+        None => Config::from_env()?,
+    };
+    let client = Client::from_config(&config)?;
+    let mut out = std::io::stdout().lock();
+    match cli.command {
+        Command::Models => {
+            for model in client.models.list().data {
+                writeln!(out, "{}", model.id)?;
+            }
+        }
+        Command::Chat { system, options } => {
+            let mut messages: Vec<ChatMessage> =
+                system.into_iter().map(ChatMessage::system).collect();
+            messages.push(ChatMessage::user(&options.prompt));
+            let request = ChatCompletionRequest {
+                max_tokens: options.max_tokens,
+                temperature: options.temperature,
+                top_p: options.top_p,
+                seed: options.seed,
+                stop: options.stop(),
+                ..ChatCompletionRequest::new(&options.model, messages)
+            };
+            if options.json {
+                let completion = client.chat.completions.create(&request)?;
+                writeln!(out, "{}", serde_json::to_string_pretty(&completion)?)?;
+            } else {
+                for chunk in client.chat.completions.stream(&request)? {
+                    for choice in chunk?.choices {
+                        write!(out, "{}", choice.delta.content.unwrap_or_default())?;
+                        out.flush()?;
+                    }
+                }
+                writeln!(out)?;
+            }
+        }
+        Command::Complete { options } => {
+            let request = CompletionRequest {
+                max_tokens: options.max_tokens,
+                temperature: options.temperature,
+                top_p: options.top_p,
+                seed: options.seed,
+                stop: options.stop(),
+                ..CompletionRequest::new(&options.model, &options.prompt)
+            };
+            if options.json {
+                let completion = client.completions.create(&request)?;
+                writeln!(out, "{}", serde_json::to_string_pretty(&completion)?)?;
+            } else {
+                for chunk in client.completions.stream(&request)? {
+                    for choice in chunk?.choices {
+                        write!(out, "{}", choice.text)?;
+                        out.flush()?;
+                    }
+                }
+                writeln!(out)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,776 @@
+//! llama.cpp (via `llama-cpp-2`): chat and text completion from GGUF files.
+//!
+//! Concurrency: each model has **one scheduler thread** owning **one context** with `parallel`
+//! sequences (non-unified KV cache, so each request gets a fixed `n_ctx`). Every step decodes a
+//! single batch holding one token for each generating request plus prompt chunks of newly
+//! admitted ones (continuous batching, as llama.cpp's server does). Requests therefore progress
+//! side by side instead of queueing behind a lock, and the process runs one OpenMP thread team
+//! sized to the physical cores: separate contexts decoding on separate threads would each spin
+//! up their own team and oversubscribe the cores (3x slower on 2 cores). Requests beyond
+//! `parallel` wait in a queue for a free sequence. See docs/architecture.md.
+
+mod text;
+
+use crate::config::PredictorConfig;
+use crate::error::{Error, Result};
+use crate::predict::{
+    Annotation, GenerationOption, Inputs, Metrics, OutputStream, Outputs, Parameter, Predictor,
+    PredictorKind, Signature,
+};
+use crate::value::{Value, ValueType};
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use std::collections::{BTreeMap, VecDeque};
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, OnceLock};
+use text::{StopMatcher, Utf8Assembler};
+
+/// Default context size per request.
+pub const DEFAULT_N_CTX: u32 = 2048;
+/// Default number of requests decoded side by side.
+pub const DEFAULT_PARALLEL: u32 = 4;
+/// Tokens per decode call; longer prompts are fed in chunks.
+const N_BATCH: u32 = 512;
+/// Most stop sequences a request may give, as in the OpenAI API.
+pub const MAX_STOP_SEQUENCES: usize = 4;
+
+/// The process-wide llama.cpp backend (llama.cpp allows one initialisation per process).
+/// Its logs go to `tracing`, and are dropped unless `INGLE_LOG` is set.
+pub fn backend() -> Result<&'static LlamaBackend> {
+    static BACKEND: OnceLock<std::result::Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            let enabled = std::env::var_os("INGLE_LOG").is_some_and(|v| !v.is_empty());
+            llama_cpp_2::send_logs_to_tracing(
+                llama_cpp_2::LogOptions::default().with_logs_enabled(enabled),
+            );
+            LlamaBackend::init().map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::model(format!("Cannot initialise llama.cpp: {e}")))
+}
+
+/// Threads to decode with when the config does not say: the physical cores, never more.
+pub fn default_threads() -> u32 {
+    num_cpus::get_physical().max(1) as u32
+}
+
+/// The signature every llama predictor has: chat messages or a prompt in, text deltas out.
+pub fn signature() -> Signature {
+    use GenerationOption as G;
+    let option = |name: &str, ty, option| {
+        Parameter::new(name, ty)
+            .optional()
+            .annotated(Annotation::Generation(option))
+    };
+    Signature::new(
+        vec![
+            Parameter::new("messages", ValueType::List)
+                .optional()
+                .annotated(Annotation::ChatMessages)
+                .describe("Chat messages, each {role, content}; give this or `prompt`."),
+            Parameter::new("prompt", ValueType::String)
+                .optional()
+                .annotated(Annotation::Prompt)
+                .describe("Raw text to continue; give this or `messages`."),
+            option("max_tokens", ValueType::Int, G::MaxTokens)
+                .range(Some(1.0), None)
+                .describe("Most tokens to generate; default: the rest of the context."),
+            option("temperature", ValueType::Float, G::Temperature)
+                .default_value(1.0)
+                .range(Some(0.0), Some(2.0))
+                .describe("Sampling temperature; 0 picks the most likely token (greedy)."),
+            option("top_p", ValueType::Float, G::TopP)
+                .default_value(1.0)
+                .range(Some(0.0), Some(1.0))
+                .describe(
+                    "Nucleus sampling: sample from the smallest set of tokens above this mass.",
+                ),
+            option("seed", ValueType::Int, G::Seed)
+                .describe("Seed of the sampler; the same seed and inputs give the same text."),
+            option("stop", ValueType::List, G::Stop)
+                .describe("Up to 4 strings; generation stops before any of them."),
+            option("frequency_penalty", ValueType::Float, G::FrequencyPenalty)
+                .default_value(0.0)
+                .range(Some(-2.0), Some(2.0))
+                .describe("Penalise tokens by how often they already appear in the output."),
+            option("presence_penalty", ValueType::Float, G::PresencePenalty)
+                .default_value(0.0)
+                .range(Some(-2.0), Some(2.0))
+                .describe("Penalise tokens that already appear in the output."),
+        ],
+        vec![
+            Parameter::new("text", ValueType::String)
+                .annotated(Annotation::TextDelta)
+                .describe("Text generated since the previous output."),
+            Parameter::new("finish_reason", ValueType::String)
+                .optional()
+                .annotated(Annotation::FinishReason)
+                .describe("`stop` or `length` on the last output, else null."),
+            Parameter::new("usage", ValueType::Dict)
+                .optional()
+                .annotated(Annotation::Usage)
+                .describe("{prompt_tokens, completion_tokens} on the last output, else null."),
+        ],
+    )
+}
+
+/// Counters shared by the predictor and its scheduler thread.
+#[derive(Default)]
+struct Counters {
+    active: AtomicUsize,
+    queued: AtomicUsize,
+    generated: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+/// A GGUF model served by llama.cpp.
+pub struct LlamaPredictor {
+    tag: String,
+    signature: Signature,
+    model: Arc<LlamaModel>,
+    template: Option<LlamaChatTemplate>,
+    /// Context available to each request, in tokens.
+    n_ctx: u32,
+    jobs: mpsc::Sender<Job>,
+    counters: Arc<Counters>,
+}
+
+impl LlamaPredictor {
+    /// Loads the model (memory-mapped) and starts its scheduler thread.
+    pub fn load(config: &PredictorConfig, model_path: &Path) -> Result<Self> {
+        if !model_path.is_file() {
+            return Err(Error::model(format!(
+                "The model file {} for `{}` does not exist; run `{}` to download it",
+                model_path.display(),
+                config.tag,
+                crate::config::FETCH_COMMAND
+            ))
+            .with_code("model_file_missing"));
+        }
+        let threads = config.threads.unwrap_or_else(default_threads);
+        let parallel = config.parallel.unwrap_or(DEFAULT_PARALLEL);
+        if threads == 0 || parallel == 0 {
+            return Err(Error::invalid(
+                "config",
+                format!(
+                    "`threads` and `parallel` of `{}` must be at least 1",
+                    config.tag
+                ),
+            ));
+        }
+        let backend = backend()?;
+        let model = LlamaModel::load_from_file(backend, model_path, &LlamaModelParams::default())
+            .map_err(|e| {
+            Error::model(format!(
+                "Cannot load {} for `{}`: {e}",
+                model_path.display(),
+                config.tag
+            ))
+        })?;
+        let n_ctx = config
+            .n_ctx
+            .unwrap_or(DEFAULT_N_CTX)
+            .min(model.n_ctx_train())
+            .max(16);
+        let template = match &config.chat_template {
+            Some(text) => Some(LlamaChatTemplate::new(text).map_err(|_| {
+                Error::invalid("chat_template", "The chat template contains a NUL byte")
+            })?),
+            None => model.chat_template(None).ok(),
+        };
+        let model = Arc::new(model);
+        let counters = Arc::new(Counters::default());
+        let (jobs, job_rx) = mpsc::channel();
+        let (ready_tx, ready_rx) = mpsc::sync_channel(1);
+        let scheduler = Scheduler {
+            model: Arc::clone(&model),
+            n_ctx,
+            parallel,
+            threads,
+            counters: Arc::clone(&counters),
+        };
+        std::thread::Builder::new()
+            .name(format!("ingle-llama {}", config.tag))
+            .spawn(move || scheduler.run(job_rx, ready_tx))
+            .map_err(|e| Error::internal(format!("Cannot start the scheduler thread: {e}")))?;
+        ready_rx
+            .recv()
+            .map_err(|_| Error::internal("The scheduler thread stopped while starting"))??;
+        Ok(LlamaPredictor {
+            tag: config.tag.clone(),
+            signature: signature(),
+            model,
+            template,
+            n_ctx,
+            jobs,
+            counters,
+        })
+    }
+
+    /// The model, for callers that need llama.cpp directly (tokenizer checks, benchmarks).
+    pub fn model(&self) -> &Arc<LlamaModel> {
+        &self.model
+    }
+
+    /// Context available to each request, in tokens.
+    pub fn n_ctx(&self) -> u32 {
+        self.n_ctx
+    }
+
+    /// Renders chat messages with the model's chat template, ending with the assistant's turn.
+    pub fn render_chat(&self, messages: &[Value]) -> Result<String> {
+        let template = self.template.as_ref().ok_or_else(|| {
+            Error::invalid(
+                "model",
+                format!(
+                    "The model `{}` has no chat template, so it cannot serve chat completions; \
+                     set `chat_template` in its config, or use text completions",
+                    self.tag
+                ),
+            )
+        })?;
+        if messages.is_empty() {
+            return Err(Error::invalid("messages", "`messages` must not be empty"));
+        }
+        let mut chat = Vec::with_capacity(messages.len());
+        for (i, message) in messages.iter().enumerate() {
+            let field = |name: &str| {
+                message
+                    .as_dict()
+                    .and_then(|m| m.get(name))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| {
+                        Error::invalid(
+                            format!("messages[{i}].{name}"),
+                            format!("`messages[{i}]` must be an object with a string `{name}`"),
+                        )
+                    })
+            };
+            let (role, content) = (field("role")?, field("content")?);
+            chat.push(
+                LlamaChatMessage::new(role.to_string(), content.to_string()).map_err(|_| {
+                    Error::invalid(
+                        format!("messages[{i}]"),
+                        format!("`messages[{i}]` contains a NUL byte"),
+                    )
+                })?,
+            );
+        }
+        self.model
+            .apply_chat_template(template, &chat, true)
+            .map_err(|e| {
+                Error::model(format!(
+                    "Cannot apply the chat template of `{}`: {e}",
+                    self.tag
+                ))
+            })
+    }
+
+    /// Tokenizes `text` as a prompt is tokenized (special tokens parsed, BOS if the model wants).
+    pub fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
+        self.model.vocab().tokenize(text.as_bytes(), true, true)
+    }
+}
+
+impl Predictor for LlamaPredictor {
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    fn kind(&self) -> PredictorKind {
+        PredictorKind::Generator
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+        let (prompt, prompt_param) =
+            match (inputs.get("messages"), inputs.get("prompt")) {
+                (Some(Value::List(messages)), None) => (self.render_chat(messages)?, "messages"),
+                (None, Some(Value::String(prompt))) => (prompt.clone(), "prompt"),
+                (Some(_), Some(_)) => {
+                    return Err(Error::invalid(
+                        "prompt",
+                        "Give either `messages` or `prompt`, not both",
+                    ))
+                }
+                _ => return Err(Error::invalid(
+                    "messages",
+                    "Missing required parameter: `messages` (chat) or `prompt` (text completion)",
+                )),
+            };
+        let tokens = self.tokenize(&prompt);
+        if tokens.is_empty() {
+            return Err(Error::invalid(
+                prompt_param,
+                format!("`{prompt_param}` must not be empty"),
+            ));
+        }
+        let n_prompt = tokens.len();
+        let n_ctx = self.n_ctx as usize;
+        let where_ = if prompt_param == "messages" {
+            "messages"
+        } else {
+            "prompt"
+        };
+        if n_prompt >= n_ctx {
+            return Err(Error::context_length(
+                format!(
+                    "This model's maximum context length is {n_ctx} tokens. However, your \
+                     {where_} resulted in {n_prompt} tokens. Please reduce the length of the {where_}."
+                ),
+                prompt_param,
+            ));
+        }
+        let max_tokens = match inputs.get("max_tokens").and_then(Value::as_i64) {
+            Some(max) if n_prompt + max as usize > n_ctx => {
+                return Err(Error::context_length(
+                    format!(
+                        "This model's maximum context length is {n_ctx} tokens. However, you \
+                         requested {} tokens ({n_prompt} in the {where_}, {max} in the completion). \
+                         Please reduce the length of the {where_} or completion.",
+                        n_prompt + max as usize
+                    ),
+                    prompt_param,
+                ))
+            }
+            Some(max) => max as usize,
+            None => n_ctx - n_prompt,
+        };
+        let stop = stop_sequences(inputs.get("stop"))?;
+        let sampler = self.sampler(&inputs);
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let (events, event_rx) = mpsc::channel();
+        let job = Job {
+            prompt: tokens,
+            max_tokens,
+            stop,
+            sampler,
+            events,
+            cancelled: Arc::clone(&cancelled),
+        };
+        self.jobs.send(job).map_err(|_| {
+            Error::model(format!(
+                "The llama.cpp scheduler of `{}` has stopped",
+                self.tag
+            ))
+        })?;
+        Ok(Box::new(TextStream {
+            events: event_rx,
+            cancelled,
+            done: false,
+        }))
+    }
+
+    fn metrics(&self) -> Metrics {
+        Metrics {
+            active_requests: self.counters.active.load(Ordering::Relaxed),
+            queued_requests: self.counters.queued.load(Ordering::Relaxed),
+            generated_tokens: self.counters.generated.load(Ordering::Relaxed),
+            cancelled_requests: self.counters.cancelled.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl LlamaPredictor {
+    /// The sampler chain for one request: penalties, then greedy (temperature 0) or
+    /// top-p + temperature + a seeded draw.
+    fn sampler(&self, inputs: &Inputs) -> LlamaSampler {
+        let number =
+            |name: &str, default: f64| inputs.get(name).and_then(Value::as_f64).unwrap_or(default);
+        let (temperature, top_p) = (number("temperature", 1.0), number("top_p", 1.0));
+        let (frequency, presence) = (
+            number("frequency_penalty", 0.0),
+            number("presence_penalty", 0.0),
+        );
+        let mut chain = Vec::new();
+        if frequency != 0.0 || presence != 0.0 {
+            // OpenAI's penalties count every token generated so far: look back over the whole context.
+            chain.push(LlamaSampler::penalties(
+                self.model.n_vocab(),
+                self.n_ctx as i32,
+                1.0,
+                frequency as f32,
+                presence as f32,
+            ));
+        }
+        if temperature == 0.0 {
+            chain.push(LlamaSampler::greedy());
+        } else {
+            if top_p < 1.0 {
+                chain.push(LlamaSampler::top_p(top_p as f32, 1));
+            }
+            chain.push(LlamaSampler::temp(temperature as f32));
+            let seed = match inputs.get("seed").and_then(Value::as_i64) {
+                Some(seed) => (seed as u64 ^ (seed as u64 >> 32)) as u32,
+                None => random_seed(),
+            };
+            chain.push(LlamaSampler::dist(seed));
+        }
+        LlamaSampler::chain_simple(chain)
+    }
+}
+
+fn random_seed() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(
+        std::time::SystemTime::now()
+            .elapsed()
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    hasher.finish() as u32
+}
+
+fn stop_sequences(stop: Option<&Value>) -> Result<Vec<String>> {
+    let Some(stop) = stop else {
+        return Ok(Vec::new());
+    };
+    let invalid = |msg: &str| Error::invalid("stop", msg.to_string());
+    let list = stop
+        .as_list()
+        .ok_or_else(|| invalid("`stop` must be a list of strings"))?;
+    if list.len() > MAX_STOP_SEQUENCES {
+        return Err(invalid("`stop` may hold at most 4 sequences"));
+    }
+    list.iter()
+        .map(|s| match s.as_str() {
+            Some("") => Err(invalid("`stop` sequences must not be empty")),
+            Some(s) => Ok(s.to_string()),
+            None => Err(invalid("`stop` must be a list of strings")),
+        })
+        .collect()
+}
+
+/// One request, handed to the scheduler.
+struct Job {
+    prompt: Vec<LlamaToken>,
+    max_tokens: usize,
+    stop: Vec<String>,
+    sampler: LlamaSampler,
+    events: mpsc::Sender<Result<Event>>,
+    /// Set when the consumer drops its stream: the scheduler frees the sequence at its next step.
+    cancelled: Arc<AtomicBool>,
+}
+
+/// Text produced by one step, and on the last one why generation ended.
+struct Event {
+    text: String,
+    finish: Option<Finish>,
+}
+
+struct Finish {
+    reason: &'static str,
+    prompt_tokens: usize,
+    completion_tokens: usize,
+}
+
+/// The consumer's end of a request: pulls events, and cancels the request when dropped.
+struct TextStream {
+    events: mpsc::Receiver<Result<Event>>,
+    cancelled: Arc<AtomicBool>,
+    done: bool,
+}
+
+impl Iterator for TextStream {
+    type Item = Result<Outputs>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let event = match self.events.recv() {
+            Ok(Ok(event)) => event,
+            Ok(Err(error)) => {
+                self.done = true;
+                return Some(Err(error));
+            }
+            Err(_) => {
+                self.done = true;
+                return Some(Err(Error::internal("Generation stopped without finishing")));
+            }
+        };
+        let (finish_reason, usage) = match event.finish {
+            Some(finish) => {
+                self.done = true;
+                let usage = BTreeMap::from([
+                    (
+                        "prompt_tokens".to_string(),
+                        Value::Int(finish.prompt_tokens as i64),
+                    ),
+                    (
+                        "completion_tokens".to_string(),
+                        Value::Int(finish.completion_tokens as i64),
+                    ),
+                ]);
+                (Value::from(finish.reason), Value::Dict(usage))
+            }
+            None => (Value::Null, Value::Null),
+        };
+        Some(Ok(vec![Value::String(event.text), finish_reason, usage]))
+    }
+}
+
+impl Drop for TextStream {
+    fn drop(&mut self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A request occupying one sequence of the context.
+struct Sequence {
+    job: Job,
+    /// Prompt tokens already in the KV cache.
+    prefilled: usize,
+    /// Position of the next token in the sequence.
+    n_past: usize,
+    /// Token to feed at the next step (the last sampled one), once the prompt is in.
+    next_token: Option<LlamaToken>,
+    /// Index in the current batch whose logits this sequence samples from.
+    logits_index: Option<i32>,
+    completion_tokens: usize,
+    utf8: Utf8Assembler,
+    stops: StopMatcher,
+}
+
+struct Scheduler {
+    model: Arc<LlamaModel>,
+    n_ctx: u32,
+    parallel: u32,
+    threads: u32,
+    counters: Arc<Counters>,
+}
+
+impl Scheduler {
+    fn run(self, jobs: mpsc::Receiver<Job>, ready: mpsc::SyncSender<Result<()>>) {
+        let backend = match backend() {
+            Ok(backend) => backend,
+            Err(e) => return drop(ready.send(Err(e))),
+        };
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(self.n_ctx * self.parallel))
+            .with_n_seq_max(self.parallel)
+            .with_kv_unified(false)
+            .with_n_batch(N_BATCH)
+            .with_n_ubatch(N_BATCH)
+            .with_n_threads(self.threads as i32)
+            .with_n_threads_batch(self.threads as i32);
+        let mut ctx = match self.model.new_context(backend, params) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                return drop(ready.send(Err(Error::model(format!(
+                    "Cannot create a llama.cpp context: {e}"
+                )))))
+            }
+        };
+        let _ = ready.send(Ok(()));
+        let mut batch = LlamaBatch::new(N_BATCH as usize, 1);
+        let mut slots: Vec<Option<Sequence>> = (0..self.parallel).map(|_| None).collect();
+        let mut queue: VecDeque<Job> = VecDeque::new();
+        let mut open = true;
+        loop {
+            // Wait for work when idle; otherwise take whatever has arrived and keep decoding.
+            if open && queue.is_empty() && slots.iter().all(Option::is_none) {
+                match jobs.recv() {
+                    Ok(job) => queue.push_back(job),
+                    Err(_) => return,
+                }
+            }
+            while open {
+                match jobs.try_recv() {
+                    Ok(job) => queue.push_back(job),
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => open = false,
+                }
+            }
+            self.drop_cancelled(&mut slots, &mut queue, &mut ctx);
+            for (id, slot) in slots.iter_mut().enumerate() {
+                if slot.is_none() {
+                    let Some(job) = queue.pop_front() else { break };
+                    let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+                    *slot = Some(Sequence {
+                        stops: StopMatcher::new(job.stop.clone()),
+                        job,
+                        prefilled: 0,
+                        n_past: 0,
+                        next_token: None,
+                        logits_index: None,
+                        completion_tokens: 0,
+                        utf8: Utf8Assembler::default(),
+                    });
+                }
+            }
+            self.publish_load(&slots, &queue);
+            if slots.iter().all(Option::is_none) {
+                if !open {
+                    return;
+                }
+                continue;
+            }
+            if let Err(error) = self.fill_batch(&mut batch, &mut slots) {
+                self.fail_batch(&mut slots, &mut ctx, error);
+                continue;
+            }
+            if let Err(e) = ctx.decode(&mut batch) {
+                let error = Error::model(format!("llama.cpp failed to decode: {e}"));
+                self.fail_batch(&mut slots, &mut ctx, error);
+                continue;
+            }
+            self.sample(&mut slots, &mut ctx);
+        }
+    }
+
+    /// Puts one token per generating sequence, then prompt chunks, into the batch.
+    fn fill_batch(&self, batch: &mut LlamaBatch, slots: &mut [Option<Sequence>]) -> Result<()> {
+        batch.clear();
+        let add_error = |e| Error::internal(format!("Cannot fill the llama.cpp batch: {e}"));
+        for (id, seq) in slots.iter_mut().enumerate() {
+            let Some(seq) = seq else { continue };
+            seq.logits_index = None;
+            if let Some(token) = seq.next_token.take() {
+                batch
+                    .add(token, seq.n_past as i32, &[id as i32], true)
+                    .map_err(add_error)?;
+                seq.n_past += 1;
+                seq.logits_index = Some(batch.n_tokens() - 1);
+            }
+        }
+        for (id, seq) in slots.iter_mut().enumerate() {
+            let Some(seq) = seq else { continue };
+            let remaining = seq.job.prompt.len() - seq.prefilled;
+            let room = N_BATCH as usize - batch.n_tokens() as usize;
+            if remaining == 0 || room == 0 {
+                continue;
+            }
+            let take = remaining.min(room);
+            for i in seq.prefilled..seq.prefilled + take {
+                let last = i + 1 == seq.job.prompt.len();
+                batch
+                    .add(seq.job.prompt[i], i as i32, &[id as i32], last)
+                    .map_err(add_error)?;
+            }
+            seq.prefilled += take;
+            seq.n_past = seq.prefilled;
+            if seq.prefilled == seq.job.prompt.len() {
+                seq.logits_index = Some(batch.n_tokens() - 1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Samples the next token of every sequence that has logits in this batch.
+    fn sample(&self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
+        let vocab = self.model.vocab();
+        for (id, slot) in slots.iter_mut().enumerate() {
+            let Some(seq) = slot else { continue };
+            let Some(index) = seq.logits_index.take() else {
+                continue;
+            };
+            let token = seq.job.sampler.sample(ctx, index);
+            let mut text = String::new();
+            let mut reason = None;
+            // On a stop sequence the held-back text is dropped; on any other end it is flushed.
+            let mut flush = false;
+            if vocab.is_eog(token) {
+                reason = Some("stop");
+                flush = true;
+            } else {
+                seq.completion_tokens += 1;
+                self.counters.generated.fetch_add(1, Ordering::Relaxed);
+                let piece = seq.utf8.push(&vocab.token_to_piece(token, false, None));
+                let (safe, stopped) = seq.stops.push(&piece);
+                text = safe;
+                if stopped {
+                    reason = Some("stop");
+                } else if seq.completion_tokens >= seq.job.max_tokens
+                    || seq.n_past >= self.n_ctx as usize
+                {
+                    reason = Some("length");
+                    flush = true;
+                }
+                seq.next_token = Some(token);
+            }
+            if flush {
+                let (safe, stopped) = seq.stops.push(&seq.utf8.finish());
+                text.push_str(&safe);
+                if !stopped {
+                    text.push_str(&seq.stops.finish());
+                }
+            }
+            let finish = reason.map(|reason| Finish {
+                reason,
+                prompt_tokens: seq.job.prompt.len(),
+                completion_tokens: seq.completion_tokens,
+            });
+            let done = finish.is_some();
+            if !text.is_empty() || done {
+                let sent = seq.job.events.send(Ok(Event { text, finish }));
+                if sent.is_err() {
+                    self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                    free(slot, id, ctx);
+                    continue;
+                }
+            }
+            if done {
+                free(slot, id, ctx);
+            }
+        }
+    }
+
+    /// Frees the sequences and queued jobs whose consumer has gone.
+    fn drop_cancelled(
+        &self,
+        slots: &mut [Option<Sequence>],
+        queue: &mut VecDeque<Job>,
+        ctx: &mut LlamaContext,
+    ) {
+        let before = queue.len();
+        queue.retain(|job| !job.cancelled.load(Ordering::Relaxed));
+        let mut cancelled = before - queue.len();
+        for (id, slot) in slots.iter_mut().enumerate() {
+            if slot
+                .as_ref()
+                .is_some_and(|seq| seq.job.cancelled.load(Ordering::Relaxed))
+            {
+                free(slot, id, ctx);
+                cancelled += 1;
+            }
+        }
+        self.counters
+            .cancelled
+            .fetch_add(cancelled as u64, Ordering::Relaxed);
+    }
+
+    /// A failed decode leaves the KV cache of every sequence in the batch unknown, and every
+    /// active sequence is in the batch: fail them all. Queued requests run next.
+    fn fail_batch(&self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext, error: Error) {
+        for (id, slot) in slots.iter_mut().enumerate() {
+            if let Some(seq) = slot.as_ref() {
+                let _ = seq.job.events.send(Err(error.clone()));
+                free(slot, id, ctx);
+            }
+        }
+    }
+
+    fn publish_load(&self, slots: &[Option<Sequence>], queue: &VecDeque<Job>) {
+        let active = slots.iter().filter(|s| s.is_some()).count();
+        self.counters.active.store(active, Ordering::Relaxed);
+        self.counters.queued.store(queue.len(), Ordering::Relaxed);
+    }
+}
+
+fn free(slot: &mut Option<Sequence>, id: usize, ctx: &mut LlamaContext) {
+    *slot = None;
+    let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+}

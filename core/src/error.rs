@@ -1,0 +1,135 @@
+//! One error type for the whole library. It carries what the OpenAI error object needs
+//! (`type`, `param`, `code`) so every front door (Rust, C, Python, Node) reports the same thing.
+
+use serde::Serialize;
+use std::fmt;
+
+/// The class of an error; bindings map it to their exception / status types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The request is malformed or asks for something unsupported (HTTP 400).
+    InvalidRequest,
+    /// The model (or another named resource) does not exist (HTTP 404).
+    NotFound,
+    /// The prompt plus the requested completion does not fit the model's context (HTTP 400).
+    ContextLengthExceeded,
+    /// The model could not be loaded or failed while running (HTTP 500).
+    Model,
+    /// A bug or an unexpected state inside ingle (HTTP 500).
+    Internal,
+}
+
+impl ErrorKind {
+    /// The HTTP status the OpenAI API would answer with.
+    pub fn http_status(self) -> u16 {
+        match self {
+            ErrorKind::InvalidRequest | ErrorKind::ContextLengthExceeded => 400,
+            ErrorKind::NotFound => 404,
+            ErrorKind::Model | ErrorKind::Internal => 500,
+        }
+    }
+
+    /// The OpenAI error `type` string.
+    pub fn openai_type(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidRequest | ErrorKind::ContextLengthExceeded | ErrorKind::NotFound => {
+                "invalid_request_error"
+            }
+            ErrorKind::Model | ErrorKind::Internal => "server_error",
+        }
+    }
+}
+
+/// An error with a message, the request parameter it is about (if any) and a machine code.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub param: Option<String>,
+    pub code: Option<String>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error {
+            kind,
+            message: message.into(),
+            param: None,
+            code: None,
+        }
+    }
+
+    /// An invalid-request error about `param`.
+    pub fn invalid(param: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidRequest, message).with_param(param)
+    }
+
+    pub fn model_not_found(tag: &str) -> Self {
+        Error::new(
+            ErrorKind::NotFound,
+            format!("The model `{tag}` does not exist"),
+        )
+        .with_param("model")
+        .with_code("model_not_found")
+    }
+
+    pub fn context_length(message: impl Into<String>, param: &str) -> Self {
+        Error::new(ErrorKind::ContextLengthExceeded, message)
+            .with_param(param)
+            .with_code("context_length_exceeded")
+    }
+
+    pub fn model(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Model, message).with_code("model_error")
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Internal, message).with_code("internal_error")
+    }
+
+    pub fn with_param(mut self, param: impl Into<String>) -> Self {
+        self.param = Some(param.into());
+        self
+    }
+
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// The OpenAI error object: `{"error": {"message", "type", "param", "code"}}`.
+    pub fn to_openai(&self) -> serde_json::Value {
+        serde_json::json!({
+            "error": {
+                "message": self.message,
+                "type": self.kind.openai_type(),
+                "param": self.param,
+                "code": self.code,
+            }
+        })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(param) = &self.param {
+            // Most messages already name the parameter; say it once more only when they do not.
+            if !self.message.contains(param.as_str()) {
+                write!(f, " (param: {param})")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Serialize for Error {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_openai().serialize(serializer)
+    }
+}

@@ -1,0 +1,723 @@
+//! The OpenAI interface: `chat.completions`, `completions` and `models`, mapped onto predictors.
+//!
+//! A request's `model` names a predictor tag. Its parameters are found by **annotation**, never by
+//! name: chat needs an input annotated [`Annotation::ChatMessages`], text completion one annotated
+//! [`Annotation::Prompt`], each sampling option one annotated [`Annotation::Generation`], and the
+//! outputs must include [`Annotation::TextDelta`]. A predictor lacking one gets an error saying
+//! which. Non-streaming responses are the streamed chunks folded into one object, so both agree.
+
+mod types;
+
+pub use types::*;
+
+use crate::error::{Error, Result};
+use crate::predict::{random_id, unix_now, Annotation, GenerationOption, Inputs, OutputStream};
+use crate::registry::Registry;
+use crate::value::Value;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+/// Chat roles the OpenAI API knows.
+pub const CHAT_ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
+
+/// Request fields accepted and ignored because they mean nothing for a local model.
+const IGNORED_FIELDS: [&str; 4] = ["store", "metadata", "service_tier", "parallel_tool_calls"];
+
+/// `client.chat`.
+#[derive(Clone)]
+pub struct Chat {
+    pub completions: ChatCompletions,
+}
+
+/// `client.chat.completions`.
+#[derive(Clone)]
+pub struct ChatCompletions {
+    registry: Arc<Registry>,
+}
+
+/// `client.completions` (legacy text completion).
+#[derive(Clone)]
+pub struct Completions {
+    registry: Arc<Registry>,
+}
+
+/// `client.models`.
+#[derive(Clone)]
+pub struct Models {
+    registry: Arc<Registry>,
+}
+
+impl Chat {
+    pub(crate) fn new(registry: Arc<Registry>) -> Self {
+        Chat {
+            completions: ChatCompletions { registry },
+        }
+    }
+}
+
+impl Completions {
+    pub(crate) fn new(registry: Arc<Registry>) -> Self {
+        Completions { registry }
+    }
+}
+
+impl Models {
+    pub(crate) fn new(registry: Arc<Registry>) -> Self {
+        Models { registry }
+    }
+
+    pub fn list(&self) -> ModelList {
+        let data = self
+            .registry
+            .list()
+            .into_iter()
+            .map(|info| model_object(&info.tag, info.created))
+            .collect();
+        ModelList {
+            object: "list".into(),
+            data,
+        }
+    }
+
+    pub fn retrieve(&self, model: &str) -> Result<Model> {
+        let info = self.registry.info_of(model)?;
+        Ok(model_object(&info.tag, info.created))
+    }
+}
+
+fn model_object(tag: &str, created: i64) -> Model {
+    Model {
+        id: tag.to_string(),
+        object: "model".into(),
+        created,
+        owned_by: "ingle".into(),
+    }
+}
+
+impl ChatCompletions {
+    /// A whole `chat.completion`. `request.stream` must not be true (use [`Self::stream`]).
+    pub fn create(&self, request: &ChatCompletionRequest) -> Result<ChatCompletion> {
+        if request.stream == Some(true) {
+            return Err(Error::invalid(
+                "stream",
+                "`stream: true` was given to create(); call stream() instead",
+            ));
+        }
+        let mut chunks = self.start(request, true)?;
+        let mut completion = ChatCompletion {
+            id: chunks.id.clone(),
+            object: "chat.completion".into(),
+            created: chunks.created,
+            model: request.model.clone(),
+            choices: Vec::new(),
+            usage: Usage::default(),
+        };
+        let (mut content, mut finish_reason) = (String::new(), None);
+        for chunk in &mut chunks {
+            let chunk = chunk?;
+            for choice in chunk.choices {
+                content.extend(choice.delta.content);
+                finish_reason = choice.finish_reason.or(finish_reason);
+            }
+            if let Some(usage) = chunk.usage {
+                completion.usage = usage;
+            }
+        }
+        let finish_reason = finish_reason
+            .ok_or_else(|| Error::internal("generation ended without a finish reason"))?;
+        completion.choices.push(ChatChoice {
+            index: 0,
+            message: AssistantMessage {
+                role: "assistant".into(),
+                content,
+                refusal: None,
+            },
+            finish_reason,
+            logprobs: None,
+        });
+        Ok(completion)
+    }
+
+    /// A stream of `chat.completion.chunk`s. Dropping it stops generation.
+    pub fn stream(&self, request: &ChatCompletionRequest) -> Result<ChatCompletionStream> {
+        let include_usage = request
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage);
+        self.start(request, include_usage)
+    }
+
+    fn start(
+        &self,
+        request: &ChatCompletionRequest,
+        include_usage: bool,
+    ) -> Result<ChatCompletionStream> {
+        reject_other_fields(&request.other)?;
+        check_n(request.n)?;
+        let messages = chat_messages(&request.messages)?;
+        let max_tokens = match (request.max_completion_tokens, request.max_tokens) {
+            (Some(n), _) => Some(("max_completion_tokens", n)),
+            (None, Some(n)) => Some(("max_tokens", n)),
+            (None, None) => None,
+        };
+        let options = SamplingRequest {
+            max_tokens,
+            temperature: request.temperature,
+            top_p: request.top_p,
+            seed: request.seed,
+            stop: request.stop.clone(),
+            frequency_penalty: request.frequency_penalty,
+            presence_penalty: request.presence_penalty,
+        };
+        let run = start_generation(
+            &self.registry,
+            &request.model,
+            Annotation::ChatMessages,
+            "messages",
+            messages,
+            "chat completions",
+            options,
+        )?;
+        Ok(ChatCompletionStream {
+            id: random_id("chatcmpl-"),
+            created: unix_now(),
+            model: request.model.clone(),
+            run: Some(run),
+            include_usage,
+            pending: VecDeque::new(),
+            started: false,
+        })
+    }
+}
+
+impl Completions {
+    /// A whole `text_completion`. `request.stream` must not be true (use [`Self::stream`]).
+    pub fn create(&self, request: &CompletionRequest) -> Result<Completion> {
+        if request.stream == Some(true) {
+            return Err(Error::invalid(
+                "stream",
+                "`stream: true` was given to create(); call stream() instead",
+            ));
+        }
+        let mut chunks = self.start(request, true)?;
+        let mut completion = Completion {
+            id: chunks.id.clone(),
+            object: "text_completion".into(),
+            created: chunks.created,
+            model: request.model.clone(),
+            choices: Vec::new(),
+            usage: None,
+        };
+        let (mut text, mut finish_reason) = (String::new(), None);
+        for chunk in &mut chunks {
+            let chunk = chunk?;
+            for choice in chunk.choices {
+                text.push_str(&choice.text);
+                finish_reason = choice.finish_reason.or(finish_reason);
+            }
+            completion.usage = chunk.usage.or(completion.usage);
+        }
+        completion.choices.push(CompletionChoice {
+            text,
+            index: 0,
+            logprobs: None,
+            finish_reason,
+        });
+        Ok(completion)
+    }
+
+    /// A stream of `text_completion` chunks. Dropping it stops generation.
+    pub fn stream(&self, request: &CompletionRequest) -> Result<CompletionStream> {
+        let include_usage = request
+            .stream_options
+            .as_ref()
+            .is_some_and(|o| o.include_usage);
+        self.start(request, include_usage)
+    }
+
+    fn start(&self, request: &CompletionRequest, include_usage: bool) -> Result<CompletionStream> {
+        reject_other_fields(&request.other)?;
+        check_n(request.n)?;
+        let prompt = match &request.prompt {
+            Prompt::Text(text) => text.clone(),
+            Prompt::Many(items) => match items.as_slice() {
+                [serde_json::Value::String(text)] => text.clone(),
+                _ => {
+                    return Err(Error::invalid(
+                        "prompt",
+                        "`prompt` must be a string (or a list holding one string); batches and token arrays are not supported",
+                    ))
+                }
+            },
+        };
+        let options = SamplingRequest {
+            // The OpenAI API's default for text completions.
+            max_tokens: Some(("max_tokens", request.max_tokens.unwrap_or(16))),
+            temperature: request.temperature,
+            top_p: request.top_p,
+            seed: request.seed,
+            stop: request.stop.clone(),
+            frequency_penalty: request.frequency_penalty,
+            presence_penalty: request.presence_penalty,
+        };
+        let run = start_generation(
+            &self.registry,
+            &request.model,
+            Annotation::Prompt,
+            "prompt",
+            Value::String(prompt),
+            "text completions",
+            options,
+        )?;
+        Ok(CompletionStream {
+            id: random_id("cmpl-"),
+            created: unix_now(),
+            model: request.model.clone(),
+            run: Some(run),
+            include_usage,
+            pending: VecDeque::new(),
+        })
+    }
+}
+
+/// The sampling options of a request, with the OpenAI field each came from.
+struct SamplingRequest {
+    max_tokens: Option<(&'static str, i64)>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    seed: Option<i64>,
+    stop: Option<StopSequences>,
+    frequency_penalty: Option<f64>,
+    presence_penalty: Option<f64>,
+}
+
+impl SamplingRequest {
+    fn given(self) -> Vec<(GenerationOption, &'static str, Value)> {
+        use GenerationOption as G;
+        let mut given = Vec::new();
+        if let Some((field, n)) = self.max_tokens {
+            given.push((G::MaxTokens, field, Value::Int(n)));
+        }
+        let numbers = [
+            (G::Temperature, "temperature", self.temperature),
+            (G::TopP, "top_p", self.top_p),
+            (
+                G::FrequencyPenalty,
+                "frequency_penalty",
+                self.frequency_penalty,
+            ),
+            (
+                G::PresencePenalty,
+                "presence_penalty",
+                self.presence_penalty,
+            ),
+        ];
+        for (option, field, value) in numbers {
+            if let Some(value) = value {
+                given.push((option, field, Value::Float(value)));
+            }
+        }
+        if let Some(seed) = self.seed {
+            given.push((G::Seed, "seed", Value::Int(seed)));
+        }
+        if let Some(stop) = self.stop {
+            given.push((G::Stop, "stop", Value::from(stop.into_vec())));
+        }
+        given
+    }
+}
+
+/// A running generation and where its outputs are.
+struct Generation {
+    outputs: OutputStream,
+    text: usize,
+    finish_reason: Option<usize>,
+    usage: Option<usize>,
+}
+
+/// One step of a generation, read off the predictor's outputs by annotation.
+struct Step {
+    text: String,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl Generation {
+    fn next_step(&mut self) -> Option<Result<Step>> {
+        let outputs = match self.outputs.next()? {
+            Ok(outputs) => outputs,
+            Err(e) => return Some(Err(e)),
+        };
+        let get = |i: Option<usize>| i.and_then(|i| outputs.get(i)).filter(|v| !v.is_null());
+        let text = get(Some(self.text))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let finish_reason = get(self.finish_reason)
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let usage = get(self.usage).and_then(Value::as_dict).map(|u| {
+            let count = |k: &str| u.get(k).and_then(Value::as_i64).unwrap_or(0) as u32;
+            let (prompt_tokens, completion_tokens) =
+                (count("prompt_tokens"), count("completion_tokens"));
+            Usage {
+                prompt_tokens,
+                completion_tokens,
+                total_tokens: prompt_tokens + completion_tokens,
+            }
+        });
+        Some(Ok(Step {
+            text,
+            finish_reason,
+            usage,
+        }))
+    }
+}
+
+/// Finds the predictor and its parameters by annotation, validates, and starts it.
+fn start_generation(
+    registry: &Registry,
+    model: &str,
+    input: Annotation,
+    input_field: &'static str,
+    input_value: Value,
+    method: &str,
+    options: SamplingRequest,
+) -> Result<Generation> {
+    if model.is_empty() {
+        return Err(Error::invalid(
+            "model",
+            "Missing required parameter: `model`",
+        ));
+    }
+    let predictor = registry.get(model)?;
+    let signature = predictor.signature();
+    let cannot = |what: String| {
+        Error::invalid(
+            "model",
+            format!("The model `{model}` cannot serve {method}: its predictor has no {what}"),
+        )
+    };
+    let input_param = signature
+        .input_annotated(&input)
+        .ok_or_else(|| cannot(format!("input annotated {input:?}")))?;
+    let text = signature
+        .output_annotated(&Annotation::TextDelta)
+        .ok_or_else(|| cannot("output annotated TextDelta".into()))?;
+    // Predictor parameter name → OpenAI field, to report errors in the caller's terms.
+    let mut fields = vec![(input_param.name.clone(), input_field)];
+    let mut inputs = Inputs::new();
+    inputs.insert(input_param.name.clone(), input_value);
+    for (option, field, value) in options.given() {
+        let param = signature
+            .input_annotated(&Annotation::Generation(option))
+            .ok_or_else(|| {
+                Error::invalid(
+                    field,
+                    format!("The model `{model}` does not support `{field}`"),
+                )
+            })?;
+        fields.push((param.name.clone(), field));
+        inputs.insert(param.name.clone(), value);
+    }
+    let in_openai_terms = |mut error: Error| {
+        if let Some((name, field)) = fields
+            .iter()
+            .find(|(name, _)| error.param.as_deref() == Some(name))
+        {
+            error.message = error
+                .message
+                .replace(&format!("`{name}`"), &format!("`{field}`"));
+            error.param = Some(field.to_string());
+        }
+        error
+    };
+    let inputs = signature.validate(inputs).map_err(in_openai_terms)?;
+    let outputs = predictor.predict(inputs).map_err(in_openai_terms)?;
+    Ok(Generation {
+        outputs,
+        text,
+        finish_reason: signature.output_annotated(&Annotation::FinishReason),
+        usage: signature.output_annotated(&Annotation::Usage),
+    })
+}
+
+/// A stream of `chat.completion.chunk`s: a first chunk with the role, content chunks, a last
+/// chunk with an empty delta and the finish reason, then (if asked) a usage chunk.
+pub struct ChatCompletionStream {
+    pub id: String,
+    pub created: i64,
+    model: String,
+    run: Option<Generation>,
+    include_usage: bool,
+    pending: VecDeque<ChatCompletionChunk>,
+    started: bool,
+}
+
+impl ChatCompletionStream {
+    fn chunk(&self, delta: ChunkDelta, finish_reason: Option<String>) -> ChatCompletionChunk {
+        let choice = ChunkChoice {
+            index: 0,
+            delta,
+            logprobs: None,
+            finish_reason,
+        };
+        ChatCompletionChunk {
+            id: self.id.clone(),
+            object: "chat.completion.chunk".into(),
+            created: self.created,
+            model: self.model.clone(),
+            choices: vec![choice],
+            usage: None,
+        }
+    }
+}
+
+impl Iterator for ChatCompletionStream {
+    type Item = Result<ChatCompletionChunk>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if !self.started {
+            self.started = true;
+            let role = ChunkDelta {
+                role: Some("assistant".into()),
+                content: Some(String::new()),
+            };
+            return Some(Ok(self.chunk(role, None)));
+        }
+        loop {
+            if let Some(chunk) = self.pending.pop_front() {
+                return Some(Ok(chunk));
+            }
+            let step = match self.run.as_mut()?.next_step() {
+                None => {
+                    self.run = None;
+                    return Some(Err(Error::model(
+                        "generation ended without a finish reason",
+                    )));
+                }
+                Some(Err(e)) => {
+                    self.run = None;
+                    return Some(Err(e));
+                }
+                Some(Ok(step)) => step,
+            };
+            if !step.text.is_empty() {
+                let delta = ChunkDelta {
+                    role: None,
+                    content: Some(step.text),
+                };
+                self.pending.push_back(self.chunk(delta, None));
+            }
+            if let Some(reason) = step.finish_reason {
+                self.run = None; // generation is over: free the model now
+                self.pending
+                    .push_back(self.chunk(ChunkDelta::default(), Some(reason)));
+                if self.include_usage {
+                    let mut last = self.chunk(ChunkDelta::default(), None);
+                    last.choices.clear();
+                    last.usage = Some(step.usage.unwrap_or_default());
+                    self.pending.push_back(last);
+                }
+            }
+        }
+    }
+}
+
+/// A stream of `text_completion` chunks: text chunks, a last one with the finish reason, then
+/// (if asked) a usage chunk with no choices.
+pub struct CompletionStream {
+    pub id: String,
+    pub created: i64,
+    model: String,
+    run: Option<Generation>,
+    include_usage: bool,
+    pending: VecDeque<Completion>,
+}
+
+impl CompletionStream {
+    fn chunk(&self, choices: Vec<CompletionChoice>, usage: Option<Usage>) -> Completion {
+        Completion {
+            id: self.id.clone(),
+            object: "text_completion".into(),
+            created: self.created,
+            model: self.model.clone(),
+            choices,
+            usage,
+        }
+    }
+}
+
+impl Iterator for CompletionStream {
+    type Item = Result<Completion>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(chunk) = self.pending.pop_front() {
+                return Some(Ok(chunk));
+            }
+            let step = match self.run.as_mut()?.next_step() {
+                None => {
+                    self.run = None;
+                    return Some(Err(Error::model(
+                        "generation ended without a finish reason",
+                    )));
+                }
+                Some(Err(e)) => {
+                    self.run = None;
+                    return Some(Err(e));
+                }
+                Some(Ok(step)) => step,
+            };
+            let finished = step.finish_reason.is_some();
+            if !step.text.is_empty() || finished {
+                let choice = CompletionChoice {
+                    text: step.text,
+                    index: 0,
+                    logprobs: None,
+                    finish_reason: step.finish_reason,
+                };
+                self.pending.push_back(self.chunk(vec![choice], None));
+            }
+            if finished {
+                self.run = None;
+                if self.include_usage {
+                    self.pending
+                        .push_back(self.chunk(Vec::new(), Some(step.usage.unwrap_or_default())));
+                }
+            }
+        }
+    }
+}
+
+fn check_n(n: Option<i64>) -> Result<()> {
+    match n {
+        None | Some(1) => Ok(()),
+        Some(n) => Err(Error::invalid(
+            "n",
+            format!("Invalid value for `n`: {n}; ingle generates one choice per request (n=1)"),
+        )),
+    }
+}
+
+/// Fields outside the typed request: ignored if documented so, else rejected by name.
+fn reject_other_fields(other: &OtherFields) -> Result<()> {
+    for (field, value) in other {
+        if value.is_null() || IGNORED_FIELDS.contains(&field.as_str()) {
+            continue;
+        }
+        let default_ok = match field.as_str() {
+            "logprobs" | "echo" => value == &serde_json::Value::Bool(false),
+            "best_of" => value == &serde_json::json!(1),
+            "response_format" => value == &serde_json::json!({"type": "text"}),
+            "tools" | "functions" | "logit_bias" => {
+                value.as_array().is_some_and(Vec::is_empty)
+                    || value.as_object().is_some_and(|o| o.is_empty())
+            }
+            _ => false,
+        };
+        if default_ok {
+            continue;
+        }
+        let known = [
+            "logprobs",
+            "top_logprobs",
+            "echo",
+            "best_of",
+            "suffix",
+            "response_format",
+            "tools",
+            "tool_choice",
+            "functions",
+            "function_call",
+            "logit_bias",
+            "modalities",
+            "audio",
+            "prediction",
+            "reasoning_effort",
+            "web_search_options",
+        ];
+        return Err(if known.contains(&field.as_str()) {
+            Error::invalid(field, format!("`{field}` is not supported by ingle"))
+        } else {
+            Error::invalid(
+                field,
+                format!("Unrecognized request argument supplied: {field}"),
+            )
+        });
+    }
+    Ok(())
+}
+
+/// Checks OpenAI chat messages and turns them into the predictor's `{role, content}` dicts:
+/// content parts joined, `developer` rendered as `system` (chat templates predate it).
+fn chat_messages(messages: &[ChatMessage]) -> Result<Value> {
+    if messages.is_empty() {
+        return Err(Error::invalid(
+            "messages",
+            "`messages` must contain at least one message",
+        ));
+    }
+    let mut out = Vec::with_capacity(messages.len());
+    for (i, message) in messages.iter().enumerate() {
+        let role = message.role.as_str();
+        if !CHAT_ROLES.contains(&role) {
+            return Err(Error::invalid(
+                format!("messages[{i}].role"),
+                format!(
+                    "Invalid value for `messages[{i}].role`: '{role}'; supported roles are {}",
+                    CHAT_ROLES.join(", ")
+                ),
+            ));
+        }
+        if let Some(field) = message
+            .other
+            .iter()
+            .find(|(_, v)| !v.is_null())
+            .map(|(k, _)| k)
+        {
+            let message = if field == "tool_calls" {
+                format!(
+                    "`messages[{i}].tool_calls` is not supported by ingle (no tool calling yet)"
+                )
+            } else {
+                format!("Unrecognized field `messages[{i}].{field}`")
+            };
+            return Err(Error::invalid(format!("messages[{i}].{field}"), message));
+        }
+        let content = match &message.content {
+            Some(MessageContent::Text(text)) => text.clone(),
+            Some(MessageContent::Parts(parts)) => {
+                let mut text = String::new();
+                for (j, part) in parts.iter().enumerate() {
+                    match (part.kind.as_str(), &part.text) {
+                        ("text", Some(t)) => text.push_str(t),
+                        ("text", None) => {
+                            return Err(Error::invalid(format!("messages[{i}].content[{j}].text"), format!("`messages[{i}].content[{j}]` is a text part without `text`")))
+                        }
+                        (kind, _) => {
+                            return Err(Error::invalid(
+                                format!("messages[{i}].content[{j}].type"),
+                                format!("Content parts of type `{kind}` are not supported; only `text` parts are (messages[{i}].content[{j}])"),
+                            ))
+                        }
+                    }
+                }
+                text
+            }
+            None if role == "assistant" => String::new(),
+            None => {
+                return Err(Error::invalid(
+                    format!("messages[{i}].content"),
+                    format!("Missing `messages[{i}].content`: a {role} message needs content"),
+                ))
+            }
+        };
+        let role = if role == "developer" { "system" } else { role };
+        out.push(Value::Dict(BTreeMap::from([
+            ("role".to_string(), Value::from(role)),
+            ("content".to_string(), Value::String(content)),
+        ])));
+    }
+    Ok(Value::List(out))
+}

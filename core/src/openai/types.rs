@@ -1,0 +1,318 @@
+//! OpenAI request and response types, with the exact wire shapes of the OpenAI API.
+
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Map;
+
+/// Request fields ingle does not model: kept so they can be rejected by name, not dropped.
+pub type OtherFields = Map<String, serde_json::Value>;
+
+/// `stop`: one string or a list of up to 4.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StopSequences {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl StopSequences {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            StopSequences::One(s) => vec![s],
+            StopSequences::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamOptions {
+    /// Send a last chunk with the token usage and no choices.
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+/// One part of a list-of-parts message content.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentPart {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(flatten)]
+    pub other: OtherFields,
+}
+
+/// Message content: a string or a list of text parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    Text(String),
+    Parts(Vec<ContentPart>),
+}
+
+/// A chat message. `role` is one of system, developer, user, assistant, tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    #[serde(default)]
+    pub content: Option<MessageContent>,
+    /// Accepted and ignored: the chat templates have no place for participant names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// For role `tool`: the call this message answers (kept for the shape; not templated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(flatten)]
+    pub other: OtherFields,
+}
+
+impl ChatMessage {
+    pub fn new(role: impl Into<String>, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: role.into(),
+            content: Some(MessageContent::Text(content.into())),
+            name: None,
+            tool_call_id: None,
+            other: OtherFields::new(),
+        }
+    }
+
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage::new("system", content)
+    }
+
+    pub fn developer(content: impl Into<String>) -> Self {
+        ChatMessage::new("developer", content)
+    }
+
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage::new("user", content)
+    }
+
+    pub fn assistant(content: impl Into<String>) -> Self {
+        ChatMessage::new("assistant", content)
+    }
+}
+
+/// `chat.completions.create` arguments.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatCompletionRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopSequences>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    /// Only 1 is supported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+    /// Accepted and ignored (an end-user id for abuse tracking means nothing locally).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Every other field: rejected by name unless documented as ignored.
+    #[serde(flatten)]
+    pub other: OtherFields,
+}
+
+impl ChatCompletionRequest {
+    pub fn new(model: impl Into<String>, messages: Vec<ChatMessage>) -> Self {
+        ChatCompletionRequest {
+            model: model.into(),
+            messages,
+            ..Default::default()
+        }
+    }
+
+    /// Parses the JSON body of a request; an error names the field at fault.
+    pub fn from_json(json: &str) -> Result<Self> {
+        from_json(json)
+    }
+}
+
+/// `prompt` of a text completion: a string, or a list holding one string.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Prompt {
+    Text(String),
+    Many(Vec<serde_json::Value>),
+}
+
+impl Default for Prompt {
+    fn default() -> Self {
+        Prompt::Text(String::new())
+    }
+}
+
+/// `completions.create` (legacy text completion) arguments.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CompletionRequest {
+    pub model: String,
+    pub prompt: Prompt,
+    /// Default 16, as in the OpenAI API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop: Option<StopSequences>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frequency_penalty: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub presence_penalty: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(flatten)]
+    pub other: OtherFields,
+}
+
+impl CompletionRequest {
+    pub fn new(model: impl Into<String>, prompt: impl Into<String>) -> Self {
+        CompletionRequest {
+            model: model.into(),
+            prompt: Prompt::Text(prompt.into()),
+            ..Default::default()
+        }
+    }
+
+    pub fn from_json(json: &str) -> Result<Self> {
+        from_json(json)
+    }
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
+    let deserializer = &mut serde_json::Deserializer::from_str(json);
+    serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = format!("Invalid request body: {inner}");
+        match path.as_str() {
+            "." | "" => Error::new(crate::error::ErrorKind::InvalidRequest, message),
+            path => Error::invalid(path, format!("Invalid value for `{path}`: {inner}")),
+        }
+    })
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    pub total_tokens: u32,
+}
+
+/// The assistant's reply in a `chat.completion`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessage {
+    pub role: String,
+    pub content: String,
+    pub refusal: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatChoice {
+    pub index: u32,
+    pub message: AssistantMessage,
+    /// `stop` or `length`.
+    pub finish_reason: String,
+    pub logprobs: Option<serde_json::Value>,
+}
+
+/// `object: "chat.completion"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatCompletion {
+    pub id: String,
+    pub object: String,
+    pub created: i64,
+    pub model: String,
+    pub choices: Vec<ChatChoice>,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChunkDelta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChunkChoice {
+    pub index: u32,
+    pub delta: ChunkDelta,
+    pub logprobs: Option<serde_json::Value>,
+    pub finish_reason: Option<String>,
+}
+
+/// `object: "chat.completion.chunk"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatCompletionChunk {
+    pub id: String,
+    pub object: String,
+    pub created: i64,
+    pub model: String,
+    pub choices: Vec<ChunkChoice>,
+    /// Set on the last chunk when `stream_options.include_usage`; null otherwise.
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompletionChoice {
+    pub text: String,
+    pub index: u32,
+    pub logprobs: Option<serde_json::Value>,
+    pub finish_reason: Option<String>,
+}
+
+/// `object: "text_completion"`, both the whole response and each streamed chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Completion {
+    pub id: String,
+    pub object: String,
+    pub created: i64,
+    pub model: String,
+    pub choices: Vec<CompletionChoice>,
+    /// Always set on a whole response; on a stream only on the usage chunk.
+    pub usage: Option<Usage>,
+}
+
+/// `object: "model"`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Model {
+    pub id: String,
+    pub object: String,
+    pub created: i64,
+    pub owned_by: String,
+}
+
+/// `object: "list"` of models.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelList {
+    pub object: String,
+    pub data: Vec<Model>,
+}

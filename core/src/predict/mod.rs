@@ -1,0 +1,252 @@
+//! Predictors, predictions, and the create / stream ways of running them.
+
+mod signature;
+
+pub use signature::{Annotation, GenerationOption, Inputs, Parameter, Signature};
+
+use crate::error::{Error, Result};
+use crate::value::Value;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// The values of one (partial) output, in the order of the signature's outputs.
+pub type Outputs = Vec<Value>;
+
+/// A pull-based stream of partial outputs. Dropping it cancels the prediction.
+pub type OutputStream = Box<dyn Iterator<Item = Result<Outputs>> + Send>;
+
+/// Whether a predictor returns one value or yields partial values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PredictorKind {
+    /// Yields exactly one output.
+    Eager,
+    /// Yields any number of partial outputs.
+    Generator,
+}
+
+/// Load figures of a predictor, for monitoring and for tests that must see cancellation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics {
+    /// Predictions running now.
+    pub active_requests: usize,
+    /// Predictions waiting for a free slot.
+    pub queued_requests: usize,
+    /// Tokens (or steps) produced since the predictor loaded.
+    pub generated_tokens: u64,
+    /// Predictions stopped because their consumer went away.
+    pub cancelled_requests: u64,
+}
+
+/// A unit of work: a tagged function with a typed signature.
+pub trait Predictor: Send + Sync {
+    fn tag(&self) -> &str;
+    fn kind(&self) -> PredictorKind;
+    fn signature(&self) -> &Signature;
+    /// Starts a prediction on inputs already validated against [`Self::signature`].
+    /// Errors that can be found before any output (a prompt too long, say) are returned here.
+    fn predict(&self, inputs: Inputs) -> Result<OutputStream>;
+    fn metrics(&self) -> Metrics {
+        Metrics::default()
+    }
+}
+
+/// The result of running a predictor, or one partial result of a stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// `pred_…`, shared by every partial prediction of one stream.
+    pub id: String,
+    pub tag: String,
+    /// Unix time in seconds when the prediction started.
+    pub created: i64,
+    /// The output values, in signature order; `None` when the prediction failed.
+    pub results: Option<Vec<Value>>,
+    /// Milliseconds from the start of the prediction to this (partial) result.
+    pub latency: f64,
+    /// Why the prediction failed, if it did after it started.
+    pub error: Option<Error>,
+    /// Text the predictor logged while running, if any.
+    pub logs: Option<String>,
+}
+
+impl Prediction {
+    /// The results, or the error the prediction failed with.
+    pub fn into_result(self) -> Result<Vec<Value>> {
+        match (self.error, self.results) {
+            (Some(error), _) => Err(error),
+            (None, Some(results)) => Ok(results),
+            (None, None) => Err(Error::internal("prediction has neither results nor error")),
+        }
+    }
+}
+
+/// Yields one [`Prediction`] per partial output. A failure mid-stream is yielded as a
+/// prediction with `error` set, and ends the stream. Dropping it cancels the prediction.
+pub struct PredictionStream {
+    id: String,
+    tag: String,
+    created: i64,
+    start: Instant,
+    outputs: Option<OutputStream>,
+}
+
+impl PredictionStream {
+    pub(crate) fn new(tag: &str, outputs: OutputStream) -> Self {
+        PredictionStream {
+            id: random_id("pred_"),
+            tag: tag.to_string(),
+            created: unix_now(),
+            start: Instant::now(),
+            outputs: Some(outputs),
+        }
+    }
+
+    fn prediction(&self, results: Option<Vec<Value>>, error: Option<Error>) -> Prediction {
+        Prediction {
+            id: self.id.clone(),
+            tag: self.tag.clone(),
+            created: self.created,
+            results,
+            latency: self.start.elapsed().as_secs_f64() * 1000.0,
+            error,
+            logs: None,
+        }
+    }
+}
+
+impl Iterator for PredictionStream {
+    type Item = Prediction;
+
+    fn next(&mut self) -> Option<Prediction> {
+        let item = self.outputs.as_mut()?.next();
+        match item {
+            Some(Ok(outputs)) => Some(self.prediction(Some(outputs), None)),
+            Some(Err(error)) => {
+                self.outputs = None; // release the predictor's resources now
+                Some(self.prediction(None, Some(error)))
+            }
+            None => {
+                self.outputs = None;
+                None
+            }
+        }
+    }
+}
+
+/// Drains a stream into its final prediction (the last partial one, or the first failure).
+pub(crate) fn last_prediction(stream: PredictionStream) -> Prediction {
+    let mut fallback = stream.prediction(None, None);
+    let mut last = None;
+    for prediction in stream {
+        last = Some(prediction);
+    }
+    last.unwrap_or_else(|| {
+        fallback.error = Some(Error::model("the predictor produced no output"));
+        fallback
+    })
+}
+
+type EagerFn = dyn Fn(Inputs) -> Result<Outputs> + Send + Sync;
+type GeneratorFn = dyn Fn(Inputs) -> Result<OutputStream> + Send + Sync;
+
+enum Body {
+    Eager(Arc<EagerFn>),
+    Generator(Box<GeneratorFn>),
+}
+
+/// A predictor made from a Rust function: register your own code next to the models.
+pub struct FnPredictor {
+    tag: String,
+    signature: Signature,
+    body: Body,
+}
+
+impl FnPredictor {
+    /// An eager predictor: `f` returns the one output. It runs when the stream is first pulled.
+    pub fn eager(
+        tag: impl Into<String>,
+        signature: Signature,
+        f: impl Fn(Inputs) -> Result<Outputs> + Send + Sync + 'static,
+    ) -> Self {
+        FnPredictor {
+            tag: tag.into(),
+            signature,
+            body: Body::Eager(Arc::new(f)),
+        }
+    }
+
+    /// A generator: `f` returns an iterator of partial outputs, pulled one at a time.
+    pub fn generator(
+        tag: impl Into<String>,
+        signature: Signature,
+        f: impl Fn(Inputs) -> Result<OutputStream> + Send + Sync + 'static,
+    ) -> Self {
+        FnPredictor {
+            tag: tag.into(),
+            signature,
+            body: Body::Generator(Box::new(f)),
+        }
+    }
+}
+
+impl Predictor for FnPredictor {
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    fn kind(&self) -> PredictorKind {
+        match self.body {
+            Body::Eager(_) => PredictorKind::Eager,
+            Body::Generator(_) => PredictorKind::Generator,
+        }
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+        match &self.body {
+            Body::Eager(f) => {
+                let f = Arc::clone(f);
+                let mut inputs = Some(inputs);
+                Ok(Box::new(std::iter::from_fn(move || {
+                    inputs.take().map(|i| f(i))
+                })))
+            }
+            Body::Generator(f) => f(inputs),
+        }
+    }
+}
+
+pub(crate) fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `prefix` + 24 random alphanumerics, for prediction and completion ids.
+pub(crate) fn random_id(prefix: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut id = String::with_capacity(prefix.len() + 24);
+    id.push_str(prefix);
+    let state = std::collections::hash_map::RandomState::new();
+    let mut word = 0u64;
+    for i in 0..24 {
+        if i % 8 == 0 {
+            let mut hasher = state.build_hasher();
+            hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+            hasher.write_u128(
+                SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            word = hasher.finish();
+        }
+        id.push(ALPHABET[(word % ALPHABET.len() as u64) as usize] as char);
+        word /= ALPHABET.len() as u64;
+    }
+    id
+}

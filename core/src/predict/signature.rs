@@ -1,0 +1,210 @@
+//! Parameters, annotations and signatures, and validation of inputs against them.
+
+use crate::error::{Error, Result};
+use crate::value::{Value, ValueType};
+use std::collections::BTreeMap;
+
+/// Named inputs (or outputs) of a prediction.
+pub type Inputs = BTreeMap<String, Value>;
+
+/// A generation option of a text generator, so the OpenAI layer can find the parameter that
+/// means `temperature` (say) without relying on the parameter's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GenerationOption {
+    MaxTokens,
+    Temperature,
+    TopP,
+    Seed,
+    Stop,
+    FrequencyPenalty,
+    PresencePenalty,
+}
+
+/// What a parameter means. The OpenAI layer finds parameters by annotation, never by name.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Annotation {
+    /// No special meaning.
+    Generic,
+    /// Texts to embed (input) or the float32 `[N, D]` embedding matrix (output).
+    Embedding,
+    /// The number of embedding dimensions to return.
+    EmbeddingDims { min: u32, max: u32 },
+    /// A voice, one of `voices`.
+    AudioVoice { voices: Vec<String> },
+    /// A speaking speed factor.
+    AudioSpeed { min: f64, max: f64 },
+    /// Audio in or out.
+    Audio { sample_rate: u32 },
+    /// Chat messages: a list of `{role, content}` dicts (input).
+    ChatMessages,
+    /// A raw text prompt to continue (input).
+    Prompt,
+    /// A sampling / length option of a text generator (input).
+    Generation(GenerationOption),
+    /// Text generated since the previous partial output (output).
+    TextDelta,
+    /// Why generation ended: `"stop"` or `"length"`, null until the last output (output).
+    FinishReason,
+    /// `{prompt_tokens, completion_tokens}` token counts, on the last output (output).
+    Usage,
+}
+
+/// One input or output of a predictor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parameter {
+    pub name: String,
+    pub value_type: ValueType,
+    pub description: String,
+    /// A required input must be given; an optional one falls back to `default` (if any).
+    pub required: bool,
+    pub default: Option<Value>,
+    /// Inclusive bounds of a numeric parameter.
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub annotation: Annotation,
+}
+
+impl Parameter {
+    /// A required parameter with no annotation.
+    pub fn new(name: impl Into<String>, value_type: ValueType) -> Self {
+        Parameter {
+            name: name.into(),
+            value_type,
+            description: String::new(),
+            required: true,
+            default: None,
+            min: None,
+            max: None,
+            annotation: Annotation::Generic,
+        }
+    }
+
+    pub fn optional(mut self) -> Self {
+        self.required = false;
+        self
+    }
+
+    /// Makes the parameter optional with this default.
+    pub fn default_value(mut self, value: impl Into<Value>) -> Self {
+        self.required = false;
+        self.default = Some(value.into());
+        self
+    }
+
+    pub fn range(mut self, min: Option<f64>, max: Option<f64>) -> Self {
+        self.min = min;
+        self.max = max;
+        self
+    }
+
+    pub fn annotated(mut self, annotation: Annotation) -> Self {
+        self.annotation = annotation;
+        self
+    }
+
+    pub fn describe(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    fn check(&self, value: &Value) -> Result<()> {
+        if !value.matches(self.value_type) {
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "Invalid type for `{}`: expected {}, got {}",
+                    self.name,
+                    self.value_type.name(),
+                    value.type_name()
+                ),
+            ));
+        }
+        if let Some(x) = value.as_f64() {
+            if x.is_nan() {
+                return Err(Error::invalid(
+                    &self.name,
+                    format!("`{}` is not a number", self.name),
+                ));
+            }
+            let below = self.min.is_some_and(|min| x < min);
+            let above = self.max.is_some_and(|max| x > max);
+            if below || above {
+                let bounds = match (self.min, self.max) {
+                    (Some(min), Some(max)) => format!("between {min} and {max}"),
+                    (Some(min), None) => format!("at least {min}"),
+                    (None, Some(max)) => format!("at most {max}"),
+                    (None, None) => unreachable!("out of range needs a bound"),
+                };
+                return Err(Error::invalid(
+                    &self.name,
+                    format!(
+                        "Invalid value for `{}`: {x} is out of range; it must be {bounds}",
+                        self.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The inputs and outputs of a predictor.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Signature {
+    pub inputs: Vec<Parameter>,
+    pub outputs: Vec<Parameter>,
+}
+
+impl Signature {
+    pub fn new(inputs: Vec<Parameter>, outputs: Vec<Parameter>) -> Self {
+        Signature { inputs, outputs }
+    }
+
+    /// The input parameter with this annotation.
+    pub fn input_annotated(&self, annotation: &Annotation) -> Option<&Parameter> {
+        self.inputs.iter().find(|p| &p.annotation == annotation)
+    }
+
+    /// The index of the output parameter with this annotation.
+    pub fn output_annotated(&self, annotation: &Annotation) -> Option<usize> {
+        self.outputs
+            .iter()
+            .position(|p| &p.annotation == annotation)
+    }
+
+    /// Checks `inputs` against the input parameters and fills in defaults.
+    /// Null counts as absent. Errors name the offending parameter.
+    pub fn validate(&self, mut inputs: Inputs) -> Result<Inputs> {
+        inputs.retain(|_, v| !v.is_null());
+        if let Some(unknown) = inputs
+            .keys()
+            .find(|k| !self.inputs.iter().any(|p| &p.name == *k))
+        {
+            let known: Vec<&str> = self.inputs.iter().map(|p| p.name.as_str()).collect();
+            return Err(Error::invalid(
+                unknown,
+                format!(
+                    "Unknown parameter `{unknown}`; expected one of: {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+        for param in &self.inputs {
+            match inputs.get(&param.name) {
+                Some(value) => param.check(value)?,
+                None if param.required => {
+                    return Err(Error::invalid(
+                        &param.name,
+                        format!("Missing required parameter `{}`", param.name),
+                    ))
+                }
+                None => {
+                    if let Some(default) = &param.default {
+                        inputs.insert(param.name.clone(), default.clone());
+                    }
+                }
+            }
+        }
+        Ok(inputs)
+    }
+}

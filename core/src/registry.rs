@@ -1,0 +1,120 @@
+//! Tags → predictors. Predictors load lazily on first use, once, and are shared.
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::predict::{unix_now, Predictor};
+use std::sync::{Arc, Mutex, RwLock};
+
+type Loader = Box<dyn Fn() -> Result<Arc<dyn Predictor>> + Send + Sync>;
+
+/// A registered tag.
+struct Entry {
+    tag: String,
+    created: i64,
+    loader: Loader,
+    /// Held while loading, so concurrent first requests load once. A failed load is not
+    /// cached: fetching the missing model and retrying works without a restart.
+    loaded: Mutex<Option<Arc<dyn Predictor>>>,
+}
+
+/// What `models.list` shows of a registered predictor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelInfo {
+    pub tag: String,
+    pub created: i64,
+    pub loaded: bool,
+}
+
+/// Thread-safe registry of predictors by tag.
+#[derive(Default)]
+pub struct Registry {
+    entries: RwLock<Vec<Arc<Entry>>>,
+}
+
+impl Registry {
+    pub fn from_config(config: &Config) -> Result<Self> {
+        let registry = Registry::default();
+        for predictor in &config.predictors {
+            let path = config.model_path(predictor);
+            let predictor = predictor.clone();
+            let tag = predictor.tag.clone();
+            registry.register_loader(&tag, move || crate::backends::load(&predictor, &path))?;
+        }
+        Ok(registry)
+    }
+
+    /// Registers a tag whose predictor `load` creates on first use.
+    pub fn register_loader(
+        &self,
+        tag: &str,
+        load: impl Fn() -> Result<Arc<dyn Predictor>> + Send + Sync + 'static,
+    ) -> Result<()> {
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        if tag.is_empty() {
+            return Err(Error::invalid("tag", "A predictor tag must not be empty"));
+        }
+        if entries.iter().any(|e| e.tag == tag) {
+            return Err(Error::invalid(
+                "tag",
+                format!("A predictor `{tag}` is already registered"),
+            ));
+        }
+        entries.push(Arc::new(Entry {
+            tag: tag.to_string(),
+            created: unix_now(),
+            loader: Box::new(load),
+            loaded: Mutex::new(None),
+        }));
+        Ok(())
+    }
+
+    /// Registers a ready predictor under its own tag.
+    pub fn register(&self, predictor: Arc<dyn Predictor>) -> Result<()> {
+        let tag = predictor.tag().to_string();
+        self.register_loader(&tag, move || Ok(Arc::clone(&predictor)))
+    }
+
+    fn entry(&self, tag: &str) -> Result<Arc<Entry>> {
+        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        entries
+            .iter()
+            .find(|e| e.tag == tag)
+            .cloned()
+            .ok_or_else(|| Error::model_not_found(tag))
+    }
+
+    /// The predictor for `tag`, loading it if this is its first use.
+    pub fn get(&self, tag: &str) -> Result<Arc<dyn Predictor>> {
+        let entry = self.entry(tag)?;
+        let mut loaded = entry.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(predictor) = loaded.as_ref() {
+            return Ok(Arc::clone(predictor));
+        }
+        let predictor = (entry.loader)()?;
+        *loaded = Some(Arc::clone(&predictor));
+        Ok(predictor)
+    }
+
+    pub fn list(&self) -> Vec<ModelInfo> {
+        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        entries.iter().map(|e| Self::info(e)).collect()
+    }
+
+    pub fn info_of(&self, tag: &str) -> Result<ModelInfo> {
+        let entry = self.entry(tag)?;
+        Ok(Self::info(&entry))
+    }
+
+    fn info(entry: &Entry) -> ModelInfo {
+        let loaded = entry
+            .loaded
+            .try_lock()
+            .map(|l| l.is_some())
+            .unwrap_or(false);
+        ModelInfo {
+            tag: entry.tag.clone(),
+            created: entry.created,
+            loaded,
+        }
+    }
+}

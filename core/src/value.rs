@@ -1,0 +1,247 @@
+//! `Value`: what flows in and out of predictors. JSON-like values plus tensors and audio, which
+//! keep their raw buffers (they never become JSON number arrays inside the library).
+
+use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+
+/// Element type of a [`Tensor`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dtype {
+    F32,
+    F16,
+    I64,
+    I32,
+    I8,
+    U8,
+    Bool,
+}
+
+impl Dtype {
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::F32 | Dtype::I32 => 4,
+            Dtype::F16 => 2,
+            Dtype::I64 => 8,
+            Dtype::I8 | Dtype::U8 | Dtype::Bool => 1,
+        }
+    }
+}
+
+/// A dense, contiguous, row-major tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tensor {
+    pub dtype: Dtype,
+    pub shape: Vec<usize>,
+    /// Little-endian element bytes, `shape.product() * dtype.size()` long.
+    pub data: Vec<u8>,
+}
+
+impl Tensor {
+    pub fn new(dtype: Dtype, shape: Vec<usize>, data: Vec<u8>) -> Result<Self> {
+        let expected = shape.iter().product::<usize>() * dtype.size();
+        if data.len() != expected {
+            return Err(Error::internal(format!(
+                "tensor of shape {shape:?} and dtype {dtype:?} needs {expected} bytes, got {}",
+                data.len()
+            )));
+        }
+        Ok(Tensor { dtype, shape, data })
+    }
+
+    pub fn from_f32(shape: Vec<usize>, values: &[f32]) -> Result<Self> {
+        let data = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        Tensor::new(Dtype::F32, shape, data)
+    }
+}
+
+/// Interleaved f32 PCM samples.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Audio {
+    pub samples: Vec<f32>,
+    pub sample_rate: u32,
+    pub channels: u16,
+}
+
+/// A value passed to or returned by a predictor.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Value {
+    #[default]
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    String(String),
+    List(Vec<Value>),
+    Dict(BTreeMap<String, Value>),
+    Tensor(Tensor),
+    Audio(Audio),
+}
+
+/// The type of a value, as declared by a [`crate::Parameter`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueType {
+    Bool,
+    Int,
+    /// Accepts ints too, as JSON does not tell `1` from `1.0`.
+    Float,
+    String,
+    List,
+    Dict,
+    Tensor,
+    Audio,
+}
+
+impl ValueType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueType::Bool => "boolean",
+            ValueType::Int => "integer",
+            ValueType::Float => "number",
+            ValueType::String => "string",
+            ValueType::List => "array",
+            ValueType::Dict => "object",
+            ValueType::Tensor => "tensor",
+            ValueType::Audio => "audio",
+        }
+    }
+}
+
+impl Value {
+    /// A short name of the value's type, for error messages.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Int(_) => "integer",
+            Value::Float(_) => "number",
+            Value::String(_) => "string",
+            Value::List(_) => "array",
+            Value::Dict(_) => "object",
+            Value::Tensor(_) => "tensor",
+            Value::Audio(_) => "audio",
+        }
+    }
+
+    pub fn matches(&self, ty: ValueType) -> bool {
+        matches!(
+            (self, ty),
+            (Value::Bool(_), ValueType::Bool)
+                | (Value::Int(_), ValueType::Int)
+                | (Value::Int(_) | Value::Float(_), ValueType::Float)
+                | (Value::String(_), ValueType::String)
+                | (Value::List(_), ValueType::List)
+                | (Value::Dict(_), ValueType::Dict)
+                | (Value::Tensor(_), ValueType::Tensor)
+                | (Value::Audio(_), ValueType::Audio)
+        )
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        }
+    }
+
+    pub fn as_list(&self) -> Option<&[Value]> {
+        match self {
+            Value::List(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    pub fn as_dict(&self) -> Option<&BTreeMap<String, Value>> {
+        match self {
+            Value::Dict(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// Converts to JSON. Tensors and audio have no JSON form and are an error.
+    pub fn to_json(&self) -> Result<serde_json::Value> {
+        use serde_json::Value as J;
+        Ok(match self {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+            Value::String(s) => J::String(s.clone()),
+            Value::List(l) => J::Array(l.iter().map(Value::to_json).collect::<Result<_>>()?),
+            Value::Dict(d) => J::Object(
+                d.iter()
+                    .map(|(k, v)| Ok((k.clone(), v.to_json()?)))
+                    .collect::<Result<_>>()?,
+            ),
+            Value::Tensor(_) | Value::Audio(_) => {
+                return Err(Error::internal(format!(
+                    "a {} value has no JSON form",
+                    self.type_name()
+                )))
+            }
+        })
+    }
+}
+
+impl From<serde_json::Value> for Value {
+    fn from(json: serde_json::Value) -> Self {
+        use serde_json::Value as J;
+        match json {
+            J::Null => Value::Null,
+            J::Bool(b) => Value::Bool(b),
+            J::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            J::String(s) => Value::String(s),
+            J::Array(a) => Value::List(a.into_iter().map(Value::from).collect()),
+            J::Object(o) => Value::Dict(o.into_iter().map(|(k, v)| (k, Value::from(v))).collect()),
+        }
+    }
+}
+
+macro_rules! value_from {
+    ($($t:ty => $variant:ident $(as $cast:ty)?),* $(,)?) => {
+        $(impl From<$t> for Value {
+            fn from(v: $t) -> Self { Value::$variant(v $(as $cast)?) }
+        })*
+    };
+}
+value_from!(bool => Bool, i64 => Int, i32 => Int as i64, u32 => Int as i64, f64 => Float,
+    f32 => Float as f64, String => String, Tensor => Tensor, Audio => Audio);
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::String(v.to_string())
+    }
+}
+
+impl<T: Into<Value>> From<Vec<T>> for Value {
+    fn from(v: Vec<T>) -> Self {
+        Value::List(v.into_iter().map(Into::into).collect())
+    }
+}
+
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Value::Null, Into::into)
+    }
+}
