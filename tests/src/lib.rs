@@ -1,1 +1,45 @@
+//! Helpers for the end-to-end tests: clients on the real default model.
 
+use ingle::openai::{ChatCompletionRequest, ChatMessage};
+use ingle::{Client, Config, PredictorConfig, DEFAULT_MODEL};
+use std::sync::OnceLock;
+
+pub const MODEL: &str = DEFAULT_MODEL;
+
+/// The default config, after checking the model is there (so a missing model fails clearly).
+pub fn config() -> Config {
+    let config = Config::default();
+    let path = config.model_path(&config.predictors[0]);
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/fetch-models first",
+        path.display()
+    );
+    config
+}
+
+/// A client shared by the tests of one binary (requests from concurrent tests batch together).
+pub fn shared() -> &'static Client {
+    static CLIENT: OnceLock<Client> = OnceLock::new();
+    CLIENT.get_or_init(|| Client::from_config(&config()).unwrap())
+}
+
+/// A client of its own: its model decodes only this test's requests, so results that depend on
+/// batch composition (bit-exact seeded sampling) are reproducible.
+pub fn own_client(tweak: impl FnOnce(PredictorConfig) -> PredictorConfig) -> Client {
+    let mut config = config();
+    let predictor = config.predictors.remove(0);
+    Client::from_config(&config.predictor(tweak(predictor))).unwrap()
+}
+
+pub fn ask(question: &str) -> ChatCompletionRequest {
+    ChatCompletionRequest::new(MODEL, vec![ChatMessage::user(question)])
+}
+
+/// A greedy request for the capital of France.
+pub fn france() -> ChatCompletionRequest {
+    ChatCompletionRequest {
+        temperature: Some(0.0),
+        ..ask("What is the capital of France?")
+    }
+}

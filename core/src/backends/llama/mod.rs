@@ -628,6 +628,7 @@ impl Scheduler {
                 continue;
             }
             self.sample(&mut slots, &mut ctx);
+            self.publish_load(&slots, &queue);
         }
     }
 

@@ -1,0 +1,212 @@
+//! `completions` (legacy text completion), `models`, and `predictions` on the real model.
+
+use ingle::openai::{CompletionRequest, StopSequences, StreamOptions};
+use ingle::{ErrorKind, Inputs, PredictorKind, Value};
+use ingle_tests::{own_client, shared, MODEL};
+
+fn capital() -> CompletionRequest {
+    CompletionRequest {
+        temperature: Some(0.0),
+        ..CompletionRequest::new(MODEL, "The capital of France is")
+    }
+}
+
+#[test]
+fn greedy_text_completion_continues_the_prompt() {
+    let completion = shared().completions.create(&capital()).unwrap();
+    assert!(completion.id.starts_with("cmpl-"));
+    assert_eq!(completion.object, "text_completion");
+    let choice = &completion.choices[0];
+    assert!(choice.text.contains("Paris"), "{:?}", choice.text);
+    let usage = completion.usage.unwrap();
+    assert!(
+        usage.completion_tokens <= 16,
+        "OpenAI's default max_tokens is 16"
+    );
+    if choice.finish_reason.as_deref() == Some("length") {
+        assert_eq!(usage.completion_tokens, 16);
+    }
+    let json = serde_json::to_value(&completion).unwrap();
+    let mut keys: Vec<_> = json["choices"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["finish_reason", "index", "logprobs", "text"]);
+}
+
+#[test]
+fn streamed_text_equals_the_whole_response() {
+    let client = own_client(|p| p);
+    let request = CompletionRequest {
+        temperature: Some(0.7),
+        seed: Some(99),
+        max_tokens: Some(30),
+        ..capital()
+    };
+    let whole = client.completions.create(&request).unwrap();
+    let streaming = CompletionRequest {
+        stream_options: Some(StreamOptions {
+            include_usage: true,
+        }),
+        ..request
+    };
+    let chunks: Vec<_> = client
+        .completions
+        .stream(&streaming)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let text: String = chunks
+        .iter()
+        .flat_map(|c| c.choices.iter().map(|c| c.text.clone()))
+        .collect();
+    assert_eq!(text, whole.choices[0].text);
+    let usage_chunk = chunks.last().unwrap();
+    assert!(usage_chunk.choices.is_empty());
+    assert_eq!(usage_chunk.usage, whole.usage);
+    let finish = &chunks[chunks.len() - 2].choices[0];
+    assert_eq!(finish.finish_reason, whole.choices[0].finish_reason);
+}
+
+#[test]
+fn stop_and_max_tokens_apply_to_text_completion() {
+    let request = CompletionRequest {
+        stop: Some(StopSequences::One("Paris".into())),
+        ..capital()
+    };
+    let completion = shared().completions.create(&request).unwrap();
+    assert_eq!(completion.choices[0].finish_reason.as_deref(), Some("stop"));
+    assert!(!completion.choices[0].text.contains("Paris"));
+    let request = CompletionRequest {
+        max_tokens: Some(3),
+        ..capital()
+    };
+    let completion = shared().completions.create(&request).unwrap();
+    assert_eq!(completion.usage.unwrap().completion_tokens, 3);
+    assert_eq!(
+        completion.choices[0].finish_reason.as_deref(),
+        Some("length")
+    );
+}
+
+#[test]
+fn bad_text_completion_requests_name_the_parameter() {
+    let empty = CompletionRequest::new(MODEL, "");
+    assert_eq!(
+        shared()
+            .completions
+            .create(&empty)
+            .unwrap_err()
+            .param
+            .as_deref(),
+        Some("prompt")
+    );
+    let echo = CompletionRequest::from_json(
+        r#"{"model":"@local/smollm2-135m-instruct","prompt":"hi","echo":true}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        shared()
+            .completions
+            .create(&echo)
+            .unwrap_err()
+            .param
+            .as_deref(),
+        Some("echo")
+    );
+    let tokens = CompletionRequest::from_json(
+        r#"{"model":"@local/smollm2-135m-instruct","prompt":[1,2,3]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        shared()
+            .completions
+            .create(&tokens)
+            .unwrap_err()
+            .param
+            .as_deref(),
+        Some("prompt")
+    );
+    let long = CompletionRequest::new(MODEL, "word ".repeat(3000));
+    let err = shared().completions.create(&long).unwrap_err();
+    assert_eq!(
+        (err.kind, err.param.as_deref()),
+        (ErrorKind::ContextLengthExceeded, Some("prompt"))
+    );
+}
+
+#[test]
+fn models_list_and_retrieve() {
+    let list = shared().models.list();
+    assert_eq!(list.object, "list");
+    assert_eq!(list.data.len(), 1);
+    assert_eq!(list.data[0].id, MODEL);
+    let model = shared().models.retrieve(MODEL).unwrap();
+    assert_eq!(
+        (model.object.as_str(), model.owned_by.as_str()),
+        ("model", "ingle")
+    );
+    let err = shared().models.retrieve("@no/such").unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NotFound);
+}
+
+#[test]
+fn predictions_run_the_chat_model_directly() {
+    let predictor = shared().predictor(MODEL).unwrap();
+    assert_eq!(predictor.kind(), PredictorKind::Generator);
+    let message = Value::from(
+        serde_json::json!({"role": "user", "content": "What is the capital of France?"}),
+    );
+    let inputs: Inputs = [
+        ("messages".to_string(), Value::List(vec![message])),
+        ("temperature".to_string(), Value::Float(0.0)),
+    ]
+    .into();
+    let partials: Vec<_> = shared()
+        .predictions
+        .stream(MODEL, inputs.clone())
+        .unwrap()
+        .collect();
+    assert!(partials.len() > 2);
+    let text: String = partials
+        .iter()
+        .map(|p| p.results.as_ref().unwrap()[0].as_str().unwrap().to_string())
+        .collect();
+    assert!(text.contains("Paris"), "{text:?}");
+    let last = shared()
+        .predictions
+        .create(MODEL, inputs)
+        .unwrap()
+        .into_result()
+        .unwrap();
+    assert_eq!(
+        last[1],
+        Value::from("stop"),
+        "the final prediction carries the finish reason"
+    );
+    assert!(
+        last[2].as_dict().unwrap()["completion_tokens"]
+            .as_i64()
+            .unwrap()
+            > 0
+    );
+
+    let bad: Inputs = [("prompt".to_string(), Value::Int(3))].into();
+    assert_eq!(
+        shared()
+            .predictions
+            .create(MODEL, bad)
+            .unwrap_err()
+            .param
+            .as_deref(),
+        Some("prompt")
+    );
+    let none = shared()
+        .predictions
+        .create(MODEL, Inputs::new())
+        .unwrap_err();
+    assert_eq!(none.param.as_deref(), Some("messages"));
+}
