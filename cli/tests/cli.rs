@@ -1,0 +1,84 @@
+//! The `ingle` command on the real default model.
+
+use std::process::Command;
+
+fn ingle(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_ingle")).args(args).env_remove("INGLE_CONFIG").output().unwrap()
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn chat_streams_the_answer() {
+    let out = ingle(&["chat", "--temperature", "0", "What is the capital of France?"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout(&out).contains("Paris"), "{}", stdout(&out));
+    assert!(out.stderr.is_empty(), "llama.cpp stays quiet: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn chat_json_prints_a_chat_completion() {
+    let out = ingle(&["chat", "--json", "--max-tokens", "5", "--seed", "1", "--system", "Be brief.", "Hi"]);
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["object"], "chat.completion");
+    assert_eq!(json["choices"][0]["finish_reason"], "length");
+    assert_eq!(json["usage"]["completion_tokens"], 5);
+}
+
+#[test]
+fn complete_continues_text_and_honours_stop() {
+    let out = ingle(&["complete", "--temperature", "0", "--stop", "Paris", "--json", "The capital of France is"]);
+    assert!(out.status.success());
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["object"], "text_completion");
+    assert_eq!(json["choices"][0]["finish_reason"], "stop");
+    let out = ingle(&["complete", "--temperature", "0", "--max-tokens", "8", "The capital of France is"]);
+    assert!(stdout(&out).contains("Paris"), "{}", stdout(&out));
+}
+
+#[test]
+fn models_lists_the_default_tag() {
+    let out = ingle(&["models"]);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "@local/smollm2-135m-instruct\n");
+}
+
+#[test]
+fn failures_exit_non_zero_with_one_line() {
+    for args in [
+        &["chat", "--model", "@no/such", "hi"][..],
+        &["chat", "--temperature", "3", "hi"][..],
+        &["--config", "/nonexistent.toml", "models"][..],
+    ] {
+        let out = ingle(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("ingle: error: "), "{stderr}");
+    }
+}
+
+#[test]
+fn a_config_file_registers_its_predictors() {
+    let dir = std::env::temp_dir().join(format!("ingle-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let models_dir = ingle::config::default_models_dir();
+    let config = dir.join("ingle.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "models_dir = {:?}\n[[predictors]]\ntag = \"@me/tiny\"\nbackend = \"llama\"\nmodel = \"{}\"\nn_ctx = 512\nthreads = 1\nparallel = 1\nchat_template = \"chatml\"\n",
+            models_dir.display().to_string(),
+            ingle::config::DEFAULT_MODEL_FILE
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    assert_eq!(stdout(&ingle(&["--config", config, "models"])), "@me/tiny\n");
+    let out = ingle(&["--config", config, "chat", "--model", "@me/tiny", "--temperature", "0", "What is the capital of France?"]);
+    assert!(stdout(&out).contains("Paris"), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(dir).unwrap();
+}
