@@ -3,7 +3,11 @@
 use std::process::Command;
 
 fn ingle(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ingle")).args(args).env_remove("INGLE_CONFIG").output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_ingle"))
+        .args(args)
+        .env_remove("INGLE_CONFIG")
+        .output()
+        .unwrap()
 }
 
 fn stdout(output: &std::process::Output) -> String {
@@ -12,15 +16,38 @@ fn stdout(output: &std::process::Output) -> String {
 
 #[test]
 fn chat_streams_the_answer() {
-    let out = ingle(&["chat", "--temperature", "0", "What is the capital of France?"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = ingle(&[
+        "chat",
+        "--temperature",
+        "0",
+        "What is the capital of France?",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout(&out).contains("Paris"), "{}", stdout(&out));
-    assert!(out.stderr.is_empty(), "llama.cpp stays quiet: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "llama.cpp stays quiet: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn chat_json_prints_a_chat_completion() {
-    let out = ingle(&["chat", "--json", "--max-tokens", "5", "--seed", "1", "--system", "Be brief.", "Hi"]);
+    let out = ingle(&[
+        "chat",
+        "--json",
+        "--max-tokens",
+        "5",
+        "--seed",
+        "1",
+        "--system",
+        "Be brief.",
+        "Hi",
+    ]);
     assert!(out.status.success());
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(json["object"], "chat.completion");
@@ -30,12 +57,27 @@ fn chat_json_prints_a_chat_completion() {
 
 #[test]
 fn complete_continues_text_and_honours_stop() {
-    let out = ingle(&["complete", "--temperature", "0", "--stop", "Paris", "--json", "The capital of France is"]);
+    let out = ingle(&[
+        "complete",
+        "--temperature",
+        "0",
+        "--stop",
+        "Paris",
+        "--json",
+        "The capital of France is",
+    ]);
     assert!(out.status.success());
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(json["object"], "text_completion");
     assert_eq!(json["choices"][0]["finish_reason"], "stop");
-    let out = ingle(&["complete", "--temperature", "0", "--max-tokens", "8", "The capital of France is"]);
+    let out = ingle(&[
+        "complete",
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "8",
+        "The capital of France is",
+    ]);
     assert!(stdout(&out).contains("Paris"), "{}", stdout(&out));
 }
 
@@ -77,8 +119,24 @@ fn a_config_file_registers_its_predictors() {
     )
     .unwrap();
     let config = config.to_str().unwrap();
-    assert_eq!(stdout(&ingle(&["--config", config, "models"])), "@me/tiny\n");
-    let out = ingle(&["--config", config, "chat", "--model", "@me/tiny", "--temperature", "0", "What is the capital of France?"]);
-    assert!(stdout(&out).contains("Paris"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        stdout(&ingle(&["--config", config, "models"])),
+        "@me/tiny\n"
+    );
+    let out = ingle(&[
+        "--config",
+        config,
+        "chat",
+        "--model",
+        "@me/tiny",
+        "--temperature",
+        "0",
+        "What is the capital of France?",
+    ]);
+    assert!(
+        stdout(&out).contains("Paris"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }

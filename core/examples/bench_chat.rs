@@ -35,8 +35,10 @@ impl Figures {
 }
 
 fn question() -> String {
-    let context = "The Loire is the longest river in France. It flows through Orléans, Tours and Nantes. \
-        Its valley is known for its castles, vineyards and gardens. ".repeat(6);
+    let context =
+        "The Loire is the longest river in France. It flows through Orléans, Tours and Nantes. \
+        Its valley is known for its castles, vineyards and gardens. "
+            .repeat(6);
     format!("{context}\nWrite a long, detailed essay about the Loire valley and its history.")
 }
 
@@ -44,7 +46,9 @@ fn ingle_run(client: &Client) -> Figures {
     let request = ChatCompletionRequest {
         temperature: Some(0.0),
         max_tokens: Some(DECODE_TOKENS),
-        stream_options: Some(ingle::openai::StreamOptions { include_usage: true }),
+        stream_options: Some(ingle::openai::StreamOptions {
+            include_usage: true,
+        }),
         ..ChatCompletionRequest::new(DEFAULT_MODEL, vec![ChatMessage::user(question())])
     };
     let start = Instant::now();
@@ -52,7 +56,12 @@ fn ingle_run(client: &Client) -> Figures {
     let mut figures = Figures::default();
     for chunk in client.chat.completions.stream(&request).unwrap() {
         let chunk = chunk.unwrap();
-        if first.is_none() && chunk.choices.iter().any(|c| c.delta.content.as_deref().is_some_and(|t| !t.is_empty())) {
+        if first.is_none()
+            && chunk
+                .choices
+                .iter()
+                .any(|c| c.delta.content.as_deref().is_some_and(|t| !t.is_empty()))
+        {
             first = Some(start.elapsed().as_secs_f64());
         }
         if let Some(usage) = chunk.usage {
@@ -115,7 +124,8 @@ fn main() {
     let path = config.model_path(&config.predictors[0]);
     let client = Client::from_config(&config).unwrap();
     ingle_run(&client); // warm-up: load and touch the weights
-    let model = LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default()).unwrap();
+    let model = LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default())
+        .unwrap();
 
     let (mut ingle_figs, mut bare_figs) = (Vec::new(), Vec::new());
     for _ in 0..RUNS {
@@ -136,7 +146,10 @@ fn main() {
         ingle_figs[0].prompt_tokens,
         ingle_figs[0].completion_tokens
     );
-    println!("{:<26}{:>12}{:>16}{:>10}", "", "ingle", "bare llama-cpp", "ratio");
+    println!(
+        "{:<26}{:>12}{:>16}{:>10}",
+        "", "ingle", "bare llama-cpp", "ratio"
+    );
     for (name, f) in rows {
         let (ours, bare) = (stat(&ingle_figs, f), stat(&bare_figs, f));
         println!("{name:<26}{ours:>12.1}{bare:>16.1}{:>10.2}", ours / bare);
@@ -145,7 +158,9 @@ fn main() {
     // Aggregate decode throughput: 4 requests at once share each decode batch.
     let start = Instant::now();
     let tokens: usize = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..4).map(|_| s.spawn(|| ingle_run(&client).completion_tokens)).collect();
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| ingle_run(&client).completion_tokens))
+            .collect();
         handles.into_iter().map(|h| h.join().unwrap()).sum()
     });
     let aggregate = tokens as f64 / start.elapsed().as_secs_f64();
