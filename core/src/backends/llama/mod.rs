@@ -422,14 +422,12 @@ impl LlamaPredictor {
     }
 }
 
+/// A seed for requests that give none: `RandomState` is randomly keyed per process and per call.
 fn random_seed() -> u32 {
     use std::hash::{BuildHasher, Hasher};
     let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(
-        std::time::SystemTime::now()
-            .elapsed()
-            .map_or(0, |d| d.as_nanos() as u64),
-    );
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    hasher.write_u128(now.map_or(0, |d| d.as_nanos()));
     hasher.finish() as u32
 }
 
