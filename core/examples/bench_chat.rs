@@ -15,6 +15,9 @@ use std::num::NonZeroU32;
 use std::time::Instant;
 
 const RUNS: usize = 3;
+
+/// One figure read off a run.
+type Metric = fn(&Figures) -> f64;
 const DECODE_TOKENS: i64 = 128;
 
 #[derive(Clone, Copy, Default)]
@@ -134,8 +137,8 @@ fn main() {
         bare_figs.push(bare_run(&model, ours.completion_tokens));
         ingle_figs.push(ours);
     }
-    let stat = |figs: &[Figures], f: fn(&Figures) -> f64| median(figs.iter().map(f).collect());
-    let rows: [(&str, fn(&Figures) -> f64); 3] = [
+    let stat = |figs: &[Figures], f: Metric| median(figs.iter().map(f).collect());
+    let rows: [(&str, Metric); 3] = [
         ("prefill tok/s", Figures::prefill_tps),
         ("decode tok/s", Figures::decode_tps),
         ("time to first token ms", |f| f.ttft_s * 1000.0),
