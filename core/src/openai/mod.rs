@@ -374,6 +374,18 @@ impl Generation {
     }
 }
 
+/// The next step of a running generation. After an error, or once the predictor ends, the
+/// generation is dropped (freeing the model) and later calls return `None`.
+fn pull(run: &mut Option<Generation>) -> Option<Result<Step>> {
+    let step = match run.as_mut()?.next_step() {
+        Some(Ok(step)) => return Some(Ok(step)),
+        Some(Err(e)) => Err(e),
+        None => Err(Error::model("generation ended without a finish reason")),
+    };
+    *run = None;
+    Some(step)
+}
+
 /// Finds the predictor and its parameters by annotation, validates, and starts it.
 fn start_generation(
     registry: &Registry,
@@ -489,18 +501,9 @@ impl Iterator for ChatCompletionStream {
             if let Some(chunk) = self.pending.pop_front() {
                 return Some(Ok(chunk));
             }
-            let step = match self.run.as_mut()?.next_step() {
-                None => {
-                    self.run = None;
-                    return Some(Err(Error::model(
-                        "generation ended without a finish reason",
-                    )));
-                }
-                Some(Err(e)) => {
-                    self.run = None;
-                    return Some(Err(e));
-                }
-                Some(Ok(step)) => step,
+            let step = match pull(&mut self.run)? {
+                Ok(step) => step,
+                Err(e) => return Some(Err(e)),
             };
             if !step.text.is_empty() {
                 let delta = ChunkDelta {
@@ -556,18 +559,9 @@ impl Iterator for CompletionStream {
             if let Some(chunk) = self.pending.pop_front() {
                 return Some(Ok(chunk));
             }
-            let step = match self.run.as_mut()?.next_step() {
-                None => {
-                    self.run = None;
-                    return Some(Err(Error::model(
-                        "generation ended without a finish reason",
-                    )));
-                }
-                Some(Err(e)) => {
-                    self.run = None;
-                    return Some(Err(e));
-                }
-                Some(Ok(step)) => step,
+            let step = match pull(&mut self.run)? {
+                Ok(step) => step,
+                Err(e) => return Some(Err(e)),
             };
             let finished = step.finish_reason.is_some();
             if !step.text.is_empty() || finished {

@@ -360,7 +360,9 @@ impl Predictor for LlamaPredictor {
             events,
             cancelled: Arc::clone(&cancelled),
         };
+        self.counters.queued.fetch_add(1, Ordering::Relaxed);
         self.jobs.send(job).map_err(|_| {
+            self.counters.queued.fetch_sub(1, Ordering::Relaxed);
             Error::model(format!(
                 "The llama.cpp scheduler of `{}` has stopped",
                 self.tag
@@ -597,6 +599,8 @@ impl Scheduler {
                 if slot.is_none() {
                     let Some(job) = queue.pop_front() else { break };
                     let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+                    self.counters.queued.fetch_sub(1, Ordering::Relaxed);
+                    self.counters.active.fetch_add(1, Ordering::Relaxed);
                     *slot = Some(Sequence {
                         stops: StopMatcher::new(job.stop.clone()),
                         job,
@@ -609,7 +613,6 @@ impl Scheduler {
                     });
                 }
             }
-            self.publish_load(&slots, &queue);
             if slots.iter().all(Option::is_none) {
                 if !open {
                     return;
@@ -626,7 +629,6 @@ impl Scheduler {
                 continue;
             }
             self.sample(&mut slots, &mut ctx);
-            self.publish_load(&slots, &queue);
         }
     }
 
@@ -712,17 +714,15 @@ impl Scheduler {
                 prompt_tokens: seq.job.prompt.len(),
                 completion_tokens: seq.completion_tokens,
             });
-            let done = finish.is_some();
-            if !text.is_empty() || done {
-                let sent = seq.job.events.send(Ok(Event { text, finish }));
-                if sent.is_err() {
-                    self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
-                    free(slot, id, ctx);
-                    continue;
+            if finish.is_some() {
+                // Free the sequence before the consumer hears of the end, so that the metrics
+                // it may read next already count the request as finished.
+                if let Some(seq) = self.release(slot, id, ctx) {
+                    let _ = seq.job.events.send(Ok(Event { text, finish }));
                 }
-            }
-            if done {
-                free(slot, id, ctx);
+            } else if !text.is_empty() && seq.job.events.send(Ok(Event { text, finish })).is_err() {
+                self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                self.release(slot, id, ctx);
             }
         }
     }
@@ -736,40 +736,42 @@ impl Scheduler {
     ) {
         let before = queue.len();
         queue.retain(|job| !job.cancelled.load(Ordering::Relaxed));
-        let mut cancelled = before - queue.len();
+        let dropped = before - queue.len();
+        self.counters
+            .cancelled
+            .fetch_add(dropped as u64, Ordering::Relaxed);
+        self.counters.queued.fetch_sub(dropped, Ordering::Relaxed);
         for (id, slot) in slots.iter_mut().enumerate() {
             if slot
                 .as_ref()
                 .is_some_and(|seq| seq.job.cancelled.load(Ordering::Relaxed))
             {
-                free(slot, id, ctx);
-                cancelled += 1;
+                self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                self.release(slot, id, ctx);
             }
         }
-        self.counters
-            .cancelled
-            .fetch_add(cancelled as u64, Ordering::Relaxed);
     }
 
     /// A failed decode leaves the KV cache of every sequence in the batch unknown, and every
     /// active sequence is in the batch: fail them all. Queued requests run next.
     fn fail_batch(&self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext, error: Error) {
         for (id, slot) in slots.iter_mut().enumerate() {
-            if let Some(seq) = slot.as_ref() {
+            if let Some(seq) = self.release(slot, id, ctx) {
                 let _ = seq.job.events.send(Err(error.clone()));
-                free(slot, id, ctx);
             }
         }
     }
 
-    fn publish_load(&self, slots: &[Option<Sequence>], queue: &VecDeque<Job>) {
-        let active = slots.iter().filter(|s| s.is_some()).count();
-        self.counters.active.store(active, Ordering::Relaxed);
-        self.counters.queued.store(queue.len(), Ordering::Relaxed);
+    /// Ends the request in sequence `id`: its KV cells are cleared and it stops counting as active.
+    fn release(
+        &self,
+        slot: &mut Option<Sequence>,
+        id: usize,
+        ctx: &mut LlamaContext,
+    ) -> Option<Sequence> {
+        let seq = slot.take()?;
+        let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+        self.counters.active.fetch_sub(1, Ordering::Relaxed);
+        Some(seq)
     }
-}
-
-fn free(slot: &mut Option<Sequence>, id: usize, ctx: &mut LlamaContext) {
-    *slot = None;
-    let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
 }

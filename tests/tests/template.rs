@@ -1,0 +1,66 @@
+//! A GGUF without a chat template: a clear error for chat, text completion still works, and a
+//! configured template makes chat work.
+
+use ingle::openai::{ChatCompletionRequest, CompletionRequest};
+use ingle::{Client, ErrorKind};
+use ingle_tests::{config, france};
+
+/// The default model with its `tokenizer.chat_template` key renamed (same length, so the GGUF
+/// stays valid): llama.cpp then finds no template.
+fn model_without_template() -> std::path::PathBuf {
+    let config = config();
+    let bytes = std::fs::read(config.model_path(&config.predictors[0])).unwrap();
+    let key = b"tokenizer.chat_template";
+    let at = bytes
+        .windows(key.len())
+        .position(|w| w == key)
+        .expect("the GGUF has a chat template key");
+    let mut patched = bytes;
+    patched[at + key.len() - 1] = b'X';
+    let dir = std::env::temp_dir().join(format!("ingle-no-template-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("no-template.gguf");
+    std::fs::write(&path, patched).unwrap();
+    path
+}
+
+#[test]
+fn chat_without_a_template_is_a_clear_error_unless_one_is_configured() {
+    let path = model_without_template();
+    let client = |template: Option<&str>| {
+        let mut predictor = ingle::PredictorConfig::llama("@test/no-template", &path).parallel(1);
+        predictor.chat_template = template.map(str::to_string);
+        Client::from_config(&ingle::Config::empty().predictor(predictor)).unwrap()
+    };
+    let chat = ChatCompletionRequest {
+        model: "@test/no-template".into(),
+        ..france()
+    };
+
+    let bare = client(None);
+    let err = bare.chat.completions.create(&chat).unwrap_err();
+    assert_eq!(
+        (err.kind, err.param.as_deref()),
+        (ErrorKind::InvalidRequest, Some("model"))
+    );
+    assert!(
+        err.message.contains("has no chat template") && err.message.contains("chat_template"),
+        "{err}"
+    );
+    let text = CompletionRequest {
+        temperature: Some(0.0),
+        ..CompletionRequest::new("@test/no-template", "The capital of France is")
+    };
+    assert!(bare.completions.create(&text).unwrap().choices[0]
+        .text
+        .contains("Paris"));
+
+    let configured = client(Some("chatml"));
+    let completion = configured.chat.completions.create(&chat).unwrap();
+    assert!(
+        completion.choices[0].message.content.contains("Paris"),
+        "{:?}",
+        completion.choices[0].message.content
+    );
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+}
