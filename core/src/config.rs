@@ -135,6 +135,23 @@ impl Config {
         })
     }
 
+    /// The same fields as the TOML file, as a JSON object (what the C and JS bindings take).
+    pub fn from_json(text: &str) -> Result<Self> {
+        let deserializer = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let path = e.path().to_string();
+            let at = if path == "." {
+                String::new()
+            } else {
+                format!(" at `{path}`")
+            };
+            Error::invalid(
+                "config",
+                format!("Invalid ingle config{at}: {}", e.into_inner()),
+            )
+        })
+    }
+
     pub fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Error::invalid(

@@ -32,8 +32,8 @@ pub use client::{Client, Predictions};
 pub use config::{Config, PredictorConfig, DEFAULT_MODEL};
 pub use error::{Error, ErrorKind, Result};
 pub use predict::{
-    Annotation, FnPredictor, GenerationOption, Inputs, Metrics, OutputStream, Outputs, Parameter,
-    Prediction, PredictionStream, Predictor, PredictorKind, Signature,
+    inputs_from_json, Annotation, FnPredictor, GenerationOption, Inputs, Metrics, OutputStream,
+    Outputs, Parameter, Prediction, PredictionStream, Predictor, PredictorKind, Signature,
 };
 pub use value::{Audio, Dtype, Tensor, Value, ValueType};
 

@@ -77,6 +77,54 @@ impl Prediction {
             (None, None) => Err(Error::internal("prediction has neither results nor error")),
         }
     }
+
+    /// `{id, tag, created, results, latency, error, logs}`, where `error` is the inner OpenAI
+    /// error object `{message, type, param, code}`. Values without a JSON form are an error.
+    pub fn to_json(&self) -> Result<serde_json::Value> {
+        let results = match &self.results {
+            Some(values) => {
+                serde_json::Value::Array(values.iter().map(Value::to_json).collect::<Result<_>>()?)
+            }
+            None => serde_json::Value::Null,
+        };
+        let error = self.error.as_ref().map(|e| e.to_openai()["error"].clone());
+        Ok(serde_json::json!({
+            "id": self.id,
+            "tag": self.tag,
+            "created": self.created,
+            "results": results,
+            "latency": self.latency,
+            "error": error,
+            "logs": self.logs,
+        }))
+    }
+}
+
+/// Parses prediction inputs given as a JSON object of parameter names to values.
+pub fn inputs_from_json(json: &str) -> Result<Inputs> {
+    let parsed: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| Error::invalid("inputs", format!("Invalid inputs JSON: {e}")))?;
+    match parsed {
+        serde_json::Value::Object(map) => Ok(map.into_iter().map(|(k, v)| (k, v.into())).collect()),
+        other => Err(Error::invalid(
+            "inputs",
+            format!(
+                "inputs must be a JSON object of parameter names to values, not {}",
+                json_type_name(&other)
+            ),
+        )),
+    }
+}
+
+fn json_type_name(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 /// Yields one [`Prediction`] per partial output. A failure mid-stream is yielded as a

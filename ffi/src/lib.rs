@@ -1,0 +1,519 @@
+//! The stable C ABI of ingle (`libingle.so`, `libingle.a`, `include/ingle.h`).
+//!
+//! Requests and responses cross the boundary as the OpenAI JSON of the Rust core, so the C
+//! surface stays small and does not change when a request grows a field. Every exported
+//! function catches panics, checks its pointers, and reports failures as an [`IngleStatus`]
+//! plus a thread-local message ([`ingle_last_error`]); nothing unwinds into C.
+//!
+//! The rules C callers rely on (ownership, threading) are written in the header's preamble,
+//! `cbindgen.toml`, and on each function below; cbindgen copies these comments into the header.
+
+// The C names are the contract: `INGLE_OK`, `IngleClient`, ... rather than Rust's conventions.
+#![allow(non_camel_case_types)]
+// Raw pointers from C are checked for NULL before use, and each function says in the header
+// what it requires of them; repeating that as `# Safety` sections would add nothing.
+#![allow(clippy::missing_safety_doc)]
+
+use ingle_core::openai::{ChatCompletionRequest, CompletionRequest};
+use ingle_core::{inputs_from_json, Client, Config, Error, ErrorKind, Prediction};
+use serde::Serialize;
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+/// Major version of the header; `ingle_version()` gives the library's at run time.
+pub const INGLE_VERSION_MAJOR: u32 = 0;
+/// Minor version of the header.
+pub const INGLE_VERSION_MINOR: u32 = 1;
+/// Patch version of the header.
+pub const INGLE_VERSION_PATCH: u32 = 0;
+
+/// A client: the models of one configuration, loaded on first use and shared by every call.
+/// Opaque; create it with `ingle_client_create`, free it with `ingle_client_free`.
+pub struct IngleClient {
+    client: Client,
+}
+
+/// What every fallible function returns. On anything but `INGLE_OK`, `ingle_last_error()` says
+/// what went wrong, on the thread that made the call.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IngleStatus {
+    /// Success.
+    INGLE_OK = 0,
+    /// The request is malformed: invalid UTF-8 or JSON, an unknown field, a value out of range.
+    INGLE_ERROR_INVALID_REQUEST = 1,
+    /// The model (or another named resource) does not exist.
+    INGLE_ERROR_NOT_FOUND = 2,
+    /// The prompt plus the requested completion does not fit the model's context.
+    INGLE_ERROR_CONTEXT_LENGTH_EXCEEDED = 3,
+    /// The model could not be loaded (its file is missing, say) or failed while running.
+    INGLE_ERROR_MODEL = 4,
+    /// The chunk callback returned non-zero; generation was stopped.
+    INGLE_ERROR_CANCELLED = 5,
+    /// A pointer argument that must not be NULL was NULL.
+    INGLE_ERROR_NULL_ARGUMENT = 6,
+    /// A bug inside ingle (a caught panic, say). The client stays usable.
+    INGLE_ERROR_INTERNAL = 7,
+}
+
+/// Receives one chunk of a stream: `chunk_json` is the chunk's JSON, NUL-terminated, `len` bytes
+/// long (without the NUL). It is called synchronously on the thread that called the streaming
+/// function, once per chunk, in order. `chunk_json` is valid only during the call: copy what you
+/// keep. Return 0 to go on, or non-zero to stop generation (the streaming function then returns
+/// `INGLE_ERROR_CANCELLED`). It must not unwind (a C++ exception or `longjmp`) through ingle,
+/// and must not free the client it is streaming from.
+pub type IngleChunkCallback = Option<
+    unsafe extern "C" fn(chunk_json: *const c_char, len: usize, user_data: *mut c_void) -> i32,
+>;
+
+/// Why a call failed: the status it returns and the error behind `ingle_last_error`.
+struct Failure {
+    status: IngleStatus,
+    error: Error,
+}
+
+type FfiResult<T> = Result<T, Failure>;
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        let status = match error.kind {
+            ErrorKind::InvalidRequest => IngleStatus::INGLE_ERROR_INVALID_REQUEST,
+            ErrorKind::NotFound => IngleStatus::INGLE_ERROR_NOT_FOUND,
+            ErrorKind::ContextLengthExceeded => IngleStatus::INGLE_ERROR_CONTEXT_LENGTH_EXCEEDED,
+            ErrorKind::Model => IngleStatus::INGLE_ERROR_MODEL,
+            ErrorKind::Internal => IngleStatus::INGLE_ERROR_INTERNAL,
+        };
+        Failure { status, error }
+    }
+}
+
+impl Failure {
+    fn null_argument(name: &str) -> Self {
+        Failure {
+            status: IngleStatus::INGLE_ERROR_NULL_ARGUMENT,
+            error: Error::invalid(name, format!("`{name}` must not be NULL"))
+                .with_code("null_argument"),
+        }
+    }
+
+    fn cancelled(returned: i32) -> Self {
+        Failure {
+            status: IngleStatus::INGLE_ERROR_CANCELLED,
+            error: Error::invalid(
+                "on_chunk",
+                format!("Cancelled: the chunk callback returned {returned}"),
+            )
+            .with_code("cancelled"),
+        }
+    }
+
+    fn panicked(payload: Box<dyn std::any::Any + Send>) -> Self {
+        let what = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        Failure::from(Error::internal(format!(
+            "ingle panicked ({what}); this is a bug, please report it"
+        )))
+    }
+
+    /// Makes this the thread's last error and returns its status.
+    fn record(self) -> IngleStatus {
+        let mut json = self.error.to_openai();
+        if self.status == IngleStatus::INGLE_ERROR_CANCELLED {
+            json["error"]["type"] = "cancelled".into();
+        }
+        let last = LastError {
+            message: c_string_lossy(self.error.to_string()),
+            json: c_string_lossy(json.to_string()),
+        };
+        LAST_ERROR.with(|cell| *cell.borrow_mut() = Some(last));
+        self.status
+    }
+}
+
+struct LastError {
+    message: CString,
+    json: CString,
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<LastError>> = const { RefCell::new(None) };
+}
+
+/// A C string of `text`; an interior NUL (which C cannot hold) becomes U+FFFD.
+fn c_string_lossy(text: String) -> CString {
+    CString::new(text).unwrap_or_else(|e| {
+        let text = String::from_utf8_lossy(&e.into_vec()).replace('\0', "\u{FFFD}");
+        CString::new(text).expect("NULs were replaced")
+    })
+}
+
+/// Runs the body of an exported function: a panic or an error becomes a status and the
+/// thread's last error.
+fn ffi_call(body: impl FnOnce() -> FfiResult<()>) -> IngleStatus {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => IngleStatus::INGLE_OK,
+        Ok(Err(failure)) => failure.record(),
+        Err(payload) => Failure::panicked(payload).record(),
+    }
+}
+
+unsafe fn client_arg<'a>(client: *const IngleClient) -> FfiResult<&'a Client> {
+    match client.as_ref() {
+        Some(handle) => Ok(&handle.client),
+        None => Err(Failure::null_argument("client")),
+    }
+}
+
+unsafe fn str_arg<'a>(text: *const c_char, name: &str) -> FfiResult<&'a str> {
+    if text.is_null() {
+        return Err(Failure::null_argument(name));
+    }
+    CStr::from_ptr(text).to_str().map_err(|e| {
+        Failure::from(Error::invalid(
+            name,
+            format!(
+                "`{name}` is not valid UTF-8 (invalid byte at offset {})",
+                e.valid_up_to()
+            ),
+        ))
+    })
+}
+
+/// Checks an out-pointer and sets what it points to to NULL, so it is NULL on any failure.
+unsafe fn out_arg<'a, T>(out: *mut *mut T, name: &str) -> FfiResult<&'a mut *mut T> {
+    match out.as_mut() {
+        Some(slot) => {
+            *slot = ptr::null_mut();
+            Ok(slot)
+        }
+        None => Err(Failure::null_argument(name)),
+    }
+}
+
+fn callback_arg(
+    callback: IngleChunkCallback,
+) -> FfiResult<unsafe extern "C" fn(*const c_char, usize, *mut c_void) -> i32> {
+    callback.ok_or_else(|| Failure::null_argument("on_chunk"))
+}
+
+fn to_json_string(value: &impl Serialize) -> FfiResult<String> {
+    serde_json::to_string(value)
+        .map_err(|e| Failure::from(Error::internal(format!("Cannot serialize a response: {e}"))))
+}
+
+fn give_string(out: &mut *mut c_char, json: String) -> FfiResult<()> {
+    *out = c_string_lossy(json).into_raw();
+    Ok(())
+}
+
+/// Hands every item of `items` to the callback as JSON; stops (dropping `items`, which cancels
+/// generation) on the first error or when the callback asks to.
+fn deliver_all<T: Serialize>(
+    items: impl Iterator<Item = ingle_core::Result<T>>,
+    on_chunk: unsafe extern "C" fn(*const c_char, usize, *mut c_void) -> i32,
+    user_data: *mut c_void,
+) -> FfiResult<()> {
+    for item in items {
+        deliver(&to_json_string(&item?)?, on_chunk, user_data)?;
+    }
+    Ok(())
+}
+
+fn deliver(
+    json: &str,
+    on_chunk: unsafe extern "C" fn(*const c_char, usize, *mut c_void) -> i32,
+    user_data: *mut c_void,
+) -> FfiResult<()> {
+    let chunk = c_string_lossy(json.to_string());
+    let returned = unsafe { on_chunk(chunk.as_ptr(), chunk.as_bytes().len(), user_data) };
+    match returned {
+        0 => Ok(()),
+        other => Err(Failure::cancelled(other)),
+    }
+}
+
+/// The JSON of a prediction; a failed one is an error with the prediction's error.
+fn prediction_json(prediction: &Prediction) -> FfiResult<(String, Option<Error>)> {
+    let json = prediction.to_json()?;
+    Ok((json.to_string(), prediction.error.clone()))
+}
+
+/// The library's version, `"MAJOR.MINOR.PATCH"`. A static string: do not free it.
+#[no_mangle]
+pub extern "C" fn ingle_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// Creates a client. `config_json` is NULL for the defaults (the config file named by the
+/// `INGLE_CONFIG` environment variable, or else the default model from the models cache), or a
+/// JSON object with the fields of the TOML config, e.g.
+/// `{"models_dir": "/opt/models", "predictors": [{"tag": "@me/chat", "backend": "llama",
+/// "model": "my.gguf", "n_ctx": 2048, "threads": 2, "parallel": 4}]}`.
+/// Models load on first use, not here. On success `*out` is a client to free with
+/// `ingle_client_free`; on failure it is NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_client_create(
+    config_json: *const c_char,
+    out: *mut *mut IngleClient,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out, "out")?;
+        let config = if config_json.is_null() {
+            Config::from_env()?
+        } else {
+            Config::from_json(str_arg(config_json, "config_json")?)?
+        };
+        let client = Client::from_config(&config)?;
+        *out = Box::into_raw(Box::new(IngleClient { client }));
+        Ok(())
+    })
+}
+
+/// Frees a client and the models only it uses. NULL is a no-op. No call may be using the
+/// client, on any thread, when it is freed.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_client_free(client: *mut IngleClient) {
+    if !client.is_null() {
+        // Dropping runs Rust code only (no C callbacks); a panic there must not unwind into C.
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(client))));
+    }
+}
+
+/// A whole chat completion: `request_json` is an OpenAI chat completion request
+/// (`{"model": ..., "messages": [...], ...}`, without `"stream": true`); `*out_json` receives the
+/// `chat.completion` object, to free with `ingle_string_free` (NULL on failure).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_chat_completions_create(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out_json, "out_json")?;
+        let client = client_arg(client)?;
+        let request = ChatCompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
+        let completion = client.chat.completions.create(&request)?;
+        give_string(out, to_json_string(&completion)?)
+    })
+}
+
+/// Streams a chat completion: `on_chunk` receives each `chat.completion.chunk` object as JSON
+/// (and, with `"stream_options": {"include_usage": true}`, a last chunk with `usage`). Returns
+/// when the stream ends, fails, or `on_chunk` returns non-zero (`INGLE_ERROR_CANCELLED`).
+/// `user_data` is passed to `on_chunk` untouched.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_chat_completions_stream(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    on_chunk: IngleChunkCallback,
+    user_data: *mut c_void,
+) -> IngleStatus {
+    ffi_call(|| {
+        let client = client_arg(client)?;
+        let on_chunk = callback_arg(on_chunk)?;
+        let request = ChatCompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
+        deliver_all(
+            client.chat.completions.stream(&request)?,
+            on_chunk,
+            user_data,
+        )
+    })
+}
+
+/// A whole text completion (`{"model": ..., "prompt": ..., ...}`); `*out_json` receives the
+/// `text_completion` object, to free with `ingle_string_free` (NULL on failure).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_completions_create(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out_json, "out_json")?;
+        let client = client_arg(client)?;
+        let request = CompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
+        let completion = client.completions.create(&request)?;
+        give_string(out, to_json_string(&completion)?)
+    })
+}
+
+/// Streams a text completion: `on_chunk` receives each `text_completion` chunk as JSON.
+/// Same rules as `ingle_chat_completions_stream`.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_completions_stream(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    on_chunk: IngleChunkCallback,
+    user_data: *mut c_void,
+) -> IngleStatus {
+    ffi_call(|| {
+        let client = client_arg(client)?;
+        let on_chunk = callback_arg(on_chunk)?;
+        let request = CompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
+        deliver_all(client.completions.stream(&request)?, on_chunk, user_data)
+    })
+}
+
+/// The models of the client's configuration: `*out_json` receives
+/// `{"object": "list", "data": [{"id", "object": "model", "created", "owned_by"}, ...]}`,
+/// to free with `ingle_string_free` (NULL on failure).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_models_list(
+    client: *mut IngleClient,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out_json, "out_json")?;
+        let client = client_arg(client)?;
+        give_string(out, to_json_string(&client.models.list())?)
+    })
+}
+
+/// One model: `*out_json` receives its `model` object (`INGLE_ERROR_NOT_FOUND` when the client
+/// has no such model), to free with `ingle_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_models_retrieve(
+    client: *mut IngleClient,
+    model: *const c_char,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out_json, "out_json")?;
+        let client = client_arg(client)?;
+        let model = client.models.retrieve(str_arg(model, "model")?)?;
+        give_string(out, to_json_string(&model)?)
+    })
+}
+
+/// Runs the predictor `tag` on `inputs_json` (a JSON object of parameter names to values) to
+/// the end. `*out_json` receives the prediction
+/// `{"id", "tag", "created", "results": [...], "latency", "error": null, "logs"}`, to free with
+/// `ingle_string_free`. A prediction that fails while running returns its error's status, with
+/// `*out_json` NULL.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_predictions_create(
+    client: *mut IngleClient,
+    tag: *const c_char,
+    inputs_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out_json, "out_json")?;
+        let client = client_arg(client)?;
+        let tag = str_arg(tag, "tag")?;
+        let inputs = inputs_from_json(str_arg(inputs_json, "inputs_json")?)?;
+        let (json, error) = prediction_json(&client.predictions.create(tag, inputs)?)?;
+        match error {
+            Some(error) => Err(error.into()),
+            None => give_string(out, json),
+        }
+    })
+}
+
+/// Streams the predictor `tag`: `on_chunk` receives one prediction JSON per partial result
+/// (once for an eager predictor). A prediction that fails while running is delivered with its
+/// `error` set, and then the call returns that error's status. Same rules as
+/// `ingle_chat_completions_stream`.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_predictions_stream(
+    client: *mut IngleClient,
+    tag: *const c_char,
+    inputs_json: *const c_char,
+    on_chunk: IngleChunkCallback,
+    user_data: *mut c_void,
+) -> IngleStatus {
+    ffi_call(|| {
+        let client = client_arg(client)?;
+        let tag = str_arg(tag, "tag")?;
+        let on_chunk = callback_arg(on_chunk)?;
+        let inputs = inputs_from_json(str_arg(inputs_json, "inputs_json")?)?;
+        for prediction in client.predictions.stream(tag, inputs)? {
+            let (json, error) = prediction_json(&prediction)?;
+            deliver(&json, on_chunk, user_data)?;
+            if let Some(error) = error {
+                return Err(error.into());
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The message of the last failed call on this thread (`""` if none has failed). Successful
+/// calls leave it unchanged. Owned by ingle: valid until the next failed call on this thread;
+/// do not free it.
+#[no_mangle]
+pub extern "C" fn ingle_last_error() -> *const c_char {
+    last_error_field(|last| last.message.as_ptr())
+}
+
+/// The last failure on this thread as the OpenAI error object
+/// `{"error": {"message", "type", "param", "code"}}` (`""` if none has failed); `param` names
+/// the request field at fault. A cancellation has type `"cancelled"`. Same lifetime as
+/// `ingle_last_error()`.
+#[no_mangle]
+pub extern "C" fn ingle_last_error_json() -> *const c_char {
+    last_error_field(|last| last.json.as_ptr())
+}
+
+fn last_error_field(field: impl Fn(&LastError) -> *const c_char) -> *const c_char {
+    LAST_ERROR
+        .try_with(|cell| cell.borrow().as_ref().map(&field))
+        .ok()
+        .flatten()
+        .unwrap_or(c"".as_ptr())
+}
+
+/// Frees a string ingle returned through an `out_json` argument. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_string_free(text: *mut c_char) {
+    if !text.is_null() {
+        drop(CString::from_raw(text));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_version_matches_the_crate() {
+        let crate_version = [
+            env!("CARGO_PKG_VERSION_MAJOR"),
+            env!("CARGO_PKG_VERSION_MINOR"),
+            env!("CARGO_PKG_VERSION_PATCH"),
+        ]
+        .map(|n| n.parse::<u32>().unwrap());
+        assert_eq!(
+            crate_version,
+            [
+                INGLE_VERSION_MAJOR,
+                INGLE_VERSION_MINOR,
+                INGLE_VERSION_PATCH
+            ],
+            "update INGLE_VERSION_* in ffi/src/lib.rs and regenerate include/ingle.h"
+        );
+    }
+
+    #[test]
+    fn a_panic_becomes_an_internal_error() {
+        let status = ffi_call(|| panic!("boom"));
+        assert_eq!(status, IngleStatus::INGLE_ERROR_INTERNAL);
+        let message = unsafe { CStr::from_ptr(ingle_last_error()) }
+            .to_str()
+            .unwrap();
+        assert!(message.contains("boom"), "{message}");
+    }
+
+    #[test]
+    fn interior_nul_does_not_lose_the_message() {
+        assert_eq!(
+            c_string_lossy("a\0b".into()).to_str().unwrap(),
+            "a\u{FFFD}b"
+        );
+    }
+}

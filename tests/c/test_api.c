@@ -1,0 +1,355 @@
+/* End-to-end tests of the C API on the real default model. Run under valgrind by tests/c/run:
+ * any invalid read or write, or a definitely lost block, fails the run.
+ *
+ * Usage: test_api [TEST...]   (no argument: every test) */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#include "check.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define MODEL "@local/smollm2-135m-instruct"
+/* A short system message keeps the prompt short (the model's default one is long): under
+ * valgrind every prompt token costs over a second, and so does every generated token. */
+#define FRANCE_REQUEST(extra)                                                                 \
+    "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"  \
+    "{\"role\":\"user\",\"content\":\"What is the capital of France?\"}],\"temperature\":0" extra "}"
+
+/* One client shared by the tests, made from a JSON config (the config path is tested too). */
+static IngleClient *client;
+
+static void test_version(void) {
+    char expected[32];
+    snprintf(expected, sizeof expected, "%d.%d.%d", INGLE_VERSION_MAJOR, INGLE_VERSION_MINOR,
+             INGLE_VERSION_PATCH);
+    CHECK(strcmp(ingle_version(), expected) == 0, "version %s, header %s", ingle_version(), expected);
+}
+
+static void test_default_client(void) {
+    /* NULL config: $INGLE_CONFIG, or the default model. Creating loads nothing. */
+    IngleClient *defaults = NULL;
+    CHECK_STATUS(ingle_client_create(NULL, &defaults), INGLE_OK);
+    CHECK(defaults != NULL, "no client");
+    char *models = NULL;
+    CHECK_STATUS(ingle_models_list(defaults, &models), INGLE_OK);
+    CHECK(models && strstr(models, "\"id\":\"" MODEL "\""), "models: %s", models);
+    CHECK(models && strstr(models, "\"object\":\"list\""), "models: %s", models);
+    ingle_string_free(models);
+    ingle_client_free(defaults);
+    ingle_client_free(NULL); /* a no-op */
+    ingle_string_free(NULL); /* a no-op */
+}
+
+static void test_models_retrieve(void) {
+    char *model = NULL;
+    CHECK_STATUS(ingle_models_retrieve(client, MODEL, &model), INGLE_OK);
+    CHECK(model && strstr(model, "\"object\":\"model\""), "model: %s", model);
+    ingle_string_free(model);
+    model = (char *)"not touched";
+    CHECK_STATUS(ingle_models_retrieve(client, "@nobody/nothing", &model), INGLE_ERROR_NOT_FOUND);
+    CHECK(model == NULL, "out_json must be NULL on failure");
+    CHECK(strstr(ingle_last_error(), "@nobody/nothing"), "message names the model");
+}
+
+static void test_chat_create_and_stream(void) {
+    char *out = NULL;
+    CHECK_STATUS(ingle_chat_completions_create(client, FRANCE_REQUEST(",\"max_tokens\":7"), &out),
+                 INGLE_OK);
+    CHECK(out && strstr(out, "\"object\":\"chat.completion\""), "%s", out);
+    CHECK(out && strstr(out, "\"usage\":{\"prompt_tokens\":"), "%s", out);
+    char *content = out ? json_string(out, "content") : NULL;
+    CHECK(content && strstr(content, "Paris"), "content: %s", content ? content : "(none)");
+
+    /* The same request streamed gives the same text, in chunks, and usage when asked. */
+    Collector c = {0};
+    CHECK_STATUS(ingle_chat_completions_stream(
+                     client, FRANCE_REQUEST(",\"max_tokens\":7,\"stream_options\":{\"include_usage\":true}"),
+                     collect_chunk, &c),
+                 INGLE_OK);
+    CHECK(c.chunks >= 4, "chunks: %d", c.chunks); /* role, content..., finish, usage */
+    CHECK(c.bad_chunks == 0, "bad chunks: %d", c.bad_chunks);
+    CHECK(c.usage_chunks == 1, "usage chunks: %d", c.usage_chunks);
+    CHECK(strcmp(c.finish_reason, "length") == 0 || strcmp(c.finish_reason, "stop") == 0,
+          "finish_reason: %s", c.finish_reason);
+    CHECK(content && strcmp(content, c.content) == 0, "stream '%s' vs create '%s'", c.content,
+          content ? content : "(none)");
+    free(content);
+    ingle_string_free(out);
+}
+
+static void test_cancel_after_three_chunks(void) {
+    Collector c = {0};
+    c.stop_after = 3;
+    CHECK_STATUS(ingle_chat_completions_stream(client, FRANCE_REQUEST(",\"max_tokens\":100"),
+                                               collect_chunk, &c),
+                 INGLE_ERROR_CANCELLED);
+    CHECK(c.chunks == 3, "the callback ran %d times, expected 3", c.chunks);
+    CHECK(strstr(ingle_last_error(), "returned 1"), "message: %s", ingle_last_error());
+    CHECK(strstr(ingle_last_error_json(), "\"type\":\"cancelled\""), "%s", ingle_last_error_json());
+
+    /* The client goes on working. */
+    char *out = NULL;
+    CHECK_STATUS(ingle_completions_create(client, "{\"model\":\"" MODEL "\",\"prompt\":\"Hi\","
+                                                  "\"max_tokens\":2}", &out),
+                 INGLE_OK);
+    CHECK(out && strstr(out, "\"completion_tokens\":2"), "after cancel: %s", out);
+    ingle_string_free(out);
+}
+
+static void test_completions(void) {
+    char *out = NULL;
+    const char *request = "{\"model\":\"" MODEL "\",\"prompt\":\"Once upon a time\","
+                          "\"max_tokens\":3,\"temperature\":0}";
+    CHECK_STATUS(ingle_completions_create(client, request, &out), INGLE_OK);
+    CHECK(out && strstr(out, "\"object\":\"text_completion\""), "%s", out);
+    char *text = out ? json_string(out, "text") : NULL;
+    Collector c = {0};
+    CHECK_STATUS(ingle_completions_stream(client, request, collect_chunk, &c), INGLE_OK);
+    CHECK(text && strcmp(text, c.content) == 0, "stream '%s' vs create '%s'", c.content,
+          text ? text : "(none)");
+    CHECK(strcmp(c.finish_reason, "length") == 0, "finish_reason: %s", c.finish_reason);
+    free(text);
+    ingle_string_free(out);
+}
+
+static int32_t count_chunk(const char *chunk, size_t len, void *user_data) {
+    (void)len;
+    int *count = (int *)user_data;
+    if (strstr(chunk, "\"results\":[")) (*count)++;
+    return 0;
+}
+
+static void test_predictions(void) {
+    const char *inputs = "{\"prompt\":\"The capital of France is\",\"max_tokens\":2,\"temperature\":0}";
+    char *out = NULL;
+    CHECK_STATUS(ingle_predictions_create(client, MODEL, inputs, &out), INGLE_OK);
+    CHECK(out && strstr(out, "\"id\":\"pred_") && strstr(out, "\"tag\":\"" MODEL "\"") &&
+              strstr(out, "\"latency\":") && strstr(out, "\"error\":null"),
+          "%s", out);
+    ingle_string_free(out);
+
+    int partial = 0;
+    CHECK_STATUS(ingle_predictions_stream(client, MODEL, inputs, count_chunk, &partial), INGLE_OK);
+    CHECK(partial >= 2, "partial predictions: %d", partial);
+
+    CHECK_STATUS(ingle_predictions_create(client, MODEL, "{\"max_tokens\":\"many\"}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"max_tokens\""), "%s", ingle_last_error_json());
+    CHECK_STATUS(ingle_predictions_create(client, MODEL, "[1, 2]", &out), INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "JSON object"), "%s", ingle_last_error());
+}
+
+static void test_bad_json(void) {
+    char *out = (char *)"not touched";
+    CHECK_STATUS(ingle_chat_completions_create(client, "{\"model\": ", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(out == NULL, "out_json must be NULL on failure");
+    CHECK(strstr(ingle_last_error(), "EOF while parsing"), "%s", ingle_last_error());
+    CHECK(strstr(ingle_last_error_json(), "\"type\":\"invalid_request_error\""), "%s",
+          ingle_last_error_json());
+
+    Collector c = {0};
+    CHECK_STATUS(ingle_chat_completions_stream(client, "[]", collect_chunk, &c),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(c.chunks == 0, "no chunk for a bad request");
+
+    /* A wrong type names the field. */
+    CHECK_STATUS(ingle_chat_completions_create(
+                     client, FRANCE_REQUEST(",\"max_tokens\":\"ten\""), &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"max_tokens\""), "%s", ingle_last_error_json());
+
+    /* An unknown field is rejected by name. */
+    CHECK_STATUS(ingle_chat_completions_create(client, FRANCE_REQUEST(",\"frobnicate\":1"), &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "frobnicate"), "%s", ingle_last_error());
+
+    /* Invalid UTF-8. */
+    CHECK_STATUS(ingle_chat_completions_create(client, "{\"model\":\"\xff\xfe\"}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "UTF-8"), "%s", ingle_last_error());
+
+    /* stream: true belongs to the stream function. */
+    CHECK_STATUS(ingle_chat_completions_create(client, FRANCE_REQUEST(",\"stream\":true"), &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"stream\""), "%s", ingle_last_error_json());
+}
+
+static void test_unknown_model(void) {
+    char *out = NULL;
+    const char *request = "{\"model\":\"@nobody/nothing\",\"messages\":[{\"role\":\"user\","
+                          "\"content\":\"hi\"}]}";
+    CHECK_STATUS(ingle_chat_completions_create(client, request, &out), INGLE_ERROR_NOT_FOUND);
+    CHECK(strstr(ingle_last_error(), "@nobody/nothing"), "%s", ingle_last_error());
+    CHECK(strstr(ingle_last_error_json(), "\"code\":\"model_not_found\""), "%s",
+          ingle_last_error_json());
+    Collector c = {0};
+    CHECK_STATUS(ingle_chat_completions_stream(client, request, collect_chunk, &c),
+                 INGLE_ERROR_NOT_FOUND);
+    CHECK_STATUS(ingle_predictions_create(client, "@nobody/nothing", "{}", &out),
+                 INGLE_ERROR_NOT_FOUND);
+}
+
+static void test_context_length(void) {
+    char *out = NULL;
+    CHECK_STATUS(ingle_chat_completions_create(client, FRANCE_REQUEST(",\"max_tokens\":100000"), &out),
+                 INGLE_ERROR_CONTEXT_LENGTH_EXCEEDED);
+    CHECK(strstr(ingle_last_error_json(), "\"code\":\"context_length_exceeded\""), "%s",
+          ingle_last_error_json());
+}
+
+static void test_null_arguments(void) {
+    char *out = (char *)"not touched";
+    Collector c = {0};
+    const char *request = FRANCE_REQUEST("");
+    CHECK_STATUS(ingle_client_create(NULL, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK(strstr(ingle_last_error(), "`out`"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_chat_completions_create(NULL, request, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK(out == NULL, "out_json must be NULL on failure");
+    CHECK(strstr(ingle_last_error(), "`client` must not be NULL"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_chat_completions_create(client, NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK(strstr(ingle_last_error(), "request_json"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_chat_completions_create(client, request, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_chat_completions_stream(NULL, request, collect_chunk, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_chat_completions_stream(client, NULL, collect_chunk, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_chat_completions_stream(client, request, NULL, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK(strstr(ingle_last_error(), "on_chunk"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_completions_create(NULL, request, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_completions_create(client, NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_completions_create(client, request, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_completions_stream(NULL, request, collect_chunk, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_completions_stream(client, NULL, collect_chunk, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_completions_stream(client, request, NULL, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_models_list(NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_models_list(client, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_models_retrieve(client, NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_predictions_create(client, NULL, "{}", &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_predictions_create(client, MODEL, NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_predictions_create(client, MODEL, "{}", NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_predictions_stream(client, NULL, "{}", count_chunk, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_predictions_stream(client, MODEL, NULL, count_chunk, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_predictions_stream(client, MODEL, "{}", NULL, &c), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK(c.chunks == 0, "no callback for a NULL argument");
+    CHECK(strstr(ingle_last_error_json(), "\"code\":\"null_argument\""), "%s", ingle_last_error_json());
+}
+
+static void test_bad_config(void) {
+    IngleClient *other = (IngleClient *)&other;
+    CHECK_STATUS(ingle_client_create("{\"predictors\": 3}", &other), INGLE_ERROR_INVALID_REQUEST);
+    CHECK(other == NULL, "*out must be NULL on failure");
+    CHECK(strstr(ingle_last_error(), "predictors"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_client_create("{\"modelz_dir\": \"/tmp\"}", &other), INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "modelz_dir"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_client_create("not json", &other), INGLE_ERROR_INVALID_REQUEST);
+
+    /* A model file that does not exist: the client is created (models load on first use), the
+     * request fails with a message that says how to get the model, and the client stays usable. */
+    const char *missing = "{\"models_dir\":\"/nonexistent\",\"predictors\":[{\"tag\":\"@me/gone\","
+                          "\"backend\":\"llama\",\"model\":\"gone.gguf\"}]}";
+    CHECK_STATUS(ingle_client_create(missing, &other), INGLE_OK);
+    char *out = NULL;
+    const char *request = "{\"model\":\"@me/gone\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+    CHECK_STATUS(ingle_chat_completions_create(other, request, &out), INGLE_ERROR_MODEL);
+    CHECK(strstr(ingle_last_error(), "gone.gguf") && strstr(ingle_last_error(), "fetch-models"),
+          "%s", ingle_last_error());
+    CHECK_STATUS(ingle_models_list(other, &out), INGLE_OK);
+    ingle_string_free(out);
+    ingle_client_free(other);
+}
+
+/* Four threads stream at once on the one client; the last error is per thread. */
+typedef struct {
+    int index;
+    IngleStatus status;
+    Collector collector;
+    int own_error_kept;
+} Worker;
+
+static void *stream_worker(void *arg) {
+    Worker *w = (Worker *)arg;
+    char request[512];
+    static const char *prompts[] = {"Once upon", "The sky is", "Hello", "1, 2, 3,"};
+    snprintf(request, sizeof request,
+             "{\"model\":\"" MODEL "\",\"prompt\":\"%s\",\"max_tokens\":3,\"seed\":%d,"
+             "\"stream_options\":{\"include_usage\":true}}",
+             prompts[w->index], w->index);
+    char *out = NULL;
+    char marker[32];
+    snprintf(marker, sizeof marker, "@thread/%d", w->index);
+    ingle_models_retrieve(client, marker, &out); /* fails: sets this thread's last error */
+    w->status = ingle_completions_stream(client, request, collect_chunk, &w->collector);
+    w->own_error_kept = strstr(ingle_last_error(), marker) != NULL;
+    return NULL;
+}
+
+static void test_four_threads(void) {
+    pthread_t threads[4];
+    Worker workers[4];
+    memset(workers, 0, sizeof workers);
+    for (int i = 0; i < 4; i++) {
+        workers[i].index = i;
+        CHECK(pthread_create(&threads[i], NULL, stream_worker, &workers[i]) == 0, "pthread_create");
+    }
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < 4; i++) {
+        CHECK_STATUS(workers[i].status, INGLE_OK);
+        CHECK(workers[i].collector.chunks >= 4, "thread %d: %d chunks", i, workers[i].collector.chunks);
+        CHECK(workers[i].collector.bad_chunks == 0, "thread %d: bad chunks", i);
+        CHECK(workers[i].collector.usage_chunks == 1, "thread %d: no usage chunk", i);
+        CHECK(strlen(workers[i].collector.content) > 0, "thread %d: no content", i);
+        CHECK(workers[i].own_error_kept, "thread %d: its last error was changed by another thread", i);
+    }
+}
+
+typedef struct {
+    const char *name;
+    void (*run)(void);
+} Test;
+
+static const Test tests[] = {
+    {"version", test_version},
+    {"default_client", test_default_client},
+    {"models_retrieve", test_models_retrieve},
+    {"chat_create_and_stream", test_chat_create_and_stream},
+    {"cancel_after_three_chunks", test_cancel_after_three_chunks},
+    {"completions", test_completions},
+    {"predictions", test_predictions},
+    {"bad_json", test_bad_json},
+    {"unknown_model", test_unknown_model},
+    {"context_length", test_context_length},
+    {"null_arguments", test_null_arguments},
+    {"bad_config", test_bad_config},
+    {"four_threads", test_four_threads},
+};
+
+int main(int argc, char **argv) {
+    /* The shared client comes from a JSON config: the default model, with a small context. */
+    const char *config = "{\"predictors\":[{\"tag\":\"" MODEL "\",\"backend\":\"llama\","
+                         "\"model\":\"SmolLM2-135M-Instruct.Q4_1.gguf\",\"n_ctx\":1024,\"threads\":1}]}";
+    if (ingle_client_create(config, &client) != INGLE_OK) {
+        fprintf(stderr, "cannot create the client: %s\n", ingle_last_error());
+        return 1;
+    }
+    int ran = 0;
+    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
+        int selected = argc < 2;
+        for (int a = 1; a < argc; a++) selected |= strcmp(argv[a], tests[i].name) == 0;
+        if (!selected) continue;
+        int before = check_failures;
+        struct timespec start, end;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        tests[i].run();
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        ran++;
+        printf("%s %s (%.1f s)\n", check_failures == before ? "ok  " : "FAIL", tests[i].name,
+               (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9);
+        fflush(stdout);
+    }
+    ingle_client_free(client);
+    if (ran == 0) {
+        fprintf(stderr, "no test matched\n");
+        return 1;
+    }
+    printf("%d tests, %d failed checks\n", ran, check_failures);
+    return check_failures == 0 ? 0 : 1;
+}
