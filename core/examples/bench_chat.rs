@@ -127,6 +127,19 @@ fn main() {
     let path = config.model_path(&config.predictors[0]);
     let client = Client::from_config(&config).unwrap();
     ingle_run(&client); // warm-up: load and touch the weights
+    if std::env::args().any(|a| a == "--core-json") {
+        // The Rust core's figures alone, for the bindings' benchmarks to compare against.
+        let figs: Vec<Figures> = (0..RUNS).map(|_| ingle_run(&client)).collect();
+        let stat = |f: Metric| median(figs.iter().map(f).collect());
+        println!(
+            "{{\"prompt_tokens\": {}, \"completion_tokens\": {}, \"decode_tps\": {:.2}, \"ttft_ms\": {:.2}}}",
+            figs[0].prompt_tokens,
+            figs[0].completion_tokens,
+            stat(Figures::decode_tps),
+            stat(|f| f.ttft_s * 1000.0)
+        );
+        return;
+    }
     let model = LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default())
         .unwrap();
 

@@ -219,17 +219,17 @@ fn deliver_all<T: Serialize>(
     user_data: *mut c_void,
 ) -> FfiResult<()> {
     for item in items {
-        deliver(&to_json_string(&item?)?, on_chunk, user_data)?;
+        deliver(to_json_string(&item?)?, on_chunk, user_data)?;
     }
     Ok(())
 }
 
 fn deliver(
-    json: &str,
+    json: String,
     on_chunk: unsafe extern "C" fn(*const c_char, usize, *mut c_void) -> i32,
     user_data: *mut c_void,
 ) -> FfiResult<()> {
-    let chunk = c_string_lossy(json.to_string());
+    let chunk = c_string_lossy(json);
     let returned = unsafe { on_chunk(chunk.as_ptr(), chunk.as_bytes().len(), user_data) };
     match returned {
         0 => Ok(()),
@@ -434,7 +434,7 @@ pub unsafe extern "C" fn ingle_predictions_stream(
         let inputs = inputs_from_json(str_arg(inputs_json, "inputs_json")?)?;
         for prediction in client.predictions.stream(tag, inputs)? {
             let (json, error) = prediction_json(&prediction)?;
-            deliver(&json, on_chunk, user_data)?;
+            deliver(json, on_chunk, user_data)?;
             if let Some(error) = error {
                 return Err(error.into());
             }

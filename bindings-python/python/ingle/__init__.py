@@ -1,0 +1,35 @@
+"""ingle: open AI models in-process, behind the interface of the ``openai`` client.
+
+    from ingle import OpenAI
+    client = OpenAI()
+    r = client.chat.completions.create(model="@local/smollm2-135m-instruct",
+                                       messages=[{"role": "user", "content": "Hi"}])
+    print(r.choices[0].message.content)
+"""
+
+from . import types
+from ._client import AsyncOpenAI, AsyncStream, OpenAI, Stream
+from ._exceptions import (
+    APIError,
+    APIStatusError,
+    BadRequestError,
+    InternalServerError,
+    NotFoundError,
+    OpenAIError,
+)
+from ._ingle import __version__
+
+__all__ = [
+    "OpenAI",
+    "AsyncOpenAI",
+    "Stream",
+    "AsyncStream",
+    "OpenAIError",
+    "APIError",
+    "APIStatusError",
+    "BadRequestError",
+    "NotFoundError",
+    "InternalServerError",
+    "types",
+    "__version__",
+]

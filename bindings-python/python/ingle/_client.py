@@ -1,0 +1,338 @@
+"""``OpenAI`` and ``AsyncOpenAI``: the ``openai`` client's interface over the in-process engine.
+
+Only conversion happens here: keyword arguments become the OpenAI JSON request, the native
+module (``ingle._ingle``) runs it in the Rust core, and the JSON it returns becomes the objects
+of ``ingle.types``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from typing import (
+    Any,
+    AsyncIterator,
+    Callable,
+    Dict,
+    Generic,
+    Iterator,
+    Literal,
+    Optional,
+    Type,
+    TypeVar,
+    Union,
+    overload,
+)
+
+from . import _ingle
+from .types import (
+    BaseModel,
+    ChatCompletion,
+    ChatCompletionChunk,
+    Completion,
+    Model,
+    Prediction,
+    SyncPage,
+)
+
+__all__ = ["OpenAI", "AsyncOpenAI", "Stream", "AsyncStream"]
+
+T = TypeVar("T", bound=BaseModel)
+
+# Arguments of the openai client that only shape an HTTP request; meaningless in-process.
+_TRANSPORT_ARGUMENTS = ("extra_headers", "extra_query", "timeout")
+
+
+def _request_json(params: Dict[str, Any]) -> str:
+    extra_body = params.pop("extra_body", None) or {}
+    for name in _TRANSPORT_ARGUMENTS:
+        params.pop(name, None)
+    params.update(extra_body)
+    return json.dumps(params, default=_jsonable)
+
+
+def _jsonable(value: Any) -> Any:
+    """Objects json cannot write: response objects (an earlier reply passed back in
+    ``messages``), pydantic models (the ``openai`` package's own types), other iterables."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(exclude_none=True)
+    if hasattr(value, "__iter__") and not isinstance(value, (str, bytes)):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+class Stream(Generic[T]):
+    """Yields response chunks. Stopping early (``break``, ``close()``, leaving a ``with``
+    block, garbage collection, Ctrl-C) stops generation at once."""
+
+    def __init__(self, native: Any, cls: Type[T]) -> None:
+        self._native = native
+        self._cls = cls
+
+    def __next__(self) -> T:
+        try:
+            text = next(self._native)
+        except BaseException:  # StopIteration, an engine error, or KeyboardInterrupt
+            self.close()
+            raise
+        return self._cls.construct(json.loads(text))  # type: ignore[return-value]
+
+    def __iter__(self) -> Iterator[T]:
+        # A generator, so that `break` (which drops it) closes the stream.
+        try:
+            while True:
+                try:
+                    item = self.__next__()
+                except StopIteration:
+                    return
+                yield item
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stops generation. Safe to call more than once."""
+        self._native.close()
+
+    def __enter__(self) -> "Stream[T]":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native.close()
+
+
+class AsyncStream(Generic[T]):
+    """The async twin of `Stream`: ``async for chunk in stream``. Each chunk is awaited in a
+    worker thread, so the event loop never blocks."""
+
+    def __init__(self, native: Any, cls: Type[T]) -> None:
+        self._native = native
+        self._cls = cls
+
+    async def __anext__(self) -> T:
+        text = await asyncio.to_thread(next, self._native, None)
+        if text is None:
+            await self.close()
+            raise StopAsyncIteration
+        return self._cls.construct(json.loads(text))  # type: ignore[return-value]
+
+    async def _iterate(self) -> AsyncIterator[T]:
+        try:
+            while True:
+                try:
+                    item = await self.__anext__()
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:
+            self._native.close()
+
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self._iterate()
+
+    async def close(self) -> None:
+        """Stops generation."""
+        self._native.close()
+
+    async def __aenter__(self) -> "AsyncStream[T]":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    def __del__(self) -> None:
+        native = getattr(self, "_native", None)
+        if native is not None:
+            native.close()
+
+
+class _Resource:
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+
+class ChatCompletions(_Resource):
+    @overload
+    def create(self, *, stream: Literal[True], **params: Any) -> Stream[ChatCompletionChunk]: ...
+    @overload
+    def create(self, *, stream: Literal[False] = ..., **params: Any) -> ChatCompletion: ...
+    def create(
+        self, *, stream: bool = False, **params: Any
+    ) -> Union[ChatCompletion, Stream[ChatCompletionChunk]]:
+        """``model``, ``messages`` and the OpenAI chat parameters (see the README's table)."""
+        body = _request_json(params)
+        if stream:
+            return Stream(self._native.chat_completions_stream(body), ChatCompletionChunk)
+        return ChatCompletion.construct(json.loads(self._native.chat_completions_create(body)))  # type: ignore[return-value]
+
+
+class Chat(_Resource):
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.completions = ChatCompletions(native)
+
+
+class Completions(_Resource):
+    @overload
+    def create(self, *, stream: Literal[True], **params: Any) -> Stream[Completion]: ...
+    @overload
+    def create(self, *, stream: Literal[False] = ..., **params: Any) -> Completion: ...
+    def create(self, *, stream: bool = False, **params: Any) -> Union[Completion, Stream[Completion]]:
+        """``model``, ``prompt`` and the OpenAI completion parameters."""
+        body = _request_json(params)
+        if stream:
+            return Stream(self._native.completions_stream(body), Completion)
+        return Completion.construct(json.loads(self._native.completions_create(body)))  # type: ignore[return-value]
+
+
+class Models(_Resource):
+    def list(self) -> SyncPage[Model]:
+        return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
+
+    def retrieve(self, model: str) -> Model:
+        return Model.construct(json.loads(self._native.models_retrieve(model)))  # type: ignore[return-value]
+
+
+class Predictions(_Resource):
+    """Run any predictor by tag with named inputs (ingle's own API, below the OpenAI one)."""
+
+    def create(self, *, tag: str, inputs: Optional[Dict[str, Any]] = None) -> Prediction:
+        text = self._native.predictions_create(tag, json.dumps(inputs or {}, default=_jsonable))
+        return Prediction.construct(json.loads(text))  # type: ignore[return-value]
+
+    def stream(self, *, tag: str, inputs: Optional[Dict[str, Any]] = None) -> Stream[Prediction]:
+        native = self._native.predictions_stream(tag, json.dumps(inputs or {}, default=_jsonable))
+        return Stream(native, Prediction)
+
+
+def _native_client(config: Union[str, "os.PathLike[str]", None], models_dir: Any) -> Any:
+    return _ingle.NativeClient(
+        os.fspath(config) if config is not None else None,
+        os.fspath(models_dir) if models_dir is not None else None,
+    )
+
+
+class OpenAI:
+    """Runs models in this process. ``config``: an ingle TOML config file (default:
+    ``$INGLE_CONFIG``, else the default model); ``models_dir``: where model files are.
+
+    The ``openai`` client's connection arguments (``api_key``, ``base_url``, ``timeout``, ...)
+    are accepted and ignored, so existing code runs unchanged."""
+
+    def __init__(
+        self,
+        *,
+        config: Union[str, "os.PathLike[str]", None] = None,
+        models_dir: Union[str, "os.PathLike[str]", None] = None,
+        **openai_arguments: Any,
+    ) -> None:
+        self._native = _native_client(config, models_dir)
+        self.chat = Chat(self._native)
+        self.completions = Completions(self._native)
+        self.models = Models(self._native)
+        self.predictions = Predictions(self._native)
+
+    def metrics(self, model: str) -> Dict[str, int]:
+        """Load figures of a model: ``active_requests``, ``queued_requests``,
+        ``generated_tokens``, ``cancelled_requests``."""
+        return json.loads(self._native.metrics(model))  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Nothing to release early: models are freed with the last client that uses them."""
+
+    def __enter__(self) -> "OpenAI":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(function, *args)
+
+
+class AsyncChatCompletions(_Resource):
+    async def create(
+        self, *, stream: bool = False, **params: Any
+    ) -> Union[ChatCompletion, AsyncStream[ChatCompletionChunk]]:
+        body = _request_json(params)
+        if stream:
+            native = await _in_thread(self._native.chat_completions_stream, body)
+            return AsyncStream(native, ChatCompletionChunk)
+        text = await _in_thread(self._native.chat_completions_create, body)
+        return ChatCompletion.construct(json.loads(text))  # type: ignore[return-value]
+
+
+class AsyncChat(_Resource):
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.completions = AsyncChatCompletions(native)
+
+
+class AsyncCompletions(_Resource):
+    async def create(
+        self, *, stream: bool = False, **params: Any
+    ) -> Union[Completion, AsyncStream[Completion]]:
+        body = _request_json(params)
+        if stream:
+            native = await _in_thread(self._native.completions_stream, body)
+            return AsyncStream(native, Completion)
+        text = await _in_thread(self._native.completions_create, body)
+        return Completion.construct(json.loads(text))  # type: ignore[return-value]
+
+
+class AsyncModels(_Resource):
+    async def list(self) -> SyncPage[Model]:
+        return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
+
+    async def retrieve(self, model: str) -> Model:
+        return Model.construct(json.loads(self._native.models_retrieve(model)))  # type: ignore[return-value]
+
+
+class AsyncPredictions(_Resource):
+    async def create(self, *, tag: str, inputs: Optional[Dict[str, Any]] = None) -> Prediction:
+        body = json.dumps(inputs or {}, default=_jsonable)
+        text = await _in_thread(self._native.predictions_create, tag, body)
+        return Prediction.construct(json.loads(text))  # type: ignore[return-value]
+
+    async def stream(
+        self, *, tag: str, inputs: Optional[Dict[str, Any]] = None
+    ) -> AsyncStream[Prediction]:
+        body = json.dumps(inputs or {}, default=_jsonable)
+        native = await _in_thread(self._native.predictions_stream, tag, body)
+        return AsyncStream(native, Prediction)
+
+
+class AsyncOpenAI:
+    """`OpenAI` for asyncio: the same methods, awaited. The engine works in worker threads, so
+    the event loop keeps running."""
+
+    def __init__(
+        self,
+        *,
+        config: Union[str, "os.PathLike[str]", None] = None,
+        models_dir: Union[str, "os.PathLike[str]", None] = None,
+        **openai_arguments: Any,
+    ) -> None:
+        self._native = _native_client(config, models_dir)
+        self.chat = AsyncChat(self._native)
+        self.completions = AsyncCompletions(self._native)
+        self.models = AsyncModels(self._native)
+        self.predictions = AsyncPredictions(self._native)
+
+    async def metrics(self, model: str) -> Dict[str, int]:
+        return json.loads(await _in_thread(self._native.metrics, model))  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        """Nothing to release early: models are freed with the last client that uses them."""
+
+    async def __aenter__(self) -> "AsyncOpenAI":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

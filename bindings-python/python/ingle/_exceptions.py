@@ -1,0 +1,92 @@
+"""Exceptions named like the ``openai`` package's, so ``except openai.BadRequestError``-style code
+ports by changing the import."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+__all__ = [
+    "OpenAIError",
+    "APIError",
+    "APIStatusError",
+    "BadRequestError",
+    "NotFoundError",
+    "InternalServerError",
+]
+
+
+class OpenAIError(Exception):
+    """The base of every ingle error."""
+
+
+class APIError(OpenAIError):
+    """An error reported by the engine, with the fields of the OpenAI error object."""
+
+    message: str
+    body: Optional[Dict[str, Any]]
+    """The OpenAI error object: ``{"message", "type", "param", "code"}``."""
+    code: Optional[str]
+    param: Optional[str]
+    """The request parameter at fault, e.g. ``"messages[0].role"``."""
+    type: Optional[str]
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        body: Optional[Dict[str, Any]] = None,
+        code: Optional[str] = None,
+        param: Optional[str] = None,
+        type: Optional[str] = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.body = body
+        self.code = code
+        self.param = param
+        self.type = type
+
+
+class APIStatusError(APIError):
+    """An error with the HTTP status the OpenAI API would answer with."""
+
+    status_code: int
+
+    def __init__(self, message: str, *, status_code: int, **fields: Any) -> None:
+        super().__init__(message, **fields)
+        self.status_code = status_code
+
+
+class BadRequestError(APIStatusError):
+    """The request is invalid (400): a wrong field, a value out of range, a prompt too long."""
+
+
+class NotFoundError(APIStatusError):
+    """The model does not exist (404)."""
+
+
+class InternalServerError(APIStatusError):
+    """The model failed to load or run, or ingle hit a bug (500)."""
+
+
+_CLASSES = {
+    "invalid_request": BadRequestError,
+    "context_length_exceeded": BadRequestError,
+    "not_found": NotFoundError,
+    "model": InternalServerError,
+    "internal": InternalServerError,
+}
+
+
+def _from_native(
+    kind: str,
+    message: str,
+    type: str,
+    param: Optional[str],
+    code: Optional[str],
+    status_code: int,
+) -> APIStatusError:
+    """Called by the native module to build the exception for a core error."""
+    cls = _CLASSES.get(kind, InternalServerError)
+    body = {"message": message, "type": type, "param": param, "code": code}
+    return cls(message, status_code=status_code, body=body, code=code, param=param, type=type)

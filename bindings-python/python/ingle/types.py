@@ -1,0 +1,230 @@
+"""Response objects with the attribute names and nesting of the ``openai`` package's types.
+
+They are plain classes, not pydantic models, so ingle has no dependencies; ``model_dump()``
+returns the OpenAI JSON as a dict, so ``openai.types.chat.ChatCompletion.model_validate(
+r.model_dump())`` works when you need the real pydantic type.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar, Dict, Generic, Iterator, List, Optional, TypeVar
+
+__all__ = [
+    "BaseModel",
+    "CompletionUsage",
+    "ChatCompletionMessage",
+    "Choice",
+    "ChatCompletion",
+    "ChoiceDelta",
+    "ChunkChoice",
+    "ChatCompletionChunk",
+    "CompletionChoice",
+    "Completion",
+    "Model",
+    "SyncPage",
+    "Prediction",
+]
+
+
+class BaseModel:
+    """Attribute access over an OpenAI JSON object. Fields a response leaves out are ``None``;
+    fields this version does not know are kept as attributes too."""
+
+    _nested: ClassVar[Dict[str, type]] = {}
+
+    def __init__(self, **data: Any) -> None:
+        for name in self._field_names():
+            setattr(self, name, None)
+        for name, value in data.items():
+            setattr(self, name, _convert(self._nested.get(name), value))
+
+    @classmethod
+    def _field_names(cls) -> List[str]:
+        names: List[str] = []
+        for klass in reversed(cls.__mro__):
+            for name in getattr(klass, "__annotations__", {}):
+                if not name.startswith("_") and name not in names:
+                    names.append(name)
+        return names
+
+    @classmethod
+    def construct(cls, data: Dict[str, Any]) -> "BaseModel":
+        """Builds the object from its JSON (a dict), nested objects included."""
+        return cls(**data)
+
+    def model_dump(self, *, exclude_none: bool = False) -> Dict[str, Any]:
+        """The OpenAI JSON of this object, as a dict."""
+        out: Dict[str, Any] = {}
+        for name, value in vars(self).items():
+            if value is None and exclude_none:
+                continue
+            out[name] = _dump(value, exclude_none)
+        return out
+
+    def model_dump_json(self, *, indent: Optional[int] = None, exclude_none: bool = False) -> str:
+        """The OpenAI JSON of this object, as text."""
+        return json.dumps(self.model_dump(exclude_none=exclude_none), indent=indent)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Like ``openai``'s ``to_dict()``: the JSON without unset (``None``) fields."""
+        return self.model_dump(exclude_none=True)
+
+    def to_json(self, *, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like pydantic models
+
+
+def _convert(cls: Optional[type], value: Any) -> Any:
+    if cls is None or value is None:
+        return value
+    if isinstance(value, list):
+        return [_convert(cls, item) for item in value]
+    if isinstance(value, dict):
+        return cls(**value)
+    return value
+
+
+def _dump(value: Any, exclude_none: bool) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_none=exclude_none)
+    if isinstance(value, list):
+        return [_dump(item, exclude_none) for item in value]
+    return value
+
+
+class CompletionUsage(BaseModel):
+    completion_tokens: int
+    prompt_tokens: int
+    total_tokens: int
+    completion_tokens_details: Optional[Dict[str, Any]]
+    prompt_tokens_details: Optional[Dict[str, Any]]
+
+
+class ChatCompletionMessage(BaseModel):
+    content: Optional[str]
+    refusal: Optional[str]
+    role: str
+    annotations: Optional[List[Any]]
+    audio: Optional[Any]
+    function_call: Optional[Any]
+    tool_calls: Optional[List[Any]]
+
+
+class Choice(BaseModel):
+    """One choice of a ``ChatCompletion`` (``openai.types.chat.chat_completion.Choice``)."""
+
+    finish_reason: str
+    index: int
+    logprobs: Optional[Any]
+    message: ChatCompletionMessage
+    _nested = {"message": ChatCompletionMessage}
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    choices: List[Choice]
+    created: int
+    model: str
+    object: str
+    service_tier: Optional[str]
+    system_fingerprint: Optional[str]
+    usage: Optional[CompletionUsage]
+    _nested = {"choices": Choice, "usage": CompletionUsage}
+
+
+class ChoiceDelta(BaseModel):
+    content: Optional[str]
+    function_call: Optional[Any]
+    refusal: Optional[str]
+    role: Optional[str]
+    tool_calls: Optional[List[Any]]
+
+
+class ChunkChoice(BaseModel):
+    """One choice of a ``ChatCompletionChunk``
+    (``openai.types.chat.chat_completion_chunk.Choice``)."""
+
+    delta: ChoiceDelta
+    finish_reason: Optional[str]
+    index: int
+    logprobs: Optional[Any]
+    _nested = {"delta": ChoiceDelta}
+
+
+class ChatCompletionChunk(BaseModel):
+    id: str
+    choices: List[ChunkChoice]
+    created: int
+    model: str
+    object: str
+    service_tier: Optional[str]
+    system_fingerprint: Optional[str]
+    usage: Optional[CompletionUsage]
+    _nested = {"choices": ChunkChoice, "usage": CompletionUsage}
+
+
+class CompletionChoice(BaseModel):
+    finish_reason: Optional[str]
+    index: int
+    logprobs: Optional[Any]
+    text: str
+
+
+class Completion(BaseModel):
+    id: str
+    choices: List[CompletionChoice]
+    created: int
+    model: str
+    object: str
+    system_fingerprint: Optional[str]
+    usage: Optional[CompletionUsage]
+    _nested = {"choices": CompletionChoice, "usage": CompletionUsage}
+
+
+class Model(BaseModel):
+    id: str
+    created: int
+    object: str
+    owned_by: str
+
+
+class Prediction(BaseModel):
+    """A run of a predictor: ``results`` in the order of its signature's outputs, ``latency`` in
+    milliseconds."""
+
+    id: str
+    tag: str
+    created: int
+    results: Optional[List[Any]]
+    latency: float
+    error: Optional[Dict[str, Any]]
+    logs: Optional[str]
+
+
+T = TypeVar("T")
+
+
+class SyncPage(BaseModel, Generic[T]):
+    """A list response (``client.models.list()``): iterate it, or read ``.data``."""
+
+    data: List[T]
+    object: str
+    _nested = {"data": Model}
+
+    def __iter__(self) -> Iterator[T]:  # type: ignore[override]
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def has_next_page(self) -> bool:
+        return False

@@ -1,0 +1,236 @@
+//! `ingle._ingle`: the native half of the Python package. Conversion only: requests arrive
+//! as OpenAI JSON text, responses and chunks leave as JSON text, and the Python half
+//! (`python/ingle/`) gives them the shapes of the `openai` package. The GIL is released
+//! whenever the core works (loading a model, generating), so other Python threads run.
+
+use ingle_core::openai::{ChatCompletionRequest, CompletionRequest};
+use ingle_core::{inputs_from_json, Client, Config, Error};
+use pyo3::prelude::*;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// A stream of JSON texts (chunks or predictions) pulled from the core.
+type JsonStream = Box<dyn Iterator<Item = ingle_core::Result<String>> + Send>;
+
+/// The Python exception for a core error: `ingle._exceptions._from_native` picks the class
+/// (`BadRequestError`, `NotFoundError`, ...) so the hierarchy lives in Python, like `openai`'s.
+fn py_err(error: Error) -> PyErr {
+    Python::attach(|py| {
+        let build = || -> PyResult<PyErr> {
+            let factory = py.import("ingle._exceptions")?.getattr("_from_native")?;
+            let kind = serde_json::to_value(error.kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let exception = factory.call1((
+                kind,
+                error.to_string(),
+                error.kind.openai_type(),
+                error.param.clone(),
+                error.code.clone(),
+                error.kind.http_status(),
+            ))?;
+            Ok(PyErr::from_value(exception))
+        };
+        build().unwrap_or_else(|e| e)
+    })
+}
+
+fn to_json(value: &impl serde::Serialize) -> ingle_core::Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| Error::internal(format!("Cannot serialize a response: {e}")))
+}
+
+fn json_stream<T: serde::Serialize + 'static>(
+    items: impl Iterator<Item = ingle_core::Result<T>> + Send + 'static,
+) -> JsonStream {
+    Box::new(items.map(|item| item.and_then(|item| to_json(&item))))
+}
+
+/// A client of the core, shared by every thread that uses the Python client.
+#[pyclass(frozen, module = "ingle._ingle")]
+struct NativeClient {
+    client: Client,
+}
+
+#[pymethods]
+impl NativeClient {
+    /// `config`: a TOML config file (default: `$INGLE_CONFIG`, else the default model);
+    /// `models_dir`: where relative model paths resolve.
+    #[new]
+    #[pyo3(signature = (config=None, models_dir=None))]
+    fn new(config: Option<PathBuf>, models_dir: Option<PathBuf>) -> PyResult<Self> {
+        let mut config = match config {
+            Some(path) => Config::from_file(&path),
+            None => Config::from_env(),
+        }
+        .map_err(py_err)?;
+        if let Some(dir) = models_dir {
+            config.models_dir = Some(dir);
+        }
+        let client = Client::from_config(&config).map_err(py_err)?;
+        Ok(NativeClient { client })
+    }
+
+    fn chat_completions_create(&self, py: Python<'_>, request: String) -> PyResult<String> {
+        py.detach(|| {
+            let request = ChatCompletionRequest::from_json(&request)?;
+            to_json(&self.client.chat.completions.create(&request)?)
+        })
+        .map_err(py_err)
+    }
+
+    fn chat_completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
+        py.detach(|| {
+            let request = ChatCompletionRequest::from_json(&request)?;
+            Ok(json_stream(self.client.chat.completions.stream(&request)?))
+        })
+        .map(NativeStream::new)
+        .map_err(py_err)
+    }
+
+    fn completions_create(&self, py: Python<'_>, request: String) -> PyResult<String> {
+        py.detach(|| {
+            let request = CompletionRequest::from_json(&request)?;
+            to_json(&self.client.completions.create(&request)?)
+        })
+        .map_err(py_err)
+    }
+
+    fn completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
+        py.detach(|| {
+            let request = CompletionRequest::from_json(&request)?;
+            Ok(json_stream(self.client.completions.stream(&request)?))
+        })
+        .map(NativeStream::new)
+        .map_err(py_err)
+    }
+
+    fn models_list(&self) -> PyResult<String> {
+        to_json(&self.client.models.list()).map_err(py_err)
+    }
+
+    fn models_retrieve(&self, model: &str) -> PyResult<String> {
+        self.client
+            .models
+            .retrieve(model)
+            .and_then(|m| to_json(&m))
+            .map_err(py_err)
+    }
+
+    /// The final prediction as JSON; a prediction that failed while running raises its error.
+    fn predictions_create(&self, py: Python<'_>, tag: String, inputs: String) -> PyResult<String> {
+        py.detach(|| {
+            let prediction = self
+                .client
+                .predictions
+                .create(&tag, inputs_from_json(&inputs)?)?;
+            match prediction.error {
+                Some(error) => Err(error),
+                None => Ok(prediction.to_json()?.to_string()),
+            }
+        })
+        .map_err(py_err)
+    }
+
+    fn predictions_stream(
+        &self,
+        py: Python<'_>,
+        tag: String,
+        inputs: String,
+    ) -> PyResult<NativeStream> {
+        py.detach(|| {
+            let predictions = self
+                .client
+                .predictions
+                .stream(&tag, inputs_from_json(&inputs)?)?;
+            let stream: JsonStream = Box::new(predictions.map(|p| match p.error {
+                Some(error) => Err(error),
+                None => Ok(p.to_json()?.to_string()),
+            }));
+            Ok(stream)
+        })
+        .map(NativeStream::new)
+        .map_err(py_err)
+    }
+
+    /// Load figures of a model, loading it if needed, as JSON.
+    fn metrics(&self, py: Python<'_>, model: String) -> PyResult<String> {
+        py.detach(|| {
+            let m = self.client.metrics(&model)?;
+            Ok(serde_json::json!({
+                "active_requests": m.active_requests,
+                "queued_requests": m.queued_requests,
+                "generated_tokens": m.generated_tokens,
+                "cancelled_requests": m.cancelled_requests,
+            })
+            .to_string())
+        })
+        .map_err(py_err)
+    }
+}
+
+/// A running stream. Iterating yields JSON texts; `close()` or dropping it stops generation.
+/// It may be closed from another thread while one is waiting in `__next__` (asyncio does
+/// that): the waiting call returns its item, then the stream ends.
+#[pyclass(frozen, module = "ingle._ingle")]
+struct NativeStream {
+    inner: Mutex<Option<JsonStream>>,
+    closed: AtomicBool,
+}
+
+impl NativeStream {
+    fn new(stream: JsonStream) -> Self {
+        NativeStream {
+            inner: Mutex::new(Some(stream)),
+            closed: AtomicBool::new(false),
+        }
+    }
+}
+
+#[pymethods]
+impl NativeStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next JSON text, or `None` at the end (`StopIteration`).
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
+        let item = py.detach(|| {
+            let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            if self.closed.load(Ordering::Acquire) {
+                *inner = None; // cancels generation
+            }
+            let item = inner.as_mut()?.next();
+            if !matches!(item, Some(Ok(_))) || self.closed.load(Ordering::Acquire) {
+                *inner = None; // the end, an error, or closed while waiting
+            }
+            item
+        });
+        item.transpose().map_err(py_err)
+    }
+
+    /// Stops generation. Safe to call more than once, and from any thread.
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        // If a thread is waiting for an item it holds the lock, and drops the stream itself.
+        if let Ok(mut inner) = self.inner.try_lock() {
+            *inner = None;
+        }
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
+/// The native module of the `ingle` package.
+#[pymodule]
+fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeClient>()?;
+    m.add_class::<NativeStream>()?;
+    m.add("__version__", ingle_core::VERSION)?;
+    Ok(())
+}

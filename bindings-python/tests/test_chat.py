@@ -1,0 +1,110 @@
+import json
+
+import openai
+import openai.types
+import openai.types.chat
+import pytest
+
+import ingle
+from conftest import FRANCE, MODEL
+
+
+def test_create_answers_and_has_openai_shape(client):
+    r = client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=12, temperature=0)
+    assert "Paris" in r.choices[0].message.content
+    assert r.choices[0].message.role == "assistant"
+    assert r.choices[0].finish_reason in ("stop", "length")
+    assert r.object == "chat.completion" and r.model == MODEL and r.id.startswith("chatcmpl-")
+    assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens > 0
+    dumped = r.model_dump()
+    assert dumped["choices"][0]["message"]["content"] == r.choices[0].message.content
+    assert json.loads(r.model_dump_json()) == dumped
+    # The openai package's own pydantic type accepts it, field for field.
+    theirs = openai.types.chat.ChatCompletion.model_validate(dumped)
+    assert theirs.choices[0].message.content == r.choices[0].message.content
+    assert theirs.usage.total_tokens == r.usage.total_tokens
+    assert repr(r).startswith("ChatCompletion(id='chatcmpl-")
+    assert "ChatCompletionMessage(content=" in repr(r)
+
+
+def test_stream_matches_create_and_validates(client):
+    params = dict(model=MODEL, messages=FRANCE, max_tokens=12, seed=7, temperature=0.8)
+    whole = client.chat.completions.create(**params)
+    chunks = list(
+        client.chat.completions.create(
+            **params, stream=True, stream_options={"include_usage": True}
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == whole.choices[0].message.content
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert chunks[-1].choices == [] and chunks[-1].usage.total_tokens == whole.usage.total_tokens
+    assert len({c.id for c in chunks}) == 1
+    for chunk in chunks:
+        assert chunk.object == "chat.completion.chunk"
+        openai.types.chat.ChatCompletionChunk.model_validate(chunk.model_dump())
+
+
+def test_messages_accept_response_objects(client):
+    first = client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=8, temperature=0)
+    follow_up = FRANCE + [first.choices[0].message, {"role": "user", "content": "And Spain?"}]
+    r = client.chat.completions.create(model=MODEL, messages=follow_up, max_tokens=8, temperature=0)
+    assert r.usage.prompt_tokens > first.usage.prompt_tokens
+
+
+def test_openai_client_arguments_are_accepted():
+    # Code written for openai passes connection arguments; they mean nothing in-process.
+    c = ingle.OpenAI(api_key="sk-unused", base_url="http://unused", timeout=5, max_retries=1)
+    r = c.chat.completions.create(
+        model=MODEL, messages=FRANCE, max_tokens=2, extra_headers={"X-A": "b"}, timeout=3
+    )
+    assert r.usage.completion_tokens == 2
+
+
+def test_completions(client):
+    r = client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=16, temperature=0)
+    assert r.object == "text_completion" and r.usage.completion_tokens == 16
+    openai.types.Completion.model_validate(r.model_dump())
+    chunks = list(
+        client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=16, temperature=0, stream=True)
+    )
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == r.choices[0].text
+    # openai's Completion type wants a finish_reason, which the API itself (and ingle) leaves
+    # null until the last chunk; so the last chunk validates, and the others match it in shape.
+    openai.types.Completion.model_validate(chunks[-1].model_dump())
+    assert chunks[-1].choices[0].finish_reason == "length"
+    for chunk in chunks[:-1]:
+        assert chunk.choices[0].finish_reason is None
+        assert chunk.model_dump().keys() == chunks[-1].model_dump().keys()
+
+
+def test_models(client):
+    assert MODEL in [m.id for m in client.models.list()]
+    assert client.models.list().data[0].object == "model"
+    m = client.models.retrieve(MODEL)
+    assert m.id == MODEL and m.owned_by == "ingle"
+    openai.types.Model.model_validate(m.model_dump())
+    with pytest.raises(ingle.NotFoundError):
+        client.models.retrieve("@nobody/nothing")
+
+
+def test_predictions(client):
+    inputs = {"prompt": "The capital of France is", "max_tokens": 4, "temperature": 0}
+    p = client.predictions.create(tag=MODEL, inputs=inputs)
+    assert p.id.startswith("pred_") and p.tag == MODEL and p.error is None
+    assert p.latency > 0 and isinstance(p.results, list)
+    partial = list(client.predictions.stream(tag=MODEL, inputs=inputs))
+    assert len(partial) >= 2 and all(q.id == partial[0].id for q in partial)
+    assert partial[-1].latency >= partial[0].latency
+    with pytest.raises(ingle.BadRequestError) as e:
+        client.predictions.create(tag=MODEL, inputs={"max_tokens": "many"})
+    assert e.value.param == "max_tokens"
+
+
+def test_version_matches_the_crate():
+    import pathlib
+    import re
+
+    cargo = pathlib.Path(__file__).resolve().parents[2] / "Cargo.toml"
+    version = re.search(r'^version = "(.+)"', cargo.read_text(), re.M).group(1)
+    assert ingle.__version__ == version
