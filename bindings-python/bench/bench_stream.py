@@ -111,7 +111,7 @@ def main():
     print(f"model {MODEL}, {physical_cores()} threads, {TOKENS} tokens greedy, median of {RUNS}")
     print(f"{'':<22}{'decode tok/s':>14}{'TTFT ms':>10}{'tok/s vs core':>15}")
     for name, tps, ttft in rows:
-        print(f"{name:<22}{tps:>14.1}{ttft:>10.1f}{tps / core['decode_tps']:>15.2f}")
+        print(f"{name:<22}{tps:>14.1f}{ttft:>10.1f}{tps / core['decode_tps']:>15.2f}")
     if Llama is None:
         print("(llama-cpp-python is not installed: pip install llama-cpp-python to compare)")
 
