@@ -1,0 +1,224 @@
+// Types of the `ingle` package. The response types have the shapes of the `openai` package's
+// (`ChatCompletion`, `ChatCompletionChunk`, `Completion`, `Model`), so values can be assigned to
+// them; test/types checks that with tsc.
+
+export interface CompletionUsage {
+  completion_tokens: number;
+  prompt_tokens: number;
+  total_tokens: number;
+}
+
+export interface ChatCompletionMessage {
+  content: string | null;
+  refusal: string | null;
+  role: 'assistant';
+}
+
+export interface ChatCompletionChoice {
+  finish_reason: 'stop' | 'length';
+  index: number;
+  logprobs: null;
+  message: ChatCompletionMessage;
+}
+
+export interface ChatCompletion {
+  id: string;
+  choices: Array<ChatCompletionChoice>;
+  created: number;
+  model: string;
+  object: 'chat.completion';
+  usage?: CompletionUsage;
+}
+
+export interface ChatCompletionChunkDelta {
+  content?: string | null;
+  refusal?: string | null;
+  role?: 'assistant';
+}
+
+export interface ChatCompletionChunkChoice {
+  delta: ChatCompletionChunkDelta;
+  finish_reason: 'stop' | 'length' | null;
+  index: number;
+  logprobs?: null;
+}
+
+export interface ChatCompletionChunk {
+  id: string;
+  choices: Array<ChatCompletionChunkChoice>;
+  created: number;
+  model: string;
+  object: 'chat.completion.chunk';
+  /** Only on the last chunk, with `stream_options: { include_usage: true }` (then `choices` is empty). */
+  usage?: CompletionUsage | null;
+}
+
+export interface CompletionChoice {
+  /** `null` on every streamed chunk but the last, as in the OpenAI API. */
+  finish_reason: 'stop' | 'length';
+  index: number;
+  logprobs: null;
+  text: string;
+}
+
+export interface Completion {
+  id: string;
+  choices: Array<CompletionChoice>;
+  created: number;
+  model: string;
+  object: 'text_completion';
+  usage?: CompletionUsage;
+}
+
+export interface Model {
+  id: string;
+  created: number;
+  object: 'model';
+  owned_by: string;
+}
+
+export interface ModelsPage {
+  object: 'list';
+  data: Array<Model>;
+  [Symbol.asyncIterator](): AsyncIterator<Model>;
+}
+
+export interface Prediction {
+  id: string;
+  tag: string;
+  created: number;
+  /** In the order of the predictor's signature outputs; null when it failed. */
+  results: Array<unknown> | null;
+  /** Milliseconds from the start of the prediction to this (partial) result. */
+  latency: number;
+  error: { message: string; type: string; param: string | null; code: string | null } | null;
+  logs: string | null;
+}
+
+export type ChatCompletionRole = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+
+export interface ChatCompletionMessageParam {
+  role: ChatCompletionRole;
+  content: string | Array<{ type: 'text'; text: string }>;
+  name?: string;
+  tool_call_id?: string;
+}
+
+interface SamplingParams {
+  model: string;
+  max_tokens?: number | null;
+  temperature?: number | null;
+  top_p?: number | null;
+  seed?: number | null;
+  stop?: string | Array<string> | null;
+  frequency_penalty?: number | null;
+  presence_penalty?: number | null;
+  n?: number | null;
+  stream_options?: { include_usage?: boolean } | null;
+  user?: string;
+  /** Other OpenAI parameters are accepted by type and checked by the engine. */
+  [parameter: string]: unknown;
+}
+
+export interface ChatCompletionCreateParams extends SamplingParams {
+  messages: Array<ChatCompletionMessageParam>;
+  max_completion_tokens?: number | null;
+  stream?: boolean | null;
+}
+export interface ChatCompletionCreateParamsNonStreaming extends ChatCompletionCreateParams {
+  stream?: false | null;
+}
+export interface ChatCompletionCreateParamsStreaming extends ChatCompletionCreateParams {
+  stream: true;
+}
+
+export interface CompletionCreateParams extends SamplingParams {
+  prompt: string | Array<string>;
+  stream?: boolean | null;
+}
+export interface CompletionCreateParamsNonStreaming extends CompletionCreateParams {
+  stream?: false | null;
+}
+export interface CompletionCreateParamsStreaming extends CompletionCreateParams {
+  stream: true;
+}
+
+export interface RequestOptions {
+  /** Aborting it stops generation; the call or the stream then throws APIUserAbortError. */
+  signal?: AbortSignal;
+  /** openai's other request options (headers, timeout, ...) are accepted and ignored. */
+  [option: string]: unknown;
+}
+
+export declare class Stream<Item> implements AsyncIterable<Item> {
+  /** `stream.controller.abort()` stops generation. */
+  controller: AbortController;
+  [Symbol.asyncIterator](): AsyncIterator<Item>;
+}
+
+export interface ClientOptions {
+  /** An ingle TOML config file. Default: $INGLE_CONFIG, else the default model. */
+  config?: string;
+  /** Where relative model paths resolve. */
+  modelsDir?: string;
+  /** The openai client's connection options (apiKey, baseURL, timeout, ...) are ignored. */
+  [option: string]: unknown;
+}
+
+export interface Metrics {
+  active_requests: number;
+  queued_requests: number;
+  generated_tokens: number;
+  cancelled_requests: number;
+}
+
+export declare class OpenAI {
+  constructor(options?: ClientOptions);
+  chat: {
+    completions: {
+      create(body: ChatCompletionCreateParamsNonStreaming, options?: RequestOptions): Promise<ChatCompletion>;
+      create(body: ChatCompletionCreateParamsStreaming, options?: RequestOptions): Promise<Stream<ChatCompletionChunk>>;
+      create(
+        body: ChatCompletionCreateParams,
+        options?: RequestOptions,
+      ): Promise<ChatCompletion | Stream<ChatCompletionChunk>>;
+    };
+  };
+  completions: {
+    create(body: CompletionCreateParamsNonStreaming, options?: RequestOptions): Promise<Completion>;
+    create(body: CompletionCreateParamsStreaming, options?: RequestOptions): Promise<Stream<Completion>>;
+    create(body: CompletionCreateParams, options?: RequestOptions): Promise<Completion | Stream<Completion>>;
+  };
+  models: {
+    /** Awaitable for the page, and iterable: `for await (const m of client.models.list())`. */
+    list(): Promise<ModelsPage> & AsyncIterable<Model>;
+    retrieve(model: string): Promise<Model>;
+  };
+  predictions: {
+    create(body: { tag: string; inputs?: Record<string, unknown> }): Promise<Prediction>;
+    stream(body: { tag: string; inputs?: Record<string, unknown> }, options?: RequestOptions): Stream<Prediction>;
+  };
+  /** Load figures of a model (ingle's own). */
+  metrics(model: string): Promise<Metrics>;
+}
+
+export declare class OpenAIError extends Error {}
+export declare class APIError extends OpenAIError {
+  /** The HTTP status the OpenAI API would answer with. */
+  readonly status: number | undefined;
+  /** The OpenAI error object. */
+  readonly error: { message: string; type: string; param: string | null; code: string | null } | undefined;
+  readonly code: string | null | undefined;
+  /** The request parameter at fault, e.g. `messages[0].role`. */
+  readonly param: string | null | undefined;
+  readonly type: string | undefined;
+}
+export declare class BadRequestError extends APIError {}
+export declare class NotFoundError extends APIError {}
+export declare class InternalServerError extends APIError {}
+export declare class APIUserAbortError extends APIError {}
+
+/** The version of ingle. */
+export declare const version: string;
+
+export default OpenAI;

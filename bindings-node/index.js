@@ -1,0 +1,240 @@
+'use strict';
+// ingle: open AI models in this Node process, behind the interface of the `openai` package.
+// Only conversion happens here: arguments become the OpenAI JSON request, the native addon runs
+// it in the Rust core (on the libuv thread pool), and the JSON it returns is parsed into plain
+// objects with exactly the OpenAI shape.
+
+const { NativeClient, version } = require('./native.js');
+
+class OpenAIError extends Error {}
+
+/** An error reported by the engine: `status` is the HTTP status the OpenAI API would answer
+ * with, `error` the OpenAI error object, `param` the request field at fault. */
+class APIError extends OpenAIError {
+  constructor(status, error, message) {
+    super(message);
+    this.name = this.constructor.name;
+    this.status = status;
+    this.error = error;
+    this.code = error ? error.code : undefined;
+    this.param = error ? error.param : undefined;
+    this.type = error ? error.type : undefined;
+  }
+}
+class BadRequestError extends APIError {}
+class NotFoundError extends APIError {}
+class InternalServerError extends APIError {}
+class APIUserAbortError extends APIError {
+  constructor(message = 'Request was aborted.') {
+    super(undefined, undefined, message);
+  }
+}
+
+const ERROR_CLASSES = {
+  invalid_request: BadRequestError,
+  context_length_exceeded: BadRequestError,
+  not_found: NotFoundError,
+};
+
+/** The native addon reports core errors as JSON in the message; make them openai-style. */
+function convertError(err) {
+  let info;
+  try {
+    info = JSON.parse(err && err.message);
+  } catch {
+    return err;
+  }
+  if (!info || info.ingle_error !== true) return err;
+  const Class = ERROR_CLASSES[info.kind] || InternalServerError;
+  const error = { message: info.message, type: info.type, param: info.param, code: info.code };
+  return new Class(info.status, error, info.message);
+}
+
+async function call(fn) {
+  try {
+    return await fn();
+  } catch (err) {
+    throw convertError(err);
+  }
+}
+
+function callSync(fn) {
+  try {
+    return fn();
+  } catch (err) {
+    throw convertError(err);
+  }
+}
+
+function requestJson(body) {
+  if (body === null || typeof body !== 'object') {
+    throw new BadRequestError(400, null, 'The request body must be an object');
+  }
+  return JSON.stringify(body);
+}
+
+function checkSignal(signal) {
+  if (signal && signal.aborted) throw new APIUserAbortError();
+}
+
+/** A response stream: `for await (const chunk of stream)`. `break`, `stream.controller.abort()`
+ * or the request's `signal` stop generation at once. */
+class Stream {
+  constructor(start, signal) {
+    this.controller = new AbortController();
+    this._start = start; // a Promise of the native stream
+    this._signal = signal;
+    this._iterated = false;
+  }
+
+  async *[Symbol.asyncIterator]() {
+    if (this._iterated) throw new OpenAIError('Cannot iterate over a consumed stream');
+    this._iterated = true;
+    const native = await call(() => this._start);
+    const signals = [this.controller.signal, this._signal].filter(Boolean);
+    const onAbort = () => native.close();
+    for (const s of signals) s.addEventListener('abort', onAbort);
+    try {
+      for (;;) {
+        for (const s of signals) checkSignal(s);
+        const text = await call(() => native.next());
+        for (const s of signals) checkSignal(s);
+        if (text === null) return;
+        yield JSON.parse(text);
+      }
+    } finally {
+      native.close();
+      for (const s of signals) s.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+async function abortable(promise, signal) {
+  if (!signal) return promise;
+  checkSignal(signal);
+  let onAbort;
+  const aborted = new Promise((_, reject) => {
+    onAbort = () => reject(new APIUserAbortError());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+class ChatCompletions {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** `body`: `model`, `messages` and the OpenAI chat parameters; `stream: true` gives a Stream.
+   * `options.signal` aborts; openai's other request options (headers, timeout, ...) are
+   * ignored. */
+  async create(body, options = {}) {
+    const { stream, ...params } = body || {};
+    checkSignal(options.signal);
+    const json = requestJson(params);
+    if (stream) {
+      const start = call(() => this._native.chatCompletionsStream(json));
+      await start; // errors before the first chunk reject create() itself, as in openai
+      return new Stream(start, options.signal);
+    }
+    return JSON.parse(await abortable(call(() => this._native.chatCompletionsCreate(json)), options.signal));
+  }
+}
+
+class Completions {
+  constructor(native) {
+    this._native = native;
+  }
+
+  async create(body, options = {}) {
+    const { stream, ...params } = body || {};
+    checkSignal(options.signal);
+    const json = requestJson(params);
+    if (stream) {
+      const start = call(() => this._native.completionsStream(json));
+      await start;
+      return new Stream(start, options.signal);
+    }
+    return JSON.parse(await abortable(call(() => this._native.completionsCreate(json)), options.signal));
+  }
+}
+
+class Models {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** Awaitable (`(await client.models.list()).data`) and iterable
+   * (`for await (const model of client.models.list())`), like openai's PagePromise. */
+  list() {
+    const page = (async () => {
+      const list = JSON.parse(callSync(() => this._native.modelsList()));
+      list[Symbol.asyncIterator] = async function* iterate() {
+        yield* list.data;
+      };
+      Object.defineProperty(list, Symbol.asyncIterator, { enumerable: false });
+      return list;
+    })();
+    page[Symbol.asyncIterator] = async function* iterate() {
+      yield* (await page).data;
+    };
+    return page;
+  }
+
+  async retrieve(model) {
+    return JSON.parse(callSync(() => this._native.modelsRetrieve(model)));
+  }
+}
+
+class Predictions {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** Runs the predictor `tag` on named `inputs`: `{id, tag, created, results, latency, error, logs}`. */
+  async create({ tag, inputs = {} }) {
+    return JSON.parse(await call(() => this._native.predictionsCreate(tag, JSON.stringify(inputs))));
+  }
+
+  /** One prediction per partial result: `for await (const p of client.predictions.stream(...))`. */
+  stream({ tag, inputs = {} }, options = {}) {
+    const start = call(() => this._native.predictionsStream(tag, JSON.stringify(inputs)));
+    start.catch(() => {}); // reported when iterated
+    return new Stream(start, options.signal);
+  }
+}
+
+/** Runs models in this process. `config`: an ingle TOML config file (default: $INGLE_CONFIG,
+ * else the default model); `modelsDir`: where model files are. The openai client's connection
+ * options (`apiKey`, `baseURL`, `timeout`, ...) are accepted and ignored. */
+class OpenAI {
+  constructor(options = {}) {
+    const { config = null, modelsDir = null } = options;
+    this._native = callSync(() => new NativeClient(config, modelsDir));
+    this.chat = { completions: new ChatCompletions(this._native) };
+    this.completions = new Completions(this._native);
+    this.models = new Models(this._native);
+    this.predictions = new Predictions(this._native);
+  }
+
+  /** Load figures of a model: active_requests, queued_requests, generated_tokens, cancelled_requests. */
+  async metrics(model) {
+    return JSON.parse(await call(() => this._native.metrics(model)));
+  }
+}
+
+module.exports = OpenAI;
+module.exports.OpenAI = OpenAI;
+module.exports.default = OpenAI;
+module.exports.Stream = Stream;
+module.exports.OpenAIError = OpenAIError;
+module.exports.APIError = APIError;
+module.exports.BadRequestError = BadRequestError;
+module.exports.NotFoundError = NotFoundError;
+module.exports.InternalServerError = InternalServerError;
+module.exports.APIUserAbortError = APIUserAbortError;
+module.exports.version = version();

@@ -1,0 +1,15 @@
+// ESM entry: `import OpenAI from 'ingle'` or `import { OpenAI } from 'ingle'`.
+import ingle from './index.js';
+
+export default ingle;
+export const {
+  OpenAI,
+  Stream,
+  OpenAIError,
+  APIError,
+  BadRequestError,
+  NotFoundError,
+  InternalServerError,
+  APIUserAbortError,
+  version,
+} = ingle;

@@ -1,0 +1,19 @@
+// Compiled with `tsc --noEmit`: ingle's results must be assignable to the openai package's types.
+import OpenAI from 'ingle';
+import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
+import type { Completion } from 'openai/resources/completions';
+import type { Model } from 'openai/resources/models';
+
+export async function check(): Promise<void> {
+  const client = new OpenAI({ apiKey: 'unused' });
+  const messages = [{ role: 'user' as const, content: 'Hi' }];
+  const r: ChatCompletion = await client.chat.completions.create({ model: 'm', messages });
+  const stream = await client.chat.completions.create({ model: 'm', messages, stream: true });
+  for await (const chunk of stream) {
+    const c: ChatCompletionChunk = chunk;
+    void c;
+  }
+  const t: Completion = await client.completions.create({ model: 'm', prompt: 'Once' });
+  const m: Model = await client.models.retrieve('m');
+  void r, t, m;
+}
