@@ -4,7 +4,7 @@
 // it in the Rust core (on the libuv thread pool), and the JSON it returns is parsed into plain
 // objects with exactly the OpenAI shape.
 
-const { NativeClient, version } = require('./native.js');
+const { NativeClient, NativeCancel, version } = require('./native.js');
 
 class OpenAIError extends Error {}
 
@@ -34,6 +34,7 @@ const ERROR_CLASSES = {
   invalid_request: BadRequestError,
   context_length_exceeded: BadRequestError,
   not_found: NotFoundError,
+  cancelled: APIUserAbortError,
 };
 
 /** The native addon reports core errors as JSON in the message; make them openai-style. */
@@ -46,6 +47,7 @@ function convertError(err) {
   }
   if (!info || info.ingle_error !== true) return err;
   const Class = ERROR_CLASSES[info.kind] || InternalServerError;
+  if (Class === APIUserAbortError) return new APIUserAbortError();
   const error = { message: info.message, type: info.type, param: info.param, code: info.code };
   return new Class(info.status, error, info.message);
 }
@@ -109,14 +111,22 @@ class Stream {
   }
 }
 
-async function abortable(promise, signal) {
-  if (!signal) return promise;
+/** Runs a whole-response create; aborting `signal` rejects at once with APIUserAbortError and
+ * stops generation at the next token. */
+async function abortable(start, signal) {
   checkSignal(signal);
+  const cancel = new NativeCancel();
+  const promise = call(() => start(cancel));
+  if (!signal) return promise;
   let onAbort;
   const aborted = new Promise((_, reject) => {
-    onAbort = () => reject(new APIUserAbortError());
+    onAbort = () => {
+      cancel.cancel();
+      reject(new APIUserAbortError());
+    };
     signal.addEventListener('abort', onAbort, { once: true });
   });
+  promise.catch(() => {}); // after an abort its rejection (cancelled) is expected
   try {
     return await Promise.race([promise, aborted]);
   } finally {
@@ -141,7 +151,7 @@ class ChatCompletions {
       await start; // errors before the first chunk reject create() itself, as in openai
       return new Stream(start, options.signal);
     }
-    return JSON.parse(await abortable(call(() => this._native.chatCompletionsCreate(json)), options.signal));
+    return JSON.parse(await abortable((cancel) => this._native.chatCompletionsCreate(json, cancel), options.signal));
   }
 }
 
@@ -159,7 +169,7 @@ class Completions {
       await start;
       return new Stream(start, options.signal);
     }
-    return JSON.parse(await abortable(call(() => this._native.completionsCreate(json)), options.signal));
+    return JSON.parse(await abortable((cancel) => this._native.completionsCreate(json, cancel), options.signal));
   }
 }
 

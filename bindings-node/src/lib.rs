@@ -106,6 +106,32 @@ impl Task for StartStream {
     }
 }
 
+/// Set to stop a running whole-response `create` at its next token (an aborted `signal`).
+#[napi]
+pub struct NativeCancel {
+    flag: Arc<AtomicBool>,
+}
+
+#[napi]
+impl NativeCancel {
+    #[napi(constructor)]
+    #[allow(clippy::new_without_default)] // a JS constructor
+    pub fn new() -> Self {
+        NativeCancel {
+            flag: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    #[napi]
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::Release);
+    }
+}
+
+fn cancel_flag(cancel: Option<&NativeCancel>) -> Arc<AtomicBool> {
+    cancel.map_or_else(|| Arc::new(AtomicBool::new(false)), |c| Arc::clone(&c.flag))
+}
+
 /// A client of the core, shared by every request of the JS client.
 #[napi]
 pub struct NativeClient {
@@ -131,11 +157,18 @@ impl NativeClient {
     }
 
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn chat_completions_create(&self, request: String) -> AsyncTask<Work> {
-        let client = self.client.clone();
+    pub fn chat_completions_create(
+        &self,
+        request: String,
+        cancel: Option<&NativeCancel>,
+    ) -> AsyncTask<Work> {
+        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         work(move || {
             let request = ChatCompletionRequest::from_json(&request)?;
-            Ok(Some(to_json(&client.chat.completions.create(&request)?)?))
+            let stop = || cancel.load(Ordering::Acquire);
+            Ok(Some(to_json(
+                &client.chat.completions.create_until(&request, stop)?,
+            )?))
         })
     }
 
@@ -149,11 +182,18 @@ impl NativeClient {
     }
 
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn completions_create(&self, request: String) -> AsyncTask<Work> {
-        let client = self.client.clone();
+    pub fn completions_create(
+        &self,
+        request: String,
+        cancel: Option<&NativeCancel>,
+    ) -> AsyncTask<Work> {
+        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         work(move || {
             let request = CompletionRequest::from_json(&request)?;
-            Ok(Some(to_json(&client.completions.create(&request)?)?))
+            let stop = || cancel.load(Ordering::Acquire);
+            Ok(Some(to_json(
+                &client.completions.create_until(&request, stop)?,
+            )?))
         })
     }
 

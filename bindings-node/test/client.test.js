@@ -145,6 +145,21 @@ test('aborting the signal cancels generation', async () => {
   );
 });
 
+test('aborting a whole-response create stops generation', async () => {
+  const before = (await waitIdle()).cancelled_requests;
+  const controller = new AbortController();
+  const start = Date.now();
+  const pending = client.chat.completions.create(
+    { model, messages: story, max_tokens: 1000 },
+    { signal: controller.signal },
+  );
+  setTimeout(() => controller.abort(), 300);
+  await assert.rejects(pending, APIUserAbortError);
+  const idle = await waitIdle();
+  assert.ok(Date.now() - start < 3000, 'generation went on after the abort'); // 1000 tokens: ~10 s
+  assert.equal(idle.cancelled_requests, before + 1);
+});
+
 test('the event loop keeps running during a long completion', async () => {
   let ticks = 0;
   const timer = setInterval(() => ticks++, 1);

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// A stream of JSON texts (chunks or predictions) pulled from the core.
 type JsonStream = Box<dyn Iterator<Item = ingle_core::Result<String>> + Send>;
@@ -48,6 +49,69 @@ fn json_stream<T: serde::Serialize + 'static>(
     Box::new(items.map(|item| item.and_then(|item| to_json(&item))))
 }
 
+/// Set from any thread to stop a running `create` at its next token (asyncio cancels so).
+#[pyclass(frozen, module = "ingle._ingle")]
+struct CancelFlag {
+    set: AtomicBool,
+}
+
+#[pymethods]
+impl CancelFlag {
+    #[new]
+    fn new() -> Self {
+        CancelFlag {
+            set: AtomicBool::new(false),
+        }
+    }
+
+    fn set(&self) {
+        self.set.store(true, Ordering::Release);
+    }
+}
+
+/// Decides, between tokens of a whole-response `create`, whether to stop: when `cancel` is
+/// set, or when Ctrl-C was pressed. Python's SIGINT handler only sets a flag that runs when
+/// Python code does, and none runs until `create` returns: so the check runs the handlers
+/// here, every 50 ms at most (taking the GIL per token would slow decoding when other threads
+/// hold it). A `KeyboardInterrupt` is kept in `interrupt`, to raise once `create` returns.
+struct StopCheck<'a> {
+    cancel: Option<&'a CancelFlag>,
+    interrupt: Option<PyErr>,
+    last_signal_check: Instant,
+}
+
+impl<'a> StopCheck<'a> {
+    fn new(cancel: Option<&'a CancelFlag>) -> Self {
+        StopCheck {
+            cancel,
+            interrupt: None,
+            last_signal_check: Instant::now(),
+        }
+    }
+
+    fn stop(&mut self) -> bool {
+        if self.cancel.is_some_and(|c| c.set.load(Ordering::Acquire)) {
+            return true;
+        }
+        if self.last_signal_check.elapsed() >= Duration::from_millis(50) {
+            self.last_signal_check = Instant::now();
+            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                self.interrupt = Some(e);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The call's result: the interrupt if there was one, else `result`.
+    fn finish(self, result: ingle_core::Result<String>) -> PyResult<String> {
+        match self.interrupt {
+            Some(interrupt) => Err(interrupt),
+            None => result.map_err(py_err),
+        }
+    }
+}
+
 /// A client of the core, shared by every thread that uses the Python client.
 #[pyclass(frozen, module = "ingle._ingle")]
 struct NativeClient {
@@ -73,12 +137,25 @@ impl NativeClient {
         Ok(NativeClient { client })
     }
 
-    fn chat_completions_create(&self, py: Python<'_>, request: String) -> PyResult<String> {
-        py.detach(|| {
+    /// A whole chat completion; Ctrl-C, or setting `cancel`, stops it at the next token.
+    #[pyo3(signature = (request, cancel=None))]
+    fn chat_completions_create(
+        &self,
+        py: Python<'_>,
+        request: String,
+        cancel: Option<Py<CancelFlag>>,
+    ) -> PyResult<String> {
+        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let result = py.detach(|| {
             let request = ChatCompletionRequest::from_json(&request)?;
-            to_json(&self.client.chat.completions.create(&request)?)
-        })
-        .map_err(py_err)
+            let completion = self
+                .client
+                .chat
+                .completions
+                .create_until(&request, || check.stop())?;
+            to_json(&completion)
+        });
+        check.finish(result)
     }
 
     fn chat_completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
@@ -90,12 +167,25 @@ impl NativeClient {
         .map_err(py_err)
     }
 
-    fn completions_create(&self, py: Python<'_>, request: String) -> PyResult<String> {
-        py.detach(|| {
+    /// A whole text completion; Ctrl-C, or setting `cancel`, stops it at the next token.
+    #[pyo3(signature = (request, cancel=None))]
+    fn completions_create(
+        &self,
+        py: Python<'_>,
+        request: String,
+        cancel: Option<Py<CancelFlag>>,
+    ) -> PyResult<String> {
+        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let result = py.detach(|| {
             let request = CompletionRequest::from_json(&request)?;
-            to_json(&self.client.completions.create(&request)?)
-        })
-        .map_err(py_err)
+            to_json(
+                &self
+                    .client
+                    .completions
+                    .create_until(&request, || check.stop())?,
+            )
+        });
+        check.finish(result)
     }
 
     fn completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
@@ -231,6 +321,7 @@ impl NativeStream {
 fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeClient>()?;
     m.add_class::<NativeStream>()?;
+    m.add_class::<CancelFlag>()?;
     m.add("__version__", ingle_core::VERSION)?;
     Ok(())
 }

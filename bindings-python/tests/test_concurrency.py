@@ -181,3 +181,37 @@ def test_async_break_cancels():
         assert metrics["cancelled_requests"] == before + 1
 
     asyncio.run(main())
+
+
+def test_keyboard_interrupt_stops_a_whole_create(client):
+    before = wait_idle(client)["cancelled_requests"]
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        client.chat.completions.create(model=MODEL, messages=STORY, max_tokens=1000)
+    timer.join()
+    assert time.monotonic() - start < 3  # 1000 tokens would take ~10 s
+    assert wait_idle(client)["cancelled_requests"] == before + 1
+
+
+def test_cancelling_an_async_create_stops_generation():
+    async def main():
+        aclient = ingle.AsyncOpenAI()
+        before = (await aclient.metrics(MODEL))["cancelled_requests"]
+        task = asyncio.create_task(
+            aclient.chat.completions.create(model=MODEL, messages=STORY, max_tokens=1000)
+        )
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        deadline = time.monotonic() + 3  # 1000 tokens would take ~10 s
+        while time.monotonic() < deadline:
+            metrics = await aclient.metrics(MODEL)
+            if metrics["active_requests"] == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert metrics["active_requests"] == 0 and metrics["cancelled_requests"] == before + 1
+
+    asyncio.run(main())

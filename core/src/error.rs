@@ -18,6 +18,8 @@ pub enum ErrorKind {
     Model,
     /// A bug or an unexpected state inside ingle (HTTP 500).
     Internal,
+    /// The caller stopped the request before it finished (HTTP 499, "client closed request").
+    Cancelled,
 }
 
 impl ErrorKind {
@@ -27,6 +29,7 @@ impl ErrorKind {
             ErrorKind::InvalidRequest | ErrorKind::ContextLengthExceeded => 400,
             ErrorKind::NotFound => 404,
             ErrorKind::Model | ErrorKind::Internal => 500,
+            ErrorKind::Cancelled => 499,
         }
     }
 
@@ -37,6 +40,7 @@ impl ErrorKind {
                 "invalid_request_error"
             }
             ErrorKind::Model | ErrorKind::Internal => "server_error",
+            ErrorKind::Cancelled => "cancelled",
         }
     }
 }
@@ -88,6 +92,11 @@ impl Error {
 
     pub fn internal(message: impl Into<String>) -> Self {
         Error::new(ErrorKind::Internal, message).with_code("internal_error")
+    }
+
+    /// The request was stopped by its caller (`create_until`'s `stop`, a callback's answer).
+    pub fn cancelled(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Cancelled, message).with_code("cancelled")
     }
 
     pub fn with_param(mut self, param: impl Into<String>) -> Self {

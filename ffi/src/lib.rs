@@ -84,6 +84,7 @@ impl From<Error> for Failure {
             ErrorKind::ContextLengthExceeded => IngleStatus::INGLE_ERROR_CONTEXT_LENGTH_EXCEEDED,
             ErrorKind::Model => IngleStatus::INGLE_ERROR_MODEL,
             ErrorKind::Internal => IngleStatus::INGLE_ERROR_INTERNAL,
+            ErrorKind::Cancelled => IngleStatus::INGLE_ERROR_CANCELLED,
         };
         Failure { status, error }
     }
@@ -99,14 +100,10 @@ impl Failure {
     }
 
     fn cancelled(returned: i32) -> Self {
-        Failure {
-            status: IngleStatus::INGLE_ERROR_CANCELLED,
-            error: Error::invalid(
-                "on_chunk",
-                format!("Cancelled: the chunk callback returned {returned}"),
-            )
-            .with_code("cancelled"),
-        }
+        Failure::from(
+            Error::cancelled(format!("Cancelled: the chunk callback returned {returned}"))
+                .with_param("on_chunk"),
+        )
     }
 
     fn panicked(payload: Box<dyn std::any::Any + Send>) -> Self {
@@ -122,13 +119,9 @@ impl Failure {
 
     /// Makes this the thread's last error and returns its status.
     fn record(self) -> IngleStatus {
-        let mut json = self.error.to_openai();
-        if self.status == IngleStatus::INGLE_ERROR_CANCELLED {
-            json["error"]["type"] = "cancelled".into();
-        }
         let last = LastError {
             message: c_string_lossy(self.error.to_string()),
-            json: c_string_lossy(json.to_string()),
+            json: c_string_lossy(self.error.to_openai().to_string()),
         };
         LAST_ERROR.with(|cell| *cell.borrow_mut() = Some(last));
         self.status

@@ -109,3 +109,44 @@ fn dropping_a_stream_after_3_chunks_stops_generation() {
     assert!(completion.choices[0].message.content.contains("Paris"));
     assert_eq!(client.metrics(MODEL).unwrap().cancelled_requests, 1);
 }
+
+#[test]
+fn create_until_stops_generation_when_asked() {
+    let client = own_client(|p| p.parallel(1));
+    let long = ChatCompletionRequest {
+        max_tokens: Some(1500),
+        ..ask("Write a very long story about a dragon and a knight.")
+    };
+    let mut asked = 0;
+    let error = client
+        .chat
+        .completions
+        .create_until(&long, || {
+            asked += 1;
+            asked > 5
+        })
+        .unwrap_err();
+    assert_eq!(error.kind, ingle::ErrorKind::Cancelled);
+    assert_eq!(error.code.as_deref(), Some("cancelled"));
+    assert_eq!(asked, 6, "asked once before each chunk");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.metrics(MODEL).unwrap().active_requests > 0 {
+        assert!(Instant::now() < deadline, "the stopped request still runs");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let metrics = client.metrics(MODEL).unwrap();
+    assert_eq!(metrics.cancelled_requests, 1);
+    assert!(metrics.generated_tokens < 20, "{metrics:?}");
+    // The text completion flavour too, and the client goes on.
+    let prompt = ingle::openai::CompletionRequest {
+        max_tokens: Some(1000),
+        ..ingle::openai::CompletionRequest::new(MODEL, "Once upon a time")
+    };
+    let error = client
+        .completions
+        .create_until(&prompt, || true)
+        .unwrap_err();
+    assert_eq!(error.kind, ingle::ErrorKind::Cancelled);
+    let completion = client.chat.completions.create(&france()).unwrap();
+    assert!(completion.choices[0].message.content.contains("Paris"));
+}

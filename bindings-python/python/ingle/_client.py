@@ -256,6 +256,17 @@ async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
     return await asyncio.to_thread(function, *args)
 
 
+async def _cancellable(function: Callable[..., Any], body: str) -> Any:
+    """Runs a whole-response create in a worker thread; cancelling the awaiting task stops
+    generation at the next token."""
+    cancel = _ingle.CancelFlag()
+    try:
+        return await asyncio.to_thread(function, body, cancel)
+    except asyncio.CancelledError:
+        cancel.set()
+        raise
+
+
 class AsyncChatCompletions(_Resource):
     async def create(
         self, *, stream: bool = False, **params: Any
@@ -264,7 +275,7 @@ class AsyncChatCompletions(_Resource):
         if stream:
             native = await _in_thread(self._native.chat_completions_stream, body)
             return AsyncStream(native, ChatCompletionChunk)
-        text = await _in_thread(self._native.chat_completions_create, body)
+        text = await _cancellable(self._native.chat_completions_create, body)
         return ChatCompletion.construct(json.loads(text))  # type: ignore[return-value]
 
 
@@ -282,7 +293,7 @@ class AsyncCompletions(_Resource):
         if stream:
             native = await _in_thread(self._native.completions_stream, body)
             return AsyncStream(native, Completion)
-        text = await _in_thread(self._native.completions_create, body)
+        text = await _cancellable(self._native.completions_create, body)
         return Completion.construct(json.loads(text))  # type: ignore[return-value]
 
 

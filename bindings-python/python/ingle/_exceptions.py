@@ -75,6 +75,9 @@ _CLASSES = {
     "not_found": NotFoundError,
     "model": InternalServerError,
     "internal": InternalServerError,
+    # Only seen if a cancelled call's result is awaited anyway: Ctrl-C raises KeyboardInterrupt
+    # and a cancelled asyncio task CancelledError, as usual.
+    "cancelled": APIStatusError,
 }
 
 

@@ -85,6 +85,18 @@ impl Models {
     }
 }
 
+/// The next chunk of `chunks`, unless `stop` says to give up (which drops nothing here: the
+/// caller returns, and dropping the stream cancels generation).
+fn next_unless_stopped<T>(
+    chunks: &mut impl Iterator<Item = Result<T>>,
+    stop: &mut impl FnMut() -> bool,
+) -> Result<Option<T>> {
+    if stop() {
+        return Err(Error::cancelled("The request was cancelled"));
+    }
+    chunks.next().transpose()
+}
+
 fn model_object(tag: &str, created: i64) -> Model {
     Model {
         id: tag.to_string(),
@@ -97,6 +109,20 @@ fn model_object(tag: &str, created: i64) -> Model {
 impl ChatCompletions {
     /// A whole `chat.completion`. `request.stream` must not be true (use [`Self::stream`]).
     pub fn create(&self, request: &ChatCompletionRequest) -> Result<ChatCompletion> {
+        self.create_until(request, || false)
+    }
+
+    /// [`Self::create`] that asks `stop` before each token whether to go on: once it returns
+    /// true, generation stops and the call returns an [`ErrorKind::Cancelled`] error. This is
+    /// how bindings cancel a whole-response request (an aborted JS signal, a cancelled asyncio
+    /// task, Ctrl-C in Python).
+    ///
+    /// [`ErrorKind::Cancelled`]: crate::ErrorKind::Cancelled
+    pub fn create_until(
+        &self,
+        request: &ChatCompletionRequest,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<ChatCompletion> {
         if request.stream == Some(true) {
             return Err(Error::invalid(
                 "stream",
@@ -113,8 +139,7 @@ impl ChatCompletions {
             usage: Usage::default(),
         };
         let (mut content, mut finish_reason) = (String::new(), None);
-        for chunk in &mut chunks {
-            let chunk = chunk?;
+        while let Some(chunk) = next_unless_stopped(&mut chunks, &mut stop)? {
             for choice in chunk.choices {
                 content.extend(choice.delta.content);
                 finish_reason = choice.finish_reason.or(finish_reason);
@@ -193,6 +218,16 @@ impl ChatCompletions {
 impl Completions {
     /// A whole `text_completion`. `request.stream` must not be true (use [`Self::stream`]).
     pub fn create(&self, request: &CompletionRequest) -> Result<Completion> {
+        self.create_until(request, || false)
+    }
+
+    /// [`Self::create`] with a `stop` check before each token, as
+    /// [`ChatCompletions::create_until`].
+    pub fn create_until(
+        &self,
+        request: &CompletionRequest,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<Completion> {
         if request.stream == Some(true) {
             return Err(Error::invalid(
                 "stream",
@@ -209,8 +244,7 @@ impl Completions {
             usage: None,
         };
         let (mut text, mut finish_reason) = (String::new(), None);
-        for chunk in &mut chunks {
-            let chunk = chunk?;
+        while let Some(chunk) = next_unless_stopped(&mut chunks, &mut stop)? {
             for choice in chunk.choices {
                 text.push_str(&choice.text);
                 finish_reason = choice.finish_reason.or(finish_reason);
