@@ -134,24 +134,31 @@ async function abortable(start, signal) {
   }
 }
 
+/** create() of chat.completions and completions: `stream: true` gives a Stream, otherwise
+ * the whole response. `options.signal` aborts; openai's other request options (headers,
+ * timeout, ...) are ignored. */
+async function create(startStream, createWhole, body, options) {
+  const { stream, ...params } = body || {};
+  checkSignal(options.signal);
+  const json = requestJson(params);
+  if (stream) {
+    const start = call(() => startStream(json));
+    await start; // errors before the first chunk reject create() itself, as in openai
+    return new Stream(start, options.signal);
+  }
+  return JSON.parse(await abortable((cancel) => createWhole(json, cancel), options.signal));
+}
+
 class ChatCompletions {
   constructor(native) {
     this._native = native;
   }
 
-  /** `body`: `model`, `messages` and the OpenAI chat parameters; `stream: true` gives a Stream.
-   * `options.signal` aborts; openai's other request options (headers, timeout, ...) are
-   * ignored. */
-  async create(body, options = {}) {
-    const { stream, ...params } = body || {};
-    checkSignal(options.signal);
-    const json = requestJson(params);
-    if (stream) {
-      const start = call(() => this._native.chatCompletionsStream(json));
-      await start; // errors before the first chunk reject create() itself, as in openai
-      return new Stream(start, options.signal);
-    }
-    return JSON.parse(await abortable((cancel) => this._native.chatCompletionsCreate(json, cancel), options.signal));
+  /** `body`: `model`, `messages` and the OpenAI chat parameters. */
+  create(body, options = {}) {
+    const native = this._native;
+    return create((json) => native.chatCompletionsStream(json),
+      (json, cancel) => native.chatCompletionsCreate(json, cancel), body, options);
   }
 }
 
@@ -160,16 +167,11 @@ class Completions {
     this._native = native;
   }
 
-  async create(body, options = {}) {
-    const { stream, ...params } = body || {};
-    checkSignal(options.signal);
-    const json = requestJson(params);
-    if (stream) {
-      const start = call(() => this._native.completionsStream(json));
-      await start;
-      return new Stream(start, options.signal);
-    }
-    return JSON.parse(await abortable((cancel) => this._native.completionsCreate(json, cancel), options.signal));
+  /** `body`: `model`, `prompt` and the OpenAI completion parameters. */
+  create(body, options = {}) {
+    const native = this._native;
+    return create((json) => native.completionsStream(json),
+      (json, cancel) => native.completionsCreate(json, cancel), body, options);
   }
 }
 

@@ -3,6 +3,7 @@
 //! the `openai` package. Every call that waits on the core runs on the libuv thread pool and
 //! resolves a Promise, so the event loop never blocks.
 
+use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{ChatCompletionRequest, CompletionRequest};
 use ingle_core::{inputs_from_json, Client, Config, Error};
 use napi::bindgen_prelude::AsyncTask;
@@ -10,9 +11,6 @@ use napi::{Env, Status, Task};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// A stream of JSON texts (chunks or predictions) pulled from the core.
-type JsonStream = Box<dyn Iterator<Item = ingle_core::Result<String>> + Send>;
 
 /// A core error as a JS `Error` whose message is the error's fields as JSON; `index.js` turns
 /// it into `BadRequestError`, `NotFoundError`, ... like the `openai` package's.
@@ -29,31 +27,23 @@ fn js_error(error: Error) -> napi::Error {
     napi::Error::new(Status::GenericFailure, reason.to_string())
 }
 
-fn to_json(value: &impl serde::Serialize) -> ingle_core::Result<String> {
-    serde_json::to_string(value)
-        .map_err(|e| Error::internal(format!("Cannot serialize a response: {e}")))
-}
-
-fn json_stream<T: serde::Serialize + 'static>(
-    items: impl Iterator<Item = ingle_core::Result<T>> + Send + 'static,
-) -> JsonStream {
-    Box::new(items.map(|item| item.and_then(|item| to_json(&item))))
-}
-
-/// Work for the libuv thread pool that yields a JSON text, or nothing (`null` in JS).
-pub struct Work(Option<Box<dyn FnOnce() -> ingle_core::Result<Option<String>> + Send>>);
+/// Work for the libuv thread pool: a JSON text (or nothing, `null` in JS), or a started stream.
+pub struct Job<T>(Option<Box<dyn FnOnce() -> ingle_core::Result<T> + Send>>);
 
 fn work(
     f: impl FnOnce() -> ingle_core::Result<Option<String>> + Send + 'static,
-) -> AsyncTask<Work> {
-    AsyncTask::new(Work(Some(Box::new(f))))
+) -> AsyncTask<Job<Option<String>>> {
+    AsyncTask::new(Job(Some(Box::new(f))))
 }
 
-impl Task for Work {
-    type Output = Option<String>;
-    type JsValue = Option<String>;
+fn start(
+    f: impl FnOnce() -> ingle_core::Result<JsonTextStream> + Send + 'static,
+) -> AsyncTask<Job<JsonTextStream>> {
+    AsyncTask::new(Job(Some(Box::new(f))))
+}
 
-    fn compute(&mut self) -> napi::Result<Option<String>> {
+impl<T> Job<T> {
+    fn run(&mut self) -> napi::Result<T> {
         let f = self
             .0
             .take()
@@ -66,39 +56,30 @@ impl Task for Work {
             ))),
         }
     }
+}
+
+impl Task for Job<Option<String>> {
+    type Output = Option<String>;
+    type JsValue = Option<String>;
+
+    fn compute(&mut self) -> napi::Result<Option<String>> {
+        self.run()
+    }
 
     fn resolve(&mut self, _env: Env, output: Option<String>) -> napi::Result<Option<String>> {
         Ok(output)
     }
 }
 
-/// Work that starts a stream, resolving to a `NativeStream`.
-pub struct StartStream(Option<Box<dyn FnOnce() -> ingle_core::Result<JsonStream> + Send>>);
-
-fn start(
-    f: impl FnOnce() -> ingle_core::Result<JsonStream> + Send + 'static,
-) -> AsyncTask<StartStream> {
-    AsyncTask::new(StartStream(Some(Box::new(f))))
-}
-
-impl Task for StartStream {
-    type Output = JsonStream;
+impl Task for Job<JsonTextStream> {
+    type Output = JsonTextStream;
     type JsValue = NativeStream;
 
-    fn compute(&mut self) -> napi::Result<JsonStream> {
-        let f = self
-            .0
-            .take()
-            .ok_or_else(|| napi::Error::new(Status::GenericFailure, "ingle: a task ran twice"))?;
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-            Ok(result) => result.map_err(js_error),
-            Err(_) => Err(js_error(Error::internal(
-                "ingle panicked; this is a bug, please report it",
-            ))),
-        }
+    fn compute(&mut self) -> napi::Result<JsonTextStream> {
+        self.run()
     }
 
-    fn resolve(&mut self, _env: Env, stream: JsonStream) -> napi::Result<NativeStream> {
+    fn resolve(&mut self, _env: Env, stream: JsonTextStream) -> napi::Result<NativeStream> {
         Ok(NativeStream {
             inner: Arc::new(Mutex::new(Some(stream))),
             closed: Arc::new(AtomicBool::new(false)),
@@ -161,23 +142,23 @@ impl NativeClient {
         &self,
         request: String,
         cancel: Option<&NativeCancel>,
-    ) -> AsyncTask<Work> {
+    ) -> AsyncTask<Job<Option<String>>> {
         let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         work(move || {
             let request = ChatCompletionRequest::from_json(&request)?;
             let stop = || cancel.load(Ordering::Acquire);
-            Ok(Some(to_json(
+            Ok(Some(to_json_text(
                 &client.chat.completions.create_until(&request, stop)?,
             )?))
         })
     }
 
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn chat_completions_stream(&self, request: String) -> AsyncTask<StartStream> {
+    pub fn chat_completions_stream(&self, request: String) -> AsyncTask<Job<JsonTextStream>> {
         let client = self.client.clone();
         start(move || {
             let request = ChatCompletionRequest::from_json(&request)?;
-            Ok(json_stream(client.chat.completions.stream(&request)?))
+            Ok(json_texts(client.chat.completions.stream(&request)?))
         })
     }
 
@@ -186,29 +167,29 @@ impl NativeClient {
         &self,
         request: String,
         cancel: Option<&NativeCancel>,
-    ) -> AsyncTask<Work> {
+    ) -> AsyncTask<Job<Option<String>>> {
         let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         work(move || {
             let request = CompletionRequest::from_json(&request)?;
             let stop = || cancel.load(Ordering::Acquire);
-            Ok(Some(to_json(
+            Ok(Some(to_json_text(
                 &client.completions.create_until(&request, stop)?,
             )?))
         })
     }
 
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn completions_stream(&self, request: String) -> AsyncTask<StartStream> {
+    pub fn completions_stream(&self, request: String) -> AsyncTask<Job<JsonTextStream>> {
         let client = self.client.clone();
         start(move || {
             let request = CompletionRequest::from_json(&request)?;
-            Ok(json_stream(client.completions.stream(&request)?))
+            Ok(json_texts(client.completions.stream(&request)?))
         })
     }
 
     #[napi]
     pub fn models_list(&self) -> napi::Result<String> {
-        to_json(&self.client.models.list()).map_err(js_error)
+        to_json_text(&self.client.models.list()).map_err(js_error)
     }
 
     #[napi]
@@ -216,43 +197,44 @@ impl NativeClient {
         self.client
             .models
             .retrieve(&model)
-            .and_then(|m| to_json(&m))
+            .and_then(|m| to_json_text(&m))
             .map_err(js_error)
     }
 
     /// The final prediction as JSON; a prediction that failed while running rejects.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn predictions_create(&self, tag: String, inputs: String) -> AsyncTask<Work> {
+    pub fn predictions_create(
+        &self,
+        tag: String,
+        inputs: String,
+    ) -> AsyncTask<Job<Option<String>>> {
         let client = self.client.clone();
         work(move || {
             let prediction = client
                 .predictions
                 .create(&tag, inputs_from_json(&inputs)?)?;
-            match prediction.error {
-                Some(error) => Err(error),
-                None => Ok(Some(prediction.to_json()?.to_string())),
-            }
+            prediction.into_json_text().map(Some)
         })
     }
 
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn predictions_stream(&self, tag: String, inputs: String) -> AsyncTask<StartStream> {
+    pub fn predictions_stream(
+        &self,
+        tag: String,
+        inputs: String,
+    ) -> AsyncTask<Job<JsonTextStream>> {
         let client = self.client.clone();
         start(move || {
             let predictions = client
                 .predictions
                 .stream(&tag, inputs_from_json(&inputs)?)?;
-            let stream: JsonStream = Box::new(predictions.map(|p| match p.error {
-                Some(error) => Err(error),
-                None => Ok(p.to_json()?.to_string()),
-            }));
-            Ok(stream)
+            Ok(predictions.into_json_texts())
         })
     }
 
     /// Load figures of a model as JSON, loading it if needed.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn metrics(&self, model: String) -> AsyncTask<Work> {
+    pub fn metrics(&self, model: String) -> AsyncTask<Job<Option<String>>> {
         let client = self.client.clone();
         work(move || {
             let m = client.metrics(&model)?;
@@ -274,14 +256,14 @@ impl NativeClient {
 /// call resolves with its item, and the stream then ends.
 #[napi]
 pub struct NativeStream {
-    inner: Arc<Mutex<Option<JsonStream>>>,
+    inner: Arc<Mutex<Option<JsonTextStream>>>,
     closed: Arc<AtomicBool>,
 }
 
 #[napi]
 impl NativeStream {
     #[napi(ts_return_type = "Promise<string | null>")]
-    pub fn next(&self) -> AsyncTask<Work> {
+    pub fn next(&self) -> AsyncTask<Job<Option<String>>> {
         let (inner, closed) = (Arc::clone(&self.inner), Arc::clone(&self.closed));
         work(move || {
             let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);

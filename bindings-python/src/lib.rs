@@ -3,6 +3,7 @@
 //! (`python/ingle/`) gives them the shapes of the `openai` package. The GIL is released
 //! whenever the core works (loading a model, generating), so other Python threads run.
 
+use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{ChatCompletionRequest, CompletionRequest};
 use ingle_core::{inputs_from_json, Client, Config, Error};
 use pyo3::prelude::*;
@@ -10,9 +11,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
-
-/// A stream of JSON texts (chunks or predictions) pulled from the core.
-type JsonStream = Box<dyn Iterator<Item = ingle_core::Result<String>> + Send>;
 
 /// The Python exception for a core error: `ingle._exceptions._from_native` picks the class
 /// (`BadRequestError`, `NotFoundError`, ...) so the hierarchy lives in Python, like `openai`'s.
@@ -36,17 +34,6 @@ fn py_err(error: Error) -> PyErr {
         };
         build().unwrap_or_else(|e| e)
     })
-}
-
-fn to_json(value: &impl serde::Serialize) -> ingle_core::Result<String> {
-    serde_json::to_string(value)
-        .map_err(|e| Error::internal(format!("Cannot serialize a response: {e}")))
-}
-
-fn json_stream<T: serde::Serialize + 'static>(
-    items: impl Iterator<Item = ingle_core::Result<T>> + Send + 'static,
-) -> JsonStream {
-    Box::new(items.map(|item| item.and_then(|item| to_json(&item))))
 }
 
 /// Set from any thread to stop a running `create` at its next token (asyncio cancels so).
@@ -153,7 +140,7 @@ impl NativeClient {
                 .chat
                 .completions
                 .create_until(&request, || check.stop())?;
-            to_json(&completion)
+            to_json_text(&completion)
         });
         check.finish(result)
     }
@@ -161,7 +148,7 @@ impl NativeClient {
     fn chat_completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
         py.detach(|| {
             let request = ChatCompletionRequest::from_json(&request)?;
-            Ok(json_stream(self.client.chat.completions.stream(&request)?))
+            Ok(json_texts(self.client.chat.completions.stream(&request)?))
         })
         .map(NativeStream::new)
         .map_err(py_err)
@@ -178,7 +165,7 @@ impl NativeClient {
         let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
         let result = py.detach(|| {
             let request = CompletionRequest::from_json(&request)?;
-            to_json(
+            to_json_text(
                 &self
                     .client
                     .completions
@@ -191,21 +178,21 @@ impl NativeClient {
     fn completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
         py.detach(|| {
             let request = CompletionRequest::from_json(&request)?;
-            Ok(json_stream(self.client.completions.stream(&request)?))
+            Ok(json_texts(self.client.completions.stream(&request)?))
         })
         .map(NativeStream::new)
         .map_err(py_err)
     }
 
     fn models_list(&self) -> PyResult<String> {
-        to_json(&self.client.models.list()).map_err(py_err)
+        to_json_text(&self.client.models.list()).map_err(py_err)
     }
 
     fn models_retrieve(&self, model: &str) -> PyResult<String> {
         self.client
             .models
             .retrieve(model)
-            .and_then(|m| to_json(&m))
+            .and_then(|m| to_json_text(&m))
             .map_err(py_err)
     }
 
@@ -216,10 +203,7 @@ impl NativeClient {
                 .client
                 .predictions
                 .create(&tag, inputs_from_json(&inputs)?)?;
-            match prediction.error {
-                Some(error) => Err(error),
-                None => Ok(prediction.to_json()?.to_string()),
-            }
+            prediction.into_json_text()
         })
         .map_err(py_err)
     }
@@ -235,11 +219,7 @@ impl NativeClient {
                 .client
                 .predictions
                 .stream(&tag, inputs_from_json(&inputs)?)?;
-            let stream: JsonStream = Box::new(predictions.map(|p| match p.error {
-                Some(error) => Err(error),
-                None => Ok(p.to_json()?.to_string()),
-            }));
-            Ok(stream)
+            Ok(predictions.into_json_texts())
         })
         .map(NativeStream::new)
         .map_err(py_err)
@@ -266,12 +246,12 @@ impl NativeClient {
 /// that): the waiting call returns its item, then the stream ends.
 #[pyclass(frozen, module = "ingle._ingle")]
 struct NativeStream {
-    inner: Mutex<Option<JsonStream>>,
+    inner: Mutex<Option<JsonTextStream>>,
     closed: AtomicBool,
 }
 
 impl NativeStream {
-    fn new(stream: JsonStream) -> Self {
+    fn new(stream: JsonTextStream) -> Self {
         NativeStream {
             inner: Mutex::new(Some(stream)),
             closed: AtomicBool::new(false),

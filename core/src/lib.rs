@@ -23,6 +23,7 @@ pub mod backends;
 mod client;
 pub mod config;
 mod error;
+pub mod json_text;
 pub mod openai;
 pub mod predict;
 pub mod registry;

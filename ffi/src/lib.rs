@@ -14,6 +14,7 @@
 // what it requires of them; repeating that as `# Safety` sections would add nothing.
 #![allow(clippy::missing_safety_doc)]
 
+use ingle_core::json_text::to_json_text;
 use ingle_core::openai::{ChatCompletionRequest, CompletionRequest};
 use ingle_core::{inputs_from_json, Client, Config, Error, ErrorKind, Prediction};
 use serde::Serialize;
@@ -195,8 +196,7 @@ fn callback_arg(
 }
 
 fn to_json_string(value: &impl Serialize) -> FfiResult<String> {
-    serde_json::to_string(value)
-        .map_err(|e| Failure::from(Error::internal(format!("Cannot serialize a response: {e}"))))
+    Ok(to_json_text(value)?)
 }
 
 fn give_string(out: &mut *mut c_char, json: String) -> FfiResult<()> {
