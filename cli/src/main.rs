@@ -1,8 +1,10 @@
 //! `ingle`: run local models from the command line.
 
 use clap::{Args, Parser, Subcommand};
-use ingle::openai::{ChatCompletionRequest, ChatMessage, CompletionRequest, StopSequences};
-use ingle::{Client, Config, DEFAULT_MODEL};
+use ingle::openai::{
+    ChatCompletionRequest, ChatMessage, CompletionRequest, EmbeddingRequest, StopSequences,
+};
+use ingle::{Client, Config, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +37,19 @@ enum Command {
     Complete {
         #[command(flatten)]
         options: GenerationArgs,
+    },
+    /// Embeddings: prints the `embeddings.create` response for TEXT... as JSON.
+    Embed {
+        #[arg(long, default_value = DEFAULT_EMBEDDING_MODEL)]
+        model: String,
+        /// Length of the vectors (default: the model's).
+        #[arg(long)]
+        dimensions: Option<i64>,
+        /// `float` or `base64`.
+        #[arg(long)]
+        encoding_format: Option<String>,
+        #[arg(required = true)]
+        texts: Vec<String>,
     },
     /// Lists the registered models.
     Models,
@@ -106,6 +121,20 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             for model in client.models.list().data {
                 writeln!(out, "{}", model.id)?;
             }
+        }
+        Command::Embed {
+            model,
+            dimensions,
+            encoding_format,
+            texts,
+        } => {
+            let request = EmbeddingRequest {
+                dimensions,
+                encoding_format,
+                ..EmbeddingRequest::new(model, texts)
+            };
+            let response = client.embeddings.create(&request)?;
+            writeln!(out, "{}", serde_json::to_string(&response)?)?;
         }
         Command::Chat { system, options } => {
             let mut messages: Vec<ChatMessage> =

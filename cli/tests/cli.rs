@@ -82,10 +82,24 @@ fn complete_continues_text_and_honours_stop() {
 }
 
 #[test]
-fn models_lists_the_default_tag() {
+fn models_lists_the_default_tags() {
+    // The embedding model is listed because scripts/fetch-models put its files in the cache.
     let out = ingle(&["models"]);
     assert!(out.status.success());
-    assert_eq!(stdout(&out), "@local/smollm2-135m-instruct\n");
+    assert_eq!(
+        stdout(&out),
+        "@local/smollm2-135m-instruct\n@local/all-minilm-l6-v2\n"
+    );
+}
+
+#[test]
+fn embed_prints_the_embeddings_response() {
+    let out = ingle(&["embed", "--dimensions", "8", "Hello", "world"]);
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(json["object"], "list");
+    assert_eq!(json["data"].as_array().unwrap().len(), 2);
+    assert_eq!(json["data"][1]["embedding"].as_array().unwrap().len(), 8);
 }
 
 #[test]
@@ -94,6 +108,7 @@ fn failures_exit_non_zero_with_one_line() {
         &["chat", "--model", "@no/such", "hi"][..],
         &["chat", "--temperature", "3", "hi"][..],
         &["--config", "/nonexistent.toml", "models"][..],
+        &["embed", "--dimensions", "0", "hi"][..],
     ] {
         let out = ingle(args);
         assert!(!out.status.success(), "{args:?}");

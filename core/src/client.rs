@@ -2,17 +2,18 @@
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::openai::{Chat, Completions, Models};
+use crate::openai::{Chat, Completions, Embeddings, Models};
 use crate::predict::{last_prediction, Inputs, Metrics, Prediction, PredictionStream, Predictor};
 use crate::registry::Registry;
 use std::sync::Arc;
 
 /// Runs models in-process. `client.chat.completions.create(..)`, `client.completions`,
-/// `client.models`, and the lower-level `client.predictions`.
+/// `client.embeddings`, `client.models`, and the lower-level `client.predictions`.
 #[derive(Clone)]
 pub struct Client {
     pub chat: Chat,
     pub completions: Completions,
+    pub embeddings: Embeddings,
     pub models: Models,
     pub predictions: Predictions,
     registry: Arc<Registry>,
@@ -33,6 +34,7 @@ impl Client {
         Client {
             chat: Chat::new(Arc::clone(&registry)),
             completions: Completions::new(Arc::clone(&registry)),
+            embeddings: Embeddings::new(Arc::clone(&registry)),
             models: Models::new(Arc::clone(&registry)),
             predictions: Predictions {
                 registry: Arc::clone(&registry),

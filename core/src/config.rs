@@ -11,7 +11,18 @@
 //! threads = 2                           # default: physical cores
 //! parallel = 4                          # requests decoded side by side
 //! # chat_template = "chatml"            # when the GGUF has no template
+//!
+//! [[predictors]]
+//! tag = "@local/all-minilm-l6-v2"
+//! backend = "onnx-embedding"            # sentence embeddings on ONNX Runtime
+//! model = "all-minilm-l6-v2/model.onnx"
+//! tokenizer = "all-minilm-l6-v2/tokenizer.json"
+//! max_length = 256                      # tokens per input; longer inputs are truncated
 //! ```
+//!
+//! `onnxruntime = "/path/to/libonnxruntime.so.1.31.1"` at the top level picks the ONNX Runtime
+//! library (else `$ORT_DYLIB_PATH`, else the copy `scripts/fetch-models` puts in the models
+//! directory).
 
 use crate::error::{Error, Result};
 use serde::Deserialize;
@@ -21,6 +32,14 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_MODEL: &str = "@local/smollm2-135m-instruct";
 /// The file of the default model, inside the models directory.
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The tag of the embedding model, registered by default when its files are in the models
+/// directory.
+pub const DEFAULT_EMBEDDING_MODEL: &str = "@local/all-minilm-l6-v2";
+/// Its ONNX graph (all-MiniLM-L6-v2, int8) and tokenizer, inside the models directory.
+pub const DEFAULT_EMBEDDING_FILE: &str = "all-minilm-l6-v2/model.onnx";
+pub const DEFAULT_EMBEDDING_TOKENIZER: &str = "all-minilm-l6-v2/tokenizer.json";
+/// The ONNX Runtime library `scripts/fetch-models` installs, inside the models directory.
+pub const DEFAULT_ONNXRUNTIME_FILE: &str = "onnxruntime/libonnxruntime.so.1.31.1";
 /// What a user runs to download the default models.
 pub const FETCH_COMMAND: &str = "scripts/fetch-models";
 
@@ -30,6 +49,20 @@ pub const FETCH_COMMAND: &str = "scripts/fetch-models";
 pub enum Backend {
     /// llama.cpp, for GGUF chat and text completion models.
     Llama,
+    /// ONNX Runtime, for sentence-embedding models (a BERT-style encoder whose output is
+    /// mean-pooled and L2-normalised, as sentence-transformers does).
+    #[serde(rename = "onnx-embedding")]
+    OnnxEmbedding,
+}
+
+impl Backend {
+    /// The name used in configs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Llama => "llama",
+            Backend::OnnxEmbedding => "onnx-embedding",
+        }
+    }
 }
 
 /// One predictor of the config.
@@ -43,7 +76,8 @@ pub struct PredictorConfig {
     /// Context size (tokens) available to each request. Default 2048, capped at the model's.
     #[serde(default)]
     pub n_ctx: Option<u32>,
-    /// CPU threads for decoding. Default: the number of physical cores.
+    /// CPU threads for decoding (llama) or for each operator (ONNX Runtime's intra-op
+    /// threads). Default: the number of physical cores.
     #[serde(default)]
     pub threads: Option<u32>,
     /// How many requests are decoded side by side (sequences of one batch). Default 4.
@@ -53,6 +87,18 @@ pub struct PredictorConfig {
     /// used when the model has none, or to override its own.
     #[serde(default)]
     pub chat_template: Option<String>,
+    /// The `tokenizer.json` of an embedding model; a relative path is taken inside the models
+    /// directory.
+    #[serde(default)]
+    pub tokenizer: Option<PathBuf>,
+    /// Most tokens an embedding model reads of one input (special tokens included); longer
+    /// inputs are truncated. Default 256, all-MiniLM-L6-v2's window.
+    #[serde(default)]
+    pub max_length: Option<u32>,
+    /// Register the predictor only when its files exist (how the default embedding model is
+    /// listed only once `scripts/fetch-models` has fetched it).
+    #[serde(default)]
+    pub if_present: bool,
 }
 
 impl PredictorConfig {
@@ -65,7 +111,34 @@ impl PredictorConfig {
             threads: None,
             parallel: None,
             chat_template: None,
+            tokenizer: None,
+            max_length: None,
+            if_present: false,
         }
+    }
+
+    /// A sentence-embedding model on ONNX Runtime: its ONNX graph and its `tokenizer.json`.
+    pub fn embedding(
+        tag: impl Into<String>,
+        model: impl Into<PathBuf>,
+        tokenizer: impl Into<PathBuf>,
+    ) -> Self {
+        PredictorConfig {
+            backend: Backend::OnnxEmbedding,
+            tokenizer: Some(tokenizer.into()),
+            ..PredictorConfig::llama(tag, model)
+        }
+    }
+
+    pub fn max_length(mut self, max_length: u32) -> Self {
+        self.max_length = Some(max_length);
+        self
+    }
+
+    /// Registers the predictor only if its files exist.
+    pub fn if_present(mut self) -> Self {
+        self.if_present = true;
+        self
     }
 
     pub fn n_ctx(mut self, n_ctx: u32) -> Self {
@@ -98,12 +171,26 @@ pub struct Config {
     pub models_dir: Option<PathBuf>,
     #[serde(default)]
     pub predictors: Vec<PredictorConfig>,
+    /// The ONNX Runtime shared library (1.31 or later). Default: `$ORT_DYLIB_PATH`, else
+    /// [`DEFAULT_ONNXRUNTIME_FILE`] in the models directory. One library serves the process.
+    #[serde(default)]
+    pub onnxruntime: Option<PathBuf>,
 }
 
 impl Default for Config {
-    /// The default model from the models cache.
+    /// The default chat model from the models cache, and the default embedding model when
+    /// its files are there.
     fn default() -> Self {
-        Config::empty().predictor(PredictorConfig::llama(DEFAULT_MODEL, DEFAULT_MODEL_FILE))
+        Config::empty()
+            .predictor(PredictorConfig::llama(DEFAULT_MODEL, DEFAULT_MODEL_FILE))
+            .predictor(
+                PredictorConfig::embedding(
+                    DEFAULT_EMBEDDING_MODEL,
+                    DEFAULT_EMBEDDING_FILE,
+                    DEFAULT_EMBEDDING_TOKENIZER,
+                )
+                .if_present(),
+            )
     }
 }
 
@@ -113,6 +200,7 @@ impl Config {
         Config {
             models_dir: None,
             predictors: Vec::new(),
+            onnxruntime: None,
         }
     }
 
@@ -123,6 +211,12 @@ impl Config {
 
     pub fn models_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.models_dir = Some(dir.into());
+        self
+    }
+
+    /// The ONNX Runtime library to load (see [`Config::onnxruntime`]).
+    pub fn onnxruntime(mut self, library: impl Into<PathBuf>) -> Self {
+        self.onnxruntime = Some(library.into());
         self
     }
 
@@ -163,10 +257,12 @@ impl Config {
             e.message = format!("{} ({})", e.message, path.display());
             e
         })?;
-        // Relative models_dir in a file means relative to the file.
-        if let (Some(dir), Some(parent)) = (&config.models_dir, path.parent()) {
-            if dir.is_relative() {
-                config.models_dir = Some(parent.join(dir));
+        // Relative directories in a file mean relative to the file.
+        if let Some(parent) = path.parent() {
+            for dir in [&mut config.models_dir, &mut config.onnxruntime] {
+                if let Some(relative) = dir.as_ref().filter(|d| d.is_relative()) {
+                    *dir = Some(parent.join(relative));
+                }
             }
         }
         Ok(config)
@@ -182,8 +278,33 @@ impl Config {
 
     /// Where `predictor`'s model file is.
     pub fn model_path(&self, predictor: &PredictorConfig) -> PathBuf {
+        self.resolve(&predictor.model)
+    }
+
+    /// `path` taken inside the models directory, unless it is absolute.
+    pub fn resolve(&self, path: &Path) -> PathBuf {
         let dir = self.models_dir.clone().unwrap_or_else(default_models_dir);
-        dir.join(&predictor.model)
+        dir.join(path)
+    }
+
+    /// Every file `predictor` needs (the model, and a tokenizer if it has one).
+    pub fn files_of(&self, predictor: &PredictorConfig) -> Vec<PathBuf> {
+        std::iter::once(&predictor.model)
+            .chain(&predictor.tokenizer)
+            .map(|p| self.resolve(p))
+            .collect()
+    }
+
+    /// Where the ONNX Runtime library is: the config's `onnxruntime`, else `$ORT_DYLIB_PATH`,
+    /// else [`DEFAULT_ONNXRUNTIME_FILE`] in the models directory.
+    pub fn onnxruntime_path(&self) -> PathBuf {
+        if let Some(path) = &self.onnxruntime {
+            return self.resolve(path);
+        }
+        match std::env::var_os("ORT_DYLIB_PATH") {
+            Some(path) if !path.is_empty() => PathBuf::from(path),
+            _ => self.resolve(Path::new(DEFAULT_ONNXRUNTIME_FILE)),
+        }
     }
 }
 

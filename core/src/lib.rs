@@ -16,7 +16,7 @@
 //! ```
 //!
 //! Layers: [`predict`] (values, signatures, predictors, create vs stream), [`registry`]
-//! (tags → lazily loaded predictors), [`backends`] (llama.cpp), [`openai`] (the OpenAI
+//! (tags → lazily loaded predictors), [`backends`] (llama.cpp, ONNX Runtime), [`openai`] (the OpenAI
 //! methods, mapped onto predictors by annotation), [`Client`] (the front door).
 
 pub mod backends;
@@ -30,7 +30,7 @@ pub mod registry;
 mod value;
 
 pub use client::{Client, Predictions};
-pub use config::{Config, PredictorConfig, DEFAULT_MODEL};
+pub use config::{Config, PredictorConfig, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL};
 pub use error::{Error, ErrorKind, Result};
 pub use predict::{
     inputs_from_json, Annotation, FnPredictor, GenerationOption, Inputs, Metrics, OutputStream,

@@ -35,10 +35,12 @@ impl Registry {
     pub fn from_config(config: &Config) -> Result<Self> {
         let registry = Registry::default();
         for predictor in &config.predictors {
-            let path = config.model_path(predictor);
-            let predictor = predictor.clone();
+            if predictor.if_present && !config.files_of(predictor).iter().all(|f| f.is_file()) {
+                continue;
+            }
+            let (config, predictor) = (config.clone(), predictor.clone());
             let tag = predictor.tag.clone();
-            registry.register_loader(&tag, move || crate::backends::load(&predictor, &path))?;
+            registry.register_loader(&tag, move || crate::backends::load(&config, &predictor))?;
         }
         Ok(registry)
     }

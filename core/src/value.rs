@@ -17,6 +17,19 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    /// The name used in JSON (NumPy's).
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "float32",
+            Dtype::F16 => "float16",
+            Dtype::I64 => "int64",
+            Dtype::I32 => "int32",
+            Dtype::I8 => "int8",
+            Dtype::U8 => "uint8",
+            Dtype::Bool => "bool",
+        }
+    }
+
     pub fn size(self) -> usize {
         match self {
             Dtype::F32 | Dtype::I32 => 4,
@@ -176,7 +189,8 @@ impl Value {
         matches!(self, Value::Null)
     }
 
-    /// Converts to JSON. Tensors and audio have no JSON form and are an error.
+    /// Converts to JSON. A tensor becomes `{"dtype", "shape", "data"}` with `data` the base64 of
+    /// its little-endian bytes (never an array of numbers); audio has no JSON form (an error).
     pub fn to_json(&self) -> Result<serde_json::Value> {
         use serde_json::Value as J;
         Ok(match self {
@@ -191,7 +205,15 @@ impl Value {
                     .map(|(k, v)| Ok((k.clone(), v.to_json()?)))
                     .collect::<Result<_>>()?,
             ),
-            Value::Tensor(_) | Value::Audio(_) => {
+            Value::Tensor(t) => {
+                use base64::Engine as _;
+                serde_json::json!({
+                    "dtype": t.dtype.name(),
+                    "shape": t.shape,
+                    "data": base64::engine::general_purpose::STANDARD.encode(&t.data),
+                })
+            }
+            Value::Audio(_) => {
                 return Err(Error::internal(format!(
                     "a {} value has no JSON form",
                     self.type_name()

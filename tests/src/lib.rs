@@ -1,20 +1,27 @@
 //! Helpers for the end-to-end tests: clients on the real default model.
 
 use ingle::openai::{ChatCompletionRequest, ChatMessage};
-use ingle::{Client, Config, PredictorConfig, DEFAULT_MODEL};
+use ingle::{Client, Config, PredictorConfig, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL};
 use std::sync::OnceLock;
 
 pub const MODEL: &str = DEFAULT_MODEL;
+pub const EMBEDDING_MODEL: &str = DEFAULT_EMBEDDING_MODEL;
 
 /// The default config, after checking the model is there (so a missing model fails clearly).
 pub fn config() -> Config {
     let config = Config::default();
-    let path = config.model_path(&config.predictors[0]);
-    assert!(
-        path.is_file(),
-        "{} is missing: run scripts/fetch-models first",
-        path.display()
-    );
+    for path in config
+        .predictors
+        .iter()
+        .flat_map(|p| config.files_of(p))
+        .chain([config.onnxruntime_path()])
+    {
+        assert!(
+            path.is_file(),
+            "{} is missing: run scripts/fetch-models first",
+            path.display()
+        );
+    }
     config
 }
 

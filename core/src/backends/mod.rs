@@ -1,16 +1,44 @@
 //! Engines that run models. Each turns a [`PredictorConfig`] into a [`Predictor`].
 
 pub mod llama;
+pub mod onnx;
 
-use crate::config::{Backend, PredictorConfig};
-use crate::error::Result;
+use crate::config::{Backend, Config, PredictorConfig};
+use crate::error::{Error, Result};
 use crate::predict::Predictor;
-use std::path::Path;
 use std::sync::Arc;
 
-/// Loads the predictor `config` describes, its model file being `model_path`.
-pub fn load(config: &PredictorConfig, model_path: &Path) -> Result<Arc<dyn Predictor>> {
-    match config.backend {
-        Backend::Llama => Ok(Arc::new(llama::LlamaPredictor::load(config, model_path)?)),
+/// Loads the predictor `predictor` describes; `config` says where its files are.
+pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Predictor>> {
+    match predictor.backend {
+        Backend::Llama => Ok(Arc::new(llama::LlamaPredictor::load(
+            predictor,
+            &config.model_path(predictor),
+        )?)),
+        Backend::OnnxEmbedding => Ok(Arc::new(onnx::EmbeddingPredictor::load(config, predictor)?)),
+    }
+}
+
+/// An error for options of `predictor`'s config that its backend does not have (a typo or a
+/// copy-paste from another predictor would otherwise be silently ignored).
+pub(crate) fn reject_options(predictor: &PredictorConfig, options: &[&str]) -> Result<()> {
+    let given = |name: &str| match name {
+        "n_ctx" => predictor.n_ctx.is_some(),
+        "parallel" => predictor.parallel.is_some(),
+        "chat_template" => predictor.chat_template.is_some(),
+        "tokenizer" => predictor.tokenizer.is_some(),
+        "max_length" => predictor.max_length.is_some(),
+        _ => false,
+    };
+    match options.iter().find(|o| given(o)) {
+        Some(option) => Err(Error::invalid(
+            "config",
+            format!(
+                "`{option}` is not an option of backend `{}` (predictor `{}`)",
+                predictor.backend.name(),
+                predictor.tag
+            ),
+        )),
+        None => Ok(()),
     }
 }

@@ -1,4 +1,5 @@
-//! The OpenAI interface: `chat.completions`, `completions` and `models`, mapped onto predictors.
+//! The OpenAI interface: `chat.completions`, `completions`, `embeddings` and `models`, mapped
+//! onto predictors.
 //!
 //! A request's `model` names a predictor tag. Its parameters are found by **annotation**, never by
 //! name: chat needs an input annotated [`Annotation::ChatMessages`], text completion one annotated
@@ -6,8 +7,10 @@
 //! outputs must include [`Annotation::TextDelta`]. A predictor lacking one gets an error saying
 //! which. Non-streaming responses are the streamed chunks folded into one object, so both agree.
 
+mod embeddings;
 mod types;
 
+pub use embeddings::*;
 pub use types::*;
 
 use crate::error::{Error, Result};
@@ -466,26 +469,38 @@ fn start_generation(
         fields.push((param.name.clone(), field));
         inputs.insert(param.name.clone(), value);
     }
-    let in_openai_terms = |mut error: Error| {
-        if let Some((name, field)) = fields
-            .iter()
-            .find(|(name, _)| error.param.as_deref() == Some(name))
-        {
-            error.message = error
-                .message
-                .replace(&format!("`{name}`"), &format!("`{field}`"));
-            error.param = Some(field.to_string());
-        }
-        error
-    };
-    let inputs = signature.validate(inputs).map_err(in_openai_terms)?;
-    let outputs = predictor.predict(inputs).map_err(in_openai_terms)?;
+    let to_openai = |e| in_openai_terms(e, &fields);
+    let inputs = signature.validate(inputs).map_err(to_openai)?;
+    let outputs = predictor.predict(inputs).map_err(to_openai)?;
     Ok(Generation {
         outputs,
         text,
         finish_reason: signature.output_annotated(&Annotation::FinishReason),
         usage: signature.output_annotated(&Annotation::Usage),
     })
+}
+
+/// An error about a predictor parameter, restated in terms of the OpenAI field it came from:
+/// `fields` maps parameter names to fields, and `name[i]` (an item of a list) becomes
+/// `field[i]`. The first matching pair wins.
+fn in_openai_terms(mut error: Error, fields: &[(String, &str)]) -> Error {
+    let Some(param) = error.param.clone() else {
+        return error;
+    };
+    for (name, field) in fields {
+        let renamed = match param.strip_prefix(name.as_str()) {
+            Some("") => field.to_string(),
+            Some(rest) if rest.starts_with('[') => format!("{field}{rest}"),
+            _ => continue,
+        };
+        error.message = error
+            .message
+            .replace(&format!("`{param}`"), &format!("`{renamed}`"))
+            .replace(&format!("`{name}`"), &format!("`{field}`"));
+        error.param = Some(renamed);
+        break;
+    }
+    error
 }
 
 /// A stream of `chat.completion.chunk`s: a first chunk with the role, content chunks, a last

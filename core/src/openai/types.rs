@@ -205,7 +205,7 @@ impl CompletionRequest {
     }
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
     let deserializer = &mut serde_json::Deserializer::from_str(json);
     serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let path = e.path().to_string();

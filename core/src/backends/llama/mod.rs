@@ -147,6 +147,7 @@ pub struct LlamaPredictor {
 impl LlamaPredictor {
     /// Loads the model (memory-mapped) and starts its scheduler thread.
     pub fn load(config: &PredictorConfig, model_path: &Path) -> Result<Self> {
+        crate::backends::reject_options(config, &["tokenizer", "max_length"])?;
         if !model_path.is_file() {
             return Err(Error::model(format!(
                 "The model file {} for `{}` does not exist; run `{}` to download it",

@@ -1,0 +1,412 @@
+//! Sentence embeddings: a BERT-style encoder (all-MiniLM-L6-v2) on ONNX Runtime, its output
+//! mean-pooled over the attention mask and L2-normalised (the sentence-transformers recipe).
+//!
+//! Texts are tokenized with the model's `tokenizer.json` (its own padding is turned off, and
+//! truncation set to `max_length`), sorted by length and run in sub-batches padded to their
+//! longest text, so short texts do not pay for long ones. Padding is masked out, so a text's
+//! vector does not depend on what it is batched with.
+
+use super::{environment, ort_error};
+use crate::config::{Config, PredictorConfig};
+use crate::error::{Error, Result};
+use crate::predict::{
+    Annotation, Inputs, Metrics, OutputStream, Parameter, Predictor, PredictorKind, Signature,
+};
+use crate::value::{Tensor, Value, ValueType};
+use ort::session::Session;
+use ort::value::{TensorRef, ValueType as OrtType};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use tokenizers::{Tokenizer, TruncationParams};
+
+/// Default token window per input: all-MiniLM-L6-v2 was trained on 256 (its
+/// `sentence_bert_config.json`), though its tokenizer.json says 128.
+pub const DEFAULT_MAX_LENGTH: u32 = 256;
+/// Most texts one request may embed (the OpenAI API's limit too).
+pub const MAX_INPUTS: usize = 2048;
+/// Texts run through the model at once; more are split into sub-batches of this size.
+const SUB_BATCH: usize = 32;
+
+/// A loaded embedding model, shared by every predictor (of any client) of the same files.
+struct EmbeddingModel {
+    tokenizer: Tokenizer,
+    /// `Session::run` needs `&mut`; runs are serialised (each already uses every core).
+    session: Mutex<Session>,
+    /// Whether the graph takes `token_type_ids` (BERT exports do; some others do not).
+    token_type_ids: bool,
+    /// Which output is the hidden state `[batch, sequence, dims]`.
+    hidden_state: usize,
+    dims: usize,
+}
+
+/// Models by (model file, tokenizer file, threads, max_length): loaded once per process.
+type ModelKey = (PathBuf, PathBuf, usize, usize);
+static MODELS: Mutex<Option<HashMap<ModelKey, Weak<EmbeddingModel>>>> = Mutex::new(None);
+
+/// An embedding predictor: texts in, a float32 `[N, D]` matrix of unit vectors out.
+pub struct EmbeddingPredictor {
+    tag: String,
+    signature: Signature,
+    model: Arc<EmbeddingModel>,
+    /// Requests embedding now (running, or waiting for the session).
+    active: AtomicUsize,
+    /// Texts embedded since load.
+    embedded: AtomicU64,
+}
+
+fn missing_file(what: &str, path: &Path, tag: &str) -> Error {
+    Error::model(format!(
+        "The {what} {} for `{tag}` does not exist; run `{}` to download it",
+        path.display(),
+        crate::config::FETCH_COMMAND
+    ))
+    .with_code("model_file_missing")
+}
+
+impl EmbeddingPredictor {
+    /// Loads the model (or shares the one already loaded from the same files).
+    pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
+        crate::backends::reject_options(predictor, &["n_ctx", "parallel", "chat_template"])?;
+        let tag = &predictor.tag;
+        let model_path = config.model_path(predictor);
+        let tokenizer_path = predictor.tokenizer.as_ref().map(|t| config.resolve(t));
+        let tokenizer_path = tokenizer_path.ok_or_else(|| {
+            Error::invalid(
+                "config",
+                format!("The embedding predictor `{tag}` needs a `tokenizer` (a tokenizer.json)"),
+            )
+        })?;
+        for (what, path) in [("model file", &model_path), ("tokenizer", &tokenizer_path)] {
+            if !path.is_file() {
+                return Err(missing_file(what, path, tag));
+            }
+        }
+        let threads = predictor
+            .threads
+            .unwrap_or_else(crate::backends::llama::default_threads) as usize;
+        let max_length = predictor.max_length.unwrap_or(DEFAULT_MAX_LENGTH) as usize;
+        if threads == 0 || max_length < 2 {
+            return Err(Error::invalid(
+                "config",
+                format!("`threads` of `{tag}` must be at least 1 and `max_length` at least 2"),
+            ));
+        }
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let key = (
+            canonical(&model_path),
+            canonical(&tokenizer_path),
+            threads,
+            max_length,
+        );
+        let mut models = MODELS.lock().unwrap_or_else(PoisonError::into_inner);
+        let models = models.get_or_insert_with(HashMap::new);
+        models.retain(|_, model| model.strong_count() > 0);
+        let model = match models.get(&key).and_then(Weak::upgrade) {
+            Some(model) => model,
+            None => {
+                let library = config.onnxruntime_path();
+                let model = Arc::new(EmbeddingModel::load(
+                    &library,
+                    &model_path,
+                    &tokenizer_path,
+                    threads,
+                    max_length,
+                    tag,
+                )?);
+                models.insert(key, Arc::downgrade(&model));
+                model
+            }
+        };
+        Ok(EmbeddingPredictor {
+            tag: tag.clone(),
+            signature: signature(model.dims as u32),
+            model,
+            active: AtomicUsize::new(0),
+            embedded: AtomicU64::new(0),
+        })
+    }
+
+    /// The embedding size of the model (384 for all-MiniLM-L6-v2).
+    pub fn dims(&self) -> usize {
+        self.model.dims
+    }
+}
+
+/// The signature of an embedding predictor whose model gives `dims`-long vectors.
+pub fn signature(dims: u32) -> Signature {
+    Signature::new(
+        vec![
+            Parameter::new("texts", ValueType::List)
+                .annotated(Annotation::Embedding)
+                .describe(format!(
+                    "Texts to embed: 1 to {MAX_INPUTS} non-empty strings. Each is truncated \
+                     to the model's token window."
+                )),
+            Parameter::new("dimensions", ValueType::Int)
+                .default_value(dims as i64)
+                .range(Some(1.0), Some(dims as f64))
+                .annotated(Annotation::EmbeddingDims { min: 1, max: dims })
+                .describe(
+                    "Length of the returned vectors: the first `dimensions` components, \
+                     normalised again (Matryoshka truncation).",
+                ),
+        ],
+        vec![
+            Parameter::new("embeddings", ValueType::Tensor)
+                .annotated(Annotation::Embedding)
+                .describe("float32 [N, dimensions]: one unit-length row per text, in order."),
+            Parameter::new("usage", ValueType::Dict)
+                .annotated(Annotation::Usage)
+                .describe("{prompt_tokens}: the tokens the model read, special tokens included."),
+        ],
+    )
+}
+
+impl EmbeddingModel {
+    fn load(
+        library: &Path,
+        model_path: &Path,
+        tokenizer_path: &Path,
+        threads: usize,
+        max_length: usize,
+        tag: &str,
+    ) -> Result<Self> {
+        let environment = environment(library)?;
+        let mut tokenizer = Tokenizer::from_file(tokenizer_path).map_err(|e| {
+            Error::model(format!(
+                "Cannot read the tokenizer {} of `{tag}`: {e}",
+                tokenizer_path.display()
+            ))
+        })?;
+        // Its own padding (all-MiniLM's pads every text to 128) would make us run padding
+        // tokens; batches are padded here, to their longest text.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length,
+                ..Default::default()
+            }))
+            .map_err(|e| Error::invalid("config", format!("`max_length` of `{tag}`: {e}")))?;
+        let loading = || format!("Cannot load {} for `{tag}`", model_path.display());
+        let session = Session::builder(&environment)
+            .map_err(ort_error(loading()))?
+            .with_intra_threads(threads)
+            .map_err(ort_error(loading()))?
+            .with_inter_threads(1)
+            .map_err(ort_error(loading()))?
+            .commit_from_file(model_path)
+            .map_err(ort_error(loading()))?;
+        let input_names: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
+        for needed in ["input_ids", "attention_mask"] {
+            if !input_names.contains(&needed) {
+                return Err(Error::model(format!(
+                    "{} is not a text encoder ingle can run: it has no input `{needed}` \
+                     (its inputs: {})",
+                    model_path.display(),
+                    input_names.join(", ")
+                )));
+            }
+        }
+        let token_type_ids = input_names.contains(&"token_type_ids");
+        let outputs = session.outputs();
+        let hidden_state = outputs
+            .iter()
+            .position(|o| o.name() == "last_hidden_state")
+            .unwrap_or(0);
+        let dims = match outputs.get(hidden_state).map(|o| o.dtype()) {
+            Some(OrtType::Tensor { shape, .. }) if shape.len() == 3 && shape[2] > 0 => {
+                shape[2] as usize
+            }
+            other => {
+                return Err(Error::model(format!(
+                    "{} is not a text encoder ingle can run: its output should be a \
+                     [batch, sequence, dims] hidden state, not {other:?}",
+                    model_path.display()
+                )))
+            }
+        };
+        Ok(EmbeddingModel {
+            tokenizer,
+            session: Mutex::new(session),
+            token_type_ids,
+            hidden_state,
+            dims,
+        })
+    }
+
+    /// Embeds `texts` into a row-major `[texts.len(), dims]` matrix of unit vectors; also
+    /// returns how many tokens the model read.
+    fn embed(&self, texts: &[&str], dims: usize) -> Result<(Vec<f32>, usize)> {
+        let encodings = self
+            .tokenizer
+            .encode_batch_fast(texts.to_vec(), true)
+            .map_err(|e| Error::model(format!("Cannot tokenize the input: {e}")))?;
+        let tokens = encodings.iter().map(|e| e.len()).sum();
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| encodings[i].len());
+        let mut matrix = vec![0f32; texts.len() * dims];
+        let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        for batch in order.chunks(SUB_BATCH) {
+            let rows: Vec<&tokenizers::Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
+            let pooled = self.run(&mut session, &rows)?;
+            for (row, &i) in pooled.chunks_exact(self.dims).zip(batch) {
+                let out = &mut matrix[i * dims..(i + 1) * dims];
+                out.copy_from_slice(&row[..dims]);
+                normalize(out);
+            }
+        }
+        Ok((matrix, tokens))
+    }
+
+    /// Runs one padded batch; returns its rows mean-pooled over their real tokens.
+    fn run(&self, session: &mut Session, rows: &[&tokenizers::Encoding]) -> Result<Vec<f32>> {
+        let width = rows.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
+        let shape = [rows.len(), width];
+        let mut ids = vec![0i64; rows.len() * width];
+        let mut mask = vec![0i64; rows.len() * width];
+        for (r, encoding) in rows.iter().enumerate() {
+            for (t, &id) in encoding.get_ids().iter().enumerate() {
+                ids[r * width + t] = id as i64;
+                mask[r * width + t] = 1;
+            }
+        }
+        let type_ids = vec![0i64; if self.token_type_ids { ids.len() } else { 0 }];
+        let running = "Cannot run the embedding model";
+        fn tensor(shape: [usize; 2], data: &[i64]) -> Result<TensorRef<'_, i64>> {
+            TensorRef::from_array_view((shape, data))
+                .map_err(ort_error("Cannot run the embedding model"))
+        }
+        let mut inputs = vec![
+            ("input_ids", tensor(shape, &ids)?),
+            ("attention_mask", tensor(shape, &mask)?),
+        ];
+        if self.token_type_ids {
+            inputs.push(("token_type_ids", tensor(shape, &type_ids)?));
+        }
+        let outputs = session.run(inputs).map_err(ort_error(running))?;
+        let (out_shape, hidden) = outputs[self.hidden_state]
+            .try_extract_tensor::<f32>()
+            .map_err(ort_error(running))?;
+        let expected = [rows.len() as i64, width as i64, self.dims as i64];
+        if **out_shape != expected {
+            return Err(Error::model(format!(
+                "The embedding model returned a hidden state of shape {:?}, expected {expected:?}",
+                &**out_shape
+            )));
+        }
+        let mut pooled = vec![0f32; rows.len() * self.dims];
+        for (r, encoding) in rows.iter().enumerate() {
+            let n = encoding.len().max(1);
+            let sum = &mut pooled[r * self.dims..(r + 1) * self.dims];
+            for t in 0..encoding.len() {
+                let start = (r * width + t) * self.dims;
+                for (s, h) in sum.iter_mut().zip(&hidden[start..start + self.dims]) {
+                    *s += h;
+                }
+            }
+            sum.iter_mut().for_each(|s| *s /= n as f32);
+        }
+        Ok(pooled)
+    }
+}
+
+/// Scales `v` to unit length (a zero vector stays zero).
+fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// The texts of the `texts` input: 1 to [`MAX_INPUTS`] non-empty strings.
+fn texts_of(value: &Value) -> Result<Vec<&str>> {
+    let list = value.as_list().unwrap_or_default();
+    if list.is_empty() {
+        return Err(Error::invalid(
+            "texts",
+            "`texts` must contain at least one text",
+        ));
+    }
+    if list.len() > MAX_INPUTS {
+        return Err(Error::invalid(
+            "texts",
+            format!(
+                "`texts` has {} texts; at most {MAX_INPUTS} can be embedded in one request",
+                list.len()
+            ),
+        ));
+    }
+    list.iter()
+        .enumerate()
+        .map(|(i, text)| match text {
+            Value::String(s) if !s.is_empty() => Ok(s.as_str()),
+            Value::String(_) => Err(Error::invalid(
+                format!("texts[{i}]"),
+                format!("`texts[{i}]` is an empty string; every text must have content"),
+            )),
+            other => Err(Error::invalid(
+                format!("texts[{i}]"),
+                format!(
+                    "Invalid type for `texts[{i}]`: expected a string, got {}",
+                    other.type_name()
+                ),
+            )),
+        })
+        .collect()
+}
+
+/// Counts a request as active while it lives.
+struct Busy<'a>(&'a AtomicUsize);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Predictor for EmbeddingPredictor {
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    fn kind(&self) -> PredictorKind {
+        PredictorKind::Eager
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+        let texts = texts_of(inputs.get("texts").unwrap_or(&Value::Null))?;
+        let dims = inputs
+            .get("dimensions")
+            .and_then(Value::as_i64)
+            .unwrap_or(self.model.dims as i64) as usize;
+        self.active.fetch_add(1, Ordering::Relaxed);
+        let _busy = Busy(&self.active);
+        let (matrix, tokens) = self.model.embed(&texts, dims)?;
+        self.embedded
+            .fetch_add(texts.len() as u64, Ordering::Relaxed);
+        let tensor = Tensor::from_f32(vec![texts.len(), dims], &matrix)?;
+        let usage = Value::Dict(BTreeMap::from([(
+            "prompt_tokens".to_string(),
+            Value::Int(tokens as i64),
+        )]));
+        Ok(Box::new(std::iter::once(Ok(vec![
+            Value::Tensor(tensor),
+            usage,
+        ]))))
+    }
+
+    fn metrics(&self) -> Metrics {
+        Metrics {
+            active_requests: self.active.load(Ordering::Relaxed),
+            queued_requests: 0,
+            generated_tokens: self.embedded.load(Ordering::Relaxed),
+            cancelled_requests: 0,
+        }
+    }
+}

@@ -1,0 +1,94 @@
+//! ONNX Runtime (via `ort`, loaded at run time from a `libonnxruntime.so`): embeddings now,
+//! speech and transcription later.
+//!
+//! The library is loaded once per process, and one ONNX Runtime environment serves every
+//! session (ONNX Runtime allows one). A failed load is not remembered: fetching the library
+//! and retrying works without a restart. Sessions are loaded once per model file and shared by
+//! every client of the process.
+
+mod embedding;
+
+pub use embedding::{EmbeddingPredictor, DEFAULT_MAX_LENGTH, MAX_INPUTS};
+
+use crate::config::FETCH_COMMAND;
+use crate::error::{Error, Result};
+use ort::environment::Environment;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+/// The ONNX Runtime of this process: where it was loaded from, and its environment.
+struct Runtime {
+    library: PathBuf,
+    environment: Environment,
+}
+
+static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
+
+/// How to get a working library, for error messages.
+fn how_to_get(library: &Path) -> String {
+    format!(
+        "run `{FETCH_COMMAND}` to download it (from the onnxruntime==1.31.1 wheel), or point \
+         the environment variable ORT_DYLIB_PATH or the config's `onnxruntime` at a \
+         libonnxruntime.so of version 1.31 or later (tried {})",
+        library.display()
+    )
+}
+
+/// The process's ONNX Runtime environment, loading the library at `library` on first use.
+/// Asking for another library once one is loaded is an error: a process holds one.
+pub fn environment(library: &Path) -> Result<Environment> {
+    let mut runtime = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(loaded) = runtime.as_ref() {
+        if same_file(&loaded.library, library) {
+            return Ok(loaded.environment.clone());
+        }
+        return Err(Error::model(format!(
+            "ONNX Runtime is already loaded from {} in this process; it cannot also load {} \
+             (one library per process: give every client the same `onnxruntime`)",
+            loaded.library.display(),
+            library.display()
+        ))
+        .with_code("onnxruntime_conflict"));
+    }
+    if !library.is_file() {
+        return Err(Error::model(format!(
+            "The ONNX Runtime library {} does not exist; {}",
+            library.display(),
+            how_to_get(library)
+        ))
+        .with_code("onnxruntime_missing"));
+    }
+    // ort resolves relative paths against the executable's directory; users mean the cwd.
+    let absolute = std::path::absolute(library).unwrap_or_else(|_| library.to_path_buf());
+    let builder = ort::init_from(&absolute).map_err(|e| {
+        Error::model(format!(
+            "Cannot load ONNX Runtime from {}: {e}; {}",
+            absolute.display(),
+            how_to_get(&absolute)
+        ))
+        .with_code("onnxruntime_invalid")
+    })?;
+    let environment = builder
+        .with_name("ingle")
+        .build()
+        .map_err(|e| Error::model(format!("Cannot start ONNX Runtime: {e}")))?;
+    *runtime = Some(Runtime {
+        library: absolute,
+        environment: environment.clone(),
+    });
+    Ok(environment)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// An `ort` error as a model error that says what was being done.
+pub(crate) fn ort_error<E: std::fmt::Display>(
+    doing: impl std::fmt::Display,
+) -> impl FnOnce(E) -> Error {
+    move |e| Error::model(format!("{doing}: {e}"))
+}
