@@ -3,6 +3,7 @@
  *
  * Requests and responses are the OpenAI JSON: a chat completion request in, a
  * `chat.completion` object (or `chat.completion.chunk` objects, streamed) out.
+ * Embeddings also come as a raw float32 matrix (ingle_embeddings_create_matrix).
  *
  * Ownership
  *   - Strings you pass in are borrowed for the duration of the call only.
@@ -11,6 +12,8 @@
  *   - Strings ingle returns directly (ingle_version, ingle_last_error,
  *     ingle_last_error_json) belong to ingle: never free them.
  *   - Chunks given to a callback are valid only during that call.
+ *   - An IngleEmbeddingMatrix is yours: free it, data included, with
+ *     ingle_embedding_matrix_free().
  *   - A client is yours from ingle_client_create() until ingle_client_free().
  *
  * Threading
@@ -109,6 +112,30 @@ typedef struct IngleClient IngleClient;
  */
 typedef int32_t (*IngleChunkCallback)(const char *chunk_json, size_t len, void *user_data);
 
+/**
+ * Embeddings as numbers: a `rows × dims` float32 matrix, row-major, row `i` the embedding of
+ * input `i` (each a unit vector). From `ingle_embeddings_create_matrix`; free it, `data`
+ * included, with one call to `ingle_embedding_matrix_free`.
+ */
+typedef struct IngleEmbeddingMatrix {
+  /**
+   * `rows * dims` floats (native float32), owned by the matrix.
+   */
+  const float *data;
+  /**
+   * One per input.
+   */
+  size_t rows;
+  /**
+   * The length of each vector (the request's `dimensions`, or the model's).
+   */
+  size_t dims;
+  /**
+   * Tokens the model read (`usage.prompt_tokens` of the JSON response).
+   */
+  size_t prompt_tokens;
+} IngleEmbeddingMatrix;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -171,6 +198,31 @@ enum IngleStatus ingle_completions_stream(struct IngleClient *client,
                                           const char *request_json,
                                           IngleChunkCallback on_chunk,
                                           void *user_data);
+
+/**
+ * Embeddings: `request_json` is an OpenAI embeddings request (`{"model": ..., "input": "text"
+ * or ["text", ...], "dimensions": ..., "encoding_format": "float" or "base64"}`); `*out_json`
+ * receives the response `{"object": "list", "data": [{"object": "embedding", "index",
+ * "embedding"}], "model", "usage"}`, to free with `ingle_string_free` (NULL on failure).
+ */
+enum IngleStatus ingle_embeddings_create(struct IngleClient *client,
+                                         const char *request_json,
+                                         char **out_json);
+
+/**
+ * The same request as `ingle_embeddings_create`, answered with the vectors as one float32
+ * matrix instead of JSON (no numbers are printed or parsed; `encoding_format` is checked but
+ * has nothing to choose). `*out` receives the matrix, to free with
+ * `ingle_embedding_matrix_free` (NULL on failure).
+ */
+enum IngleStatus ingle_embeddings_create_matrix(struct IngleClient *client,
+                                                const char *request_json,
+                                                struct IngleEmbeddingMatrix **out);
+
+/**
+ * Frees a matrix from `ingle_embeddings_create_matrix` and its data. NULL is a no-op.
+ */
+void ingle_embedding_matrix_free(struct IngleEmbeddingMatrix *matrix);
 
 /**
  * The models of the client's configuration: `*out_json` receives

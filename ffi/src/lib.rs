@@ -15,7 +15,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use ingle_core::json_text::to_json_text;
-use ingle_core::openai::{ChatCompletionRequest, CompletionRequest};
+use ingle_core::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest};
 use ingle_core::{inputs_from_json, Client, Config, Error, ErrorKind, Prediction};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -57,6 +57,21 @@ pub enum IngleStatus {
     INGLE_ERROR_NULL_ARGUMENT = 6,
     /// A bug inside ingle (a caught panic, say). The client stays usable.
     INGLE_ERROR_INTERNAL = 7,
+}
+
+/// Embeddings as numbers: a `rows × dims` float32 matrix, row-major, row `i` the embedding of
+/// input `i` (each a unit vector). From `ingle_embeddings_create_matrix`; free it, `data`
+/// included, with one call to `ingle_embedding_matrix_free`.
+#[repr(C)]
+pub struct IngleEmbeddingMatrix {
+    /// `rows * dims` floats (native float32), owned by the matrix.
+    pub data: *const f32,
+    /// One per input.
+    pub rows: usize,
+    /// The length of each vector (the request's `dimensions`, or the model's).
+    pub dims: usize,
+    /// Tokens the model read (`usage.prompt_tokens` of the JSON response).
+    pub prompt_tokens: usize,
 }
 
 /// Receives one chunk of a stream: `chunk_json` is the chunk's JSON, NUL-terminated, `len` bytes
@@ -350,6 +365,63 @@ pub unsafe extern "C" fn ingle_completions_stream(
         let request = CompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
         deliver_all(client.completions.stream(&request)?, on_chunk, user_data)
     })
+}
+
+/// Embeddings: `request_json` is an OpenAI embeddings request (`{"model": ..., "input": "text"
+/// or ["text", ...], "dimensions": ..., "encoding_format": "float" or "base64"}`); `*out_json`
+/// receives the response `{"object": "list", "data": [{"object": "embedding", "index",
+/// "embedding"}], "model", "usage"}`, to free with `ingle_string_free` (NULL on failure).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_embeddings_create(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out_json, "out_json")?;
+        let client = client_arg(client)?;
+        let request = EmbeddingRequest::from_json(str_arg(request_json, "request_json")?)?;
+        give_string(out, to_json_string(&client.embeddings.create(&request)?)?)
+    })
+}
+
+/// The same request as `ingle_embeddings_create`, answered with the vectors as one float32
+/// matrix instead of JSON (no numbers are printed or parsed; `encoding_format` is checked but
+/// has nothing to choose). `*out` receives the matrix, to free with
+/// `ingle_embedding_matrix_free` (NULL on failure).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_embeddings_create_matrix(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    out: *mut *mut IngleEmbeddingMatrix,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out, "out")?;
+        let client = client_arg(client)?;
+        let request = EmbeddingRequest::from_json(str_arg(request_json, "request_json")?)?;
+        let matrix = client.embeddings.create_matrix(&request)?;
+        let data = Box::into_raw(matrix.data.into_boxed_slice()) as *const f32;
+        *out = Box::into_raw(Box::new(IngleEmbeddingMatrix {
+            data,
+            rows: matrix.rows,
+            dims: matrix.dims,
+            prompt_tokens: matrix.prompt_tokens as usize,
+        }));
+        Ok(())
+    })
+}
+
+/// Frees a matrix from `ingle_embeddings_create_matrix` and its data. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_embedding_matrix_free(matrix: *mut IngleEmbeddingMatrix) {
+    if !matrix.is_null() {
+        let matrix = Box::from_raw(matrix);
+        let len = matrix.rows * matrix.dims;
+        drop(Box::from_raw(ptr::slice_from_raw_parts_mut(
+            matrix.data as *mut f32,
+            len,
+        )));
+    }
 }
 
 /// The models of the client's configuration: `*out_json` receives

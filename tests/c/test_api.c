@@ -9,6 +9,7 @@
 #include <time.h>
 
 #define MODEL "@local/smollm2-135m-instruct"
+#define EMBEDDING_MODEL "@local/all-minilm-l6-v2"
 /* A short system message keeps the prompt short (the model's default one is long): under
  * valgrind every prompt token costs over a second, and so does every generated token. */
 #define FRANCE_REQUEST(extra)                                                                 \
@@ -258,6 +259,92 @@ static void test_bad_config(void) {
     ingle_client_free(other);
 }
 
+static float dot(const float *a, const float *b, size_t n) {
+    float sum = 0;
+    for (size_t i = 0; i < n; i++) sum += a[i] * b[i];
+    return sum;
+}
+
+static int near(float x, float expected, float tolerance) {
+    return x > expected - tolerance && x < expected + tolerance;
+}
+
+static void test_embeddings(void) {
+    /* The matrix: the reference cosines of MODELS.md, unit rows, no JSON numbers. */
+    IngleEmbeddingMatrix *m = NULL;
+    const char *request = "{\"model\":\"" EMBEDDING_MODEL "\",\"input\":[\"The capital of France is "
+                          "Paris.\",\"Paris is France's capital city.\",\"I like turtles.\"]}";
+    CHECK_STATUS(ingle_embeddings_create_matrix(client, request, &m), INGLE_OK);
+    CHECK(m && m->rows == 3 && m->dims == 384, "rows %zu, dims %zu", m ? m->rows : 0, m ? m->dims : 0);
+    if (m && m->rows == 3 && m->dims == 384) {
+        const float *v = m->data;
+        float paraphrase = dot(v, v + 384, 384), unrelated = dot(v, v + 768, 384);
+        CHECK(near(paraphrase, 0.966f, 0.01f), "paraphrase cosine %f", paraphrase);
+        CHECK(near(unrelated, 0.010f, 0.03f), "unrelated cosine %f", unrelated);
+        for (int i = 0; i < 3; i++) CHECK(near(dot(v + 384 * i, v + 384 * i, 384), 1, 1e-4f), "row %d", i);
+        CHECK(m->prompt_tokens > 3, "prompt_tokens %zu", m->prompt_tokens);
+    }
+    ingle_embedding_matrix_free(m);
+    ingle_embedding_matrix_free(NULL); /* a no-op */
+
+    /* dimensions: shorter unit vectors. */
+    m = NULL;
+    CHECK_STATUS(ingle_embeddings_create_matrix(
+                     client, "{\"model\":\"" EMBEDDING_MODEL "\",\"input\":\"Hi\",\"dimensions\":128}", &m),
+                 INGLE_OK);
+    CHECK(m && m->rows == 1 && m->dims == 128, "dims %zu", m ? m->dims : 0);
+    if (m) CHECK(near(dot(m->data, m->data, m->dims), 1, 1e-4f), "not a unit vector");
+    ingle_embedding_matrix_free(m);
+
+    /* The OpenAI JSON, floats and base64. */
+    char *out = NULL;
+    CHECK_STATUS(ingle_embeddings_create(client, "{\"model\":\"" EMBEDDING_MODEL "\",\"input\":\"Hi\"}", &out),
+                 INGLE_OK);
+    CHECK(out && strstr(out, "\"object\":\"list\"") && strstr(out, "\"object\":\"embedding\"") &&
+              strstr(out, "\"embedding\":[") && strstr(out, "\"usage\":{\"prompt_tokens\":3,\"total_tokens\":3}"),
+          "%s", out ? out : "(null)");
+    ingle_string_free(out);
+    out = NULL;
+    CHECK_STATUS(ingle_embeddings_create(client, "{\"model\":\"" EMBEDDING_MODEL "\",\"input\":[\"Hi\"],"
+                                                 "\"encoding_format\":\"base64\"}", &out),
+                 INGLE_OK);
+    char *encoded = out ? json_string(out, "embedding") : NULL;
+    CHECK(encoded && strlen(encoded) == 4 * ((384 * 4 + 2) / 3), "base64: %s", encoded ? encoded : "(none)");
+    free(encoded);
+    ingle_string_free(out);
+
+    /* Errors name the parameter; out-pointers are NULL; the client stays usable. */
+    static const struct {
+        const char *request, *param;
+    } bad[] = {
+        {"{\"model\":\"" EMBEDDING_MODEL "\",\"input\":[]}", "\"param\":\"input\""},
+        {"{\"model\":\"" EMBEDDING_MODEL "\",\"input\":[\"a\",\"\"]}", "\"param\":\"input[1]\""},
+        {"{\"model\":\"" EMBEDDING_MODEL "\",\"input\":[1,2]}", "\"param\":\"input\""},
+        {"{\"model\":\"" EMBEDDING_MODEL "\",\"input\":\"a\",\"dimensions\":999}", "\"param\":\"dimensions\""},
+        {"{\"model\":\"" EMBEDDING_MODEL "\",\"input\":\"a\",\"encoding_format\":\"hex\"}", "\"param\":\"encoding_format\""},
+        {"{\"model\":\"" MODEL "\",\"input\":\"a\"}", "annotated Embedding"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        out = (char *)"not touched";
+        m = (IngleEmbeddingMatrix *)&m;
+        CHECK_STATUS(ingle_embeddings_create(client, bad[i].request, &out), INGLE_ERROR_INVALID_REQUEST);
+        CHECK(out == NULL, "out_json must be NULL on failure");
+        CHECK(strstr(ingle_last_error_json(), bad[i].param), "%s: %s", bad[i].request, ingle_last_error_json());
+        CHECK_STATUS(ingle_embeddings_create_matrix(client, bad[i].request, &m), INGLE_ERROR_INVALID_REQUEST);
+        CHECK(m == NULL, "*out must be NULL on failure");
+    }
+    CHECK_STATUS(ingle_embeddings_create(NULL, request, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_embeddings_create(client, NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_embeddings_create(client, request, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_embeddings_create_matrix(NULL, request, &m), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_embeddings_create_matrix(client, NULL, &m), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_embeddings_create_matrix(client, request, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    m = NULL;
+    CHECK_STATUS(ingle_embeddings_create_matrix(client, "{\"model\":\"" EMBEDDING_MODEL "\",\"input\":\"ok\"}", &m),
+                 INGLE_OK);
+    ingle_embedding_matrix_free(m);
+}
+
 /* Four threads stream at once on the one client; the last error is per thread. */
 typedef struct {
     int index;
@@ -321,12 +408,15 @@ static const Test tests[] = {
     {"null_arguments", test_null_arguments},
     {"bad_config", test_bad_config},
     {"four_threads", test_four_threads},
+    {"embeddings", test_embeddings},
 };
 
 int main(int argc, char **argv) {
-    /* The shared client comes from a JSON config: the default model, with a small context. */
+    /* The shared client comes from a JSON config: the default models, with a small context. */
     const char *config = "{\"predictors\":[{\"tag\":\"" MODEL "\",\"backend\":\"llama\","
-                         "\"model\":\"SmolLM2-135M-Instruct.Q4_1.gguf\",\"n_ctx\":1024,\"threads\":1}]}";
+                         "\"model\":\"SmolLM2-135M-Instruct.Q4_1.gguf\",\"n_ctx\":1024,\"threads\":1},"
+                         "{\"tag\":\"" EMBEDDING_MODEL "\",\"backend\":\"onnx-embedding\",\"threads\":1,"
+                         "\"model\":\"all-minilm-l6-v2/model.onnx\",\"tokenizer\":\"all-minilm-l6-v2/tokenizer.json\"}]}";
     if (ingle_client_create(config, &client) != INGLE_OK) {
         fprintf(stderr, "cannot create the client: %s\n", ingle_last_error());
         return 1;
