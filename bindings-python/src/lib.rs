@@ -4,9 +4,12 @@
 //! whenever the core works (loading a model, generating), so other Python threads run.
 
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
-use ingle_core::openai::{ChatCompletionRequest, CompletionRequest};
+use ingle_core::openai::{
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat,
+};
 use ingle_core::{inputs_from_json, Client, Config, Error};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -182,6 +185,37 @@ impl NativeClient {
         })
         .map(NativeStream::new)
         .map_err(py_err)
+    }
+
+    /// Embeddings as numbers, not JSON: `(model, rows, dims, prompt_tokens, base64, matrix)`,
+    /// where `matrix` is `bytes` of the row-major float32 matrix (native byte order) and
+    /// `base64` whether the request asked for that encoding. The one copy is into the bytes.
+    fn embeddings_create<'py>(
+        &self,
+        py: Python<'py>,
+        request: String,
+    ) -> PyResult<(String, usize, usize, usize, bool, Bound<'py, PyBytes>)> {
+        let (matrix, format) = py
+            .detach(|| {
+                let request = EmbeddingRequest::from_json(&request)?;
+                let matrix = self.client.embeddings.create_matrix(&request)?;
+                Ok((matrix, request.format()?))
+            })
+            .map_err(py_err)?;
+        let bytes = PyBytes::new_with(py, matrix.data.len() * 4, |buffer| {
+            for (out, x) in buffer.chunks_exact_mut(4).zip(&matrix.data) {
+                out.copy_from_slice(&x.to_ne_bytes());
+            }
+            Ok(())
+        })?;
+        Ok((
+            matrix.model,
+            matrix.rows,
+            matrix.dims,
+            matrix.prompt_tokens as usize,
+            format == EncodingFormat::Base64,
+            bytes,
+        ))
     }
 
     fn models_list(&self) -> PyResult<String> {

@@ -31,6 +31,7 @@ from .types import (
     ChatCompletion,
     ChatCompletionChunk,
     Completion,
+    CreateEmbeddingResponse,
     Model,
     Prediction,
     SyncPage,
@@ -190,6 +191,17 @@ class Completions(_Resource):
         return Completion.construct(json.loads(self._native.completions_create(body)))  # type: ignore[return-value]
 
 
+class Embeddings(_Resource):
+    def create(self, **params: Any) -> CreateEmbeddingResponse:
+        """``model``, ``input`` (a string or a list of strings), ``dimensions``,
+        ``encoding_format`` ("float" or "base64"), ``user``. ``.data[i].embedding`` is a list
+        of floats (or a base64 string); ``.to_numpy()`` is every vector as one NumPy array,
+        without copying through lists."""
+        return CreateEmbeddingResponse._from_matrix(
+            *self._native.embeddings_create(_request_json(params))
+        )
+
+
 class Models(_Resource):
     def list(self) -> SyncPage[Model]:
         return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
@@ -234,6 +246,7 @@ class OpenAI:
         self._native = _native_client(config, models_dir)
         self.chat = Chat(self._native)
         self.completions = Completions(self._native)
+        self.embeddings = Embeddings(self._native)
         self.models = Models(self._native)
         self.predictions = Predictions(self._native)
 
@@ -297,6 +310,14 @@ class AsyncCompletions(_Resource):
         return Completion.construct(json.loads(text))  # type: ignore[return-value]
 
 
+class AsyncEmbeddings(_Resource):
+    async def create(self, **params: Any) -> CreateEmbeddingResponse:
+        """`Embeddings.create`, run in a worker thread."""
+        body = _request_json(params)
+        result = await _in_thread(self._native.embeddings_create, body)
+        return CreateEmbeddingResponse._from_matrix(*result)
+
+
 class AsyncModels(_Resource):
     async def list(self) -> SyncPage[Model]:
         return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
@@ -333,6 +354,7 @@ class AsyncOpenAI:
         self._native = _native_client(config, models_dir)
         self.chat = AsyncChat(self._native)
         self.completions = AsyncCompletions(self._native)
+        self.embeddings = AsyncEmbeddings(self._native)
         self.models = AsyncModels(self._native)
         self.predictions = AsyncPredictions(self._native)
 

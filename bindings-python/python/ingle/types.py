@@ -8,7 +8,7 @@ r.model_dump())`` works when you need the real pydantic type.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Dict, Generic, Iterator, List, Optional, TypeVar
+from typing import Any, ClassVar, Dict, Generic, Iterator, List, Optional, TypeVar, Union
 
 __all__ = [
     "BaseModel",
@@ -24,6 +24,9 @@ __all__ = [
     "Model",
     "SyncPage",
     "Prediction",
+    "Embedding",
+    "EmbeddingUsage",
+    "CreateEmbeddingResponse",
 ]
 
 
@@ -56,7 +59,7 @@ class BaseModel:
     def model_dump(self, *, exclude_none: bool = False) -> Dict[str, Any]:
         """The OpenAI JSON of this object, as a dict."""
         out: Dict[str, Any] = {}
-        for name, value in vars(self).items():
+        for name, value in self._fields().items():
             if value is None and exclude_none:
                 continue
             out[name] = _dump(value, exclude_none)
@@ -73,12 +76,16 @@ class BaseModel:
     def to_json(self, *, indent: Optional[int] = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
 
+    def _fields(self) -> Dict[str, Any]:
+        """The JSON fields: every attribute but private ones (``_name``)."""
+        return {name: value for name, value in vars(self).items() if not name.startswith("_")}
+
     def __repr__(self) -> str:
-        fields = ", ".join(f"{name}={value!r}" for name, value in vars(self).items())
+        fields = ", ".join(f"{name}={value!r}" for name, value in self._fields().items())
         return f"{type(self).__name__}({fields})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and vars(other) == vars(self)
+        return type(other) is type(self) and other._fields() == self._fields()  # type: ignore[attr-defined]
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like pydantic models
 
@@ -195,6 +202,76 @@ class Model(BaseModel):
     created: int
     object: str
     owned_by: str
+
+
+class Embedding(BaseModel):
+    """One vector (``openai.types.Embedding``): a list of floats, or a base64 string of its
+    little-endian float32 bytes when the request asked for ``encoding_format="base64"``."""
+
+    embedding: Union[List[float], str]
+    index: int
+    object: str
+
+
+class EmbeddingUsage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class CreateEmbeddingResponse(BaseModel):
+    """What ``client.embeddings.create`` returns (``openai.types.CreateEmbeddingResponse``).
+
+    ``to_numpy()`` gives every vector as one ``(len(data), dims)`` float32 NumPy array that
+    views the engine's output buffer: no copy, and no detour through Python lists."""
+
+    data: List[Embedding]
+    model: str
+    object: str
+    usage: EmbeddingUsage
+    _nested = {"data": Embedding, "usage": EmbeddingUsage}
+
+    @classmethod
+    def _from_matrix(
+        cls, model: str, rows: int, dims: int, prompt_tokens: int, base64: bool, matrix: bytes
+    ) -> "CreateEmbeddingResponse":
+        floats = memoryview(matrix).cast("f")
+        data = []
+        for i in range(rows):
+            row = floats[i * dims : (i + 1) * dims]
+            vector: Union[List[float], str] = _base64_le(row) if base64 else row.tolist()
+            data.append(Embedding(object="embedding", index=i, embedding=vector))
+        response = cls(
+            object="list",
+            data=data,
+            model=model,
+            usage=EmbeddingUsage(prompt_tokens=prompt_tokens, total_tokens=prompt_tokens),
+        )
+        response._matrix = (matrix, rows, dims)  # private: not part of the OpenAI JSON
+        return response
+
+    def to_numpy(self) -> Any:
+        """The vectors as a read-only ``numpy.ndarray`` of shape ``(rows, dims)``, dtype
+        float32, sharing memory with the engine's output (needs ``numpy``)."""
+        import numpy
+
+        matrix = getattr(self, "_matrix", None)
+        if matrix is None:
+            raise ValueError("this response was not made by ingle's embeddings.create")
+        raw, rows, dims = matrix
+        return numpy.frombuffer(raw, dtype=numpy.float32).reshape(rows, dims)
+
+
+def _base64_le(floats: memoryview) -> str:
+    """Base64 of float32 values as little-endian bytes (OpenAI's ``encoding_format="base64"``)."""
+    import array
+    import base64
+    import sys
+
+    if sys.byteorder == "little":
+        return base64.b64encode(floats).decode("ascii")
+    values = array.array("f", floats)
+    values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
 
 
 class Prediction(BaseModel):

@@ -79,6 +79,12 @@ impl EmbeddingRequest {
     pub fn from_json(json: &str) -> Result<Self> {
         super::types::from_json(json)
     }
+
+    /// The requested `encoding_format` (an error names it when it is neither `float` nor
+    /// `base64`).
+    pub fn format(&self) -> Result<EncodingFormat> {
+        EncodingFormat::of(self)
+    }
 }
 
 /// How vectors are written in the response.
