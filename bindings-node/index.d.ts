@@ -70,6 +70,34 @@ export interface Completion {
   usage?: CompletionUsage;
 }
 
+export type EmbeddingEncoding = 'float' | 'base64';
+
+export interface Embedding<F extends EmbeddingEncoding = 'float'> {
+  /** Numbers, or with `encoding_format: 'base64'` the base64 of little-endian float32 bytes. */
+  embedding: F extends 'base64' ? string : Array<number>;
+  index: number;
+  object: 'embedding';
+}
+
+export interface CreateEmbeddingResponse<F extends EmbeddingEncoding = 'float'> {
+  data: Array<Embedding<F>>;
+  model: string;
+  object: 'list';
+  usage: { prompt_tokens: number; total_tokens: number };
+  /** Every vector as one row-major Float32Array (a view of the engine's output, not copied).
+   * Not enumerable: absent from JSON.stringify. */
+  readonly matrix: { data: Float32Array; rows: number; dims: number };
+}
+
+export interface EmbeddingCreateParams<F extends EmbeddingEncoding = 'float'> {
+  model: string;
+  /** A string or an array of strings (token-id arrays are rejected). */
+  input: string | Array<string>;
+  dimensions?: number;
+  encoding_format?: F;
+  user?: string;
+}
+
 export interface Model {
   id: string;
   created: number;
@@ -188,6 +216,12 @@ export declare class OpenAI {
     create(body: CompletionCreateParamsNonStreaming, options?: RequestOptions): Promise<Completion>;
     create(body: CompletionCreateParamsStreaming, options?: RequestOptions): Promise<Stream<Completion>>;
     create(body: CompletionCreateParams, options?: RequestOptions): Promise<Completion | Stream<Completion>>;
+  };
+  embeddings: {
+    create<F extends EmbeddingEncoding = 'float'>(
+      body: EmbeddingCreateParams<F>,
+      options?: RequestOptions,
+    ): Promise<CreateEmbeddingResponse<F>>;
   };
   models: {
     /** Awaitable for the page, and iterable: `for await (const m of client.models.list())`. */

@@ -175,6 +175,47 @@ class Completions {
   }
 }
 
+/** The OpenAI embeddings response from the engine's matrix; `matrix` (not enumerable, so not
+ * in the JSON) keeps the vectors as one Float32Array view of the engine's output. */
+function embeddingResponse({ model, rows, dims, promptTokens, base64, data }) {
+  const list = [];
+  for (let i = 0; i < rows; i++) {
+    const row = data.subarray(i * dims, (i + 1) * dims);
+    list.push({ object: 'embedding', index: i, embedding: base64 ? base64LE(row) : Array.from(row) });
+  }
+  const response = {
+    object: 'list',
+    data: list,
+    model,
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+  };
+  Object.defineProperty(response, 'matrix', { value: { data, rows, dims }, enumerable: false });
+  return response;
+}
+
+/** Base64 of float32 values as little-endian bytes (OpenAI's `encoding_format: 'base64'`). */
+function base64LE(floats) {
+  const bytes = Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength);
+  if (require('os').endianness() === 'LE') return bytes.toString('base64');
+  const swapped = Buffer.from(bytes);
+  return swapped.swap32().toString('base64');
+}
+
+class Embeddings {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** `body`: `model`, `input` (a string or an array of strings), `dimensions`,
+   * `encoding_format` ('float' or 'base64'), `user`. The result has the OpenAI shape, and
+   * `result.matrix` is `{ data: Float32Array, rows, dims }`: every vector, row-major, uncopied. */
+  async create(body, options = {}) {
+    checkSignal(options.signal);
+    const json = requestJson(body);
+    return embeddingResponse(await call(() => this._native.embeddingsCreate(json)));
+  }
+}
+
 class Models {
   constructor(native) {
     this._native = native;
@@ -229,6 +270,7 @@ class OpenAI {
     this._native = callSync(() => new NativeClient(config, modelsDir));
     this.chat = { completions: new ChatCompletions(this._native) };
     this.completions = new Completions(this._native);
+    this.embeddings = new Embeddings(this._native);
     this.models = new Models(this._native);
     this.predictions = new Predictions(this._native);
   }

@@ -4,9 +4,11 @@
 //! resolves a Promise, so the event loop never blocks.
 
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
-use ingle_core::openai::{ChatCompletionRequest, CompletionRequest};
+use ingle_core::openai::{
+    ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
+};
 use ingle_core::{inputs_from_json, Client, Config, Error};
-use napi::bindgen_prelude::AsyncTask;
+use napi::bindgen_prelude::{AsyncTask, Float32Array};
 use napi::{Env, Status, Task};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,6 +85,40 @@ impl Task for Job<JsonTextStream> {
         Ok(NativeStream {
             inner: Arc::new(Mutex::new(Some(stream))),
             closed: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+/// Embeddings as numbers: `data` is the row-major `rows × dims` float32 matrix, handed to JS
+/// without a copy (the typed array takes over the engine's buffer). `index.js` builds the
+/// OpenAI response from it.
+#[napi(object)]
+pub struct NativeEmbeddings {
+    pub model: String,
+    pub rows: u32,
+    pub dims: u32,
+    pub prompt_tokens: u32,
+    /// Whether the request asked for `encoding_format: "base64"`.
+    pub base64: bool,
+    pub data: Float32Array,
+}
+
+impl Task for Job<(EmbeddingMatrix, EncodingFormat)> {
+    type Output = (EmbeddingMatrix, EncodingFormat);
+    type JsValue = NativeEmbeddings;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        self.run()
+    }
+
+    fn resolve(&mut self, _env: Env, (m, format): Self::Output) -> napi::Result<NativeEmbeddings> {
+        Ok(NativeEmbeddings {
+            model: m.model,
+            rows: m.rows as u32,
+            dims: m.dims as u32,
+            prompt_tokens: m.prompt_tokens,
+            base64: format == EncodingFormat::Base64,
+            data: Float32Array::new(m.data),
         })
     }
 }
@@ -185,6 +221,21 @@ impl NativeClient {
             let request = CompletionRequest::from_json(&request)?;
             Ok(json_texts(client.completions.stream(&request)?))
         })
+    }
+
+    #[napi(ts_return_type = "Promise<NativeEmbeddings>")]
+    pub fn embeddings_create(
+        &self,
+        request: String,
+    ) -> AsyncTask<Job<(EmbeddingMatrix, EncodingFormat)>> {
+        let client = self.client.clone();
+        AsyncTask::new(Job(Some(Box::new(move || {
+            let request = EmbeddingRequest::from_json(&request)?;
+            Ok((
+                client.embeddings.create_matrix(&request)?,
+                request.format()?,
+            ))
+        }))))
     }
 
     #[napi]

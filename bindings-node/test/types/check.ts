@@ -3,6 +3,7 @@ import OpenAI from 'ingle';
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { Completion } from 'openai/resources/completions';
 import type { Model } from 'openai/resources/models';
+import type { CreateEmbeddingResponse } from 'openai/resources/embeddings';
 
 export async function check(): Promise<void> {
   const client = new OpenAI({ apiKey: 'unused' });
@@ -15,5 +16,9 @@ export async function check(): Promise<void> {
   }
   const t: Completion = await client.completions.create({ model: 'm', prompt: 'Once' });
   const m: Model = await client.models.retrieve('m');
-  void r, t, m;
+  const e: CreateEmbeddingResponse = await client.embeddings.create({ model: 'm', input: ['a', 'b'] });
+  const floats: Float32Array = (await client.embeddings.create({ model: 'm', input: 'a' })).matrix.data;
+  const b64: string = (await client.embeddings.create({ model: 'm', input: 'a', encoding_format: 'base64' }))
+    .data[0].embedding;
+  void r, t, m, e, floats, b64;
 }
