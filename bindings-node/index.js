@@ -4,6 +4,7 @@
 // it in the Rust core (on the libuv thread pool), and the JSON it returns is parsed into plain
 // objects with exactly the OpenAI shape.
 
+const os = require('os');
 const { NativeClient, NativeCancel, version } = require('./native.js');
 
 class OpenAIError extends Error {}
@@ -196,9 +197,8 @@ function embeddingResponse({ model, rows, dims, promptTokens, base64, data }) {
 /** Base64 of float32 values as little-endian bytes (OpenAI's `encoding_format: 'base64'`). */
 function base64LE(floats) {
   const bytes = Buffer.from(floats.buffer, floats.byteOffset, floats.byteLength);
-  if (require('os').endianness() === 'LE') return bytes.toString('base64');
-  const swapped = Buffer.from(bytes);
-  return swapped.swap32().toString('base64');
+  if (os.endianness() === 'LE') return bytes.toString('base64');
+  return Buffer.from(bytes).swap32().toString('base64'); // a copy, swapped to little-endian
 }
 
 class Embeddings {

@@ -171,7 +171,8 @@ pub struct Config {
     pub models_dir: Option<PathBuf>,
     #[serde(default)]
     pub predictors: Vec<PredictorConfig>,
-    /// The ONNX Runtime shared library (1.31 or later). Default: `$ORT_DYLIB_PATH`, else
+    /// The ONNX Runtime shared library (1.31 or later); a relative path is taken inside the
+    /// models directory (in a config file: next to the file). Default: `$ORT_DYLIB_PATH`, else
     /// [`DEFAULT_ONNXRUNTIME_FILE`] in the models directory. One library serves the process.
     #[serde(default)]
     pub onnxruntime: Option<PathBuf>,
