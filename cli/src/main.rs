@@ -53,6 +53,22 @@ enum Command {
     },
     /// Lists the registered models.
     Models,
+    /// Serves the OpenAI HTTP API (`/v1/chat/completions`, `/v1/completions`,
+    /// `/v1/embeddings`, `/v1/models`) until SIGINT or SIGTERM.
+    Serve {
+        /// Address to listen on (loopback by default; 0.0.0.0 for every interface).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: std::net::IpAddr,
+        /// Port (0 picks a free one; the address is printed to stderr).
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// Require `Authorization: Bearer KEY` on /v1 requests.
+        #[arg(long, env = "INGLE_API_KEY", hide_env_values = true)]
+        api_key: Option<String>,
+        /// Largest request body, in bytes.
+        #[arg(long, default_value_t = ingle_serve::DEFAULT_BODY_LIMIT)]
+        body_limit: usize,
+    },
 }
 
 #[derive(Args)]
@@ -117,6 +133,20 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
     let client = Client::from_config(&config)?;
     let mut out = std::io::stdout().lock();
     match cli.command {
+        Command::Serve {
+            host,
+            port,
+            api_key,
+            body_limit,
+        } => {
+            let options = ingle_serve::Options {
+                api_key: api_key.filter(|k| !k.is_empty()),
+                body_limit,
+            };
+            ingle_serve::serve_until_signal(client, (host, port).into(), options, |addr| {
+                eprintln!("ingle: serving the OpenAI API on http://{addr}/v1 (Ctrl-C stops)");
+            })?;
+        }
         Command::Models => {
             for model in client.models.list().data {
                 writeln!(out, "{}", model.id)?;

@@ -1,0 +1,520 @@
+//! `ingle serve`: the OpenAI HTTP API (`/v1/...`) over the in-process engine, for clients that
+//! speak HTTP (any OpenAI SDK pointed at its base URL). No logic of its own: requests are parsed
+//! by the core's request types, run by the core's `Client`, and answered with the core's
+//! response JSON; streams are Server-Sent Events exactly as OpenAI sends them.
+//!
+//! - Work that blocks (loading, generating, embedding) runs on tokio's blocking pool; the core
+//!   batches concurrent requests on one model itself.
+//! - A stream's producer checks before every chunk whether the client is still there, and drops
+//!   the core stream (which stops generation) as soon as it is not. A non-streamed request whose
+//!   connection goes away stops at the next token too (`create_until` with a flag set on drop).
+//! - Shutdown (SIGINT, SIGTERM, or the future given to [`Server::run`]) ends in-flight streams
+//!   with an error event and stops whole requests, so nothing hangs.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
+use ingle::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest};
+use ingle::{Client, Error, ErrorKind};
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+/// Default limit of a request body: room for 2048 long embedding inputs.
+pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// How the server runs.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Requests to `/v1/...` must carry `Authorization: Bearer <api_key>` when set.
+    pub api_key: Option<String>,
+    /// Largest request body accepted, in bytes (larger: 413).
+    pub body_limit: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            api_key: None,
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    client: Client,
+    api_key: Option<Arc<str>>,
+    /// Set when the server shuts down: streams end with an error event, whole requests stop.
+    shutting_down: Arc<AtomicBool>,
+}
+
+/// A bound server, ready to run.
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+    shutting_down: Arc<AtomicBool>,
+}
+
+impl Server {
+    /// Binds `addr` (port 0 picks a free port) and prepares the routes over `client`.
+    pub async fn bind(client: Client, addr: SocketAddr, options: Options) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(addr).await?;
+        let shutting_down = Arc::new(AtomicBool::new(false));
+        let state = AppState {
+            client,
+            api_key: options.api_key.map(Arc::from),
+            shutting_down: Arc::clone(&shutting_down),
+        };
+        Ok(Server {
+            listener,
+            router: router(state, options.body_limit),
+            shutting_down,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` completes, then ends in-flight work and returns once every
+    /// connection is closed.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let flag = self.shutting_down;
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                flag.store(true, Ordering::Release);
+            })
+            .await
+    }
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {},
+        _ = terminate => {},
+    }
+}
+
+fn router(state: AppState, body_limit: usize) -> Router {
+    let v1 = Router::new()
+        .route("/models", get(models_list))
+        .route("/models/{*model}", get(models_retrieve))
+        .route("/chat/completions", post(chat_completions))
+        .route("/completions", post(completions))
+        .route("/embeddings", post(embeddings))
+        .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
+    Router::new()
+        .route(
+            "/health",
+            get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
+        )
+        .route("/openapi.json", get(|| async { axum::Json(openapi()) }))
+        .nest("/v1", v1)
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(unknown_route)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .with_state(state)
+}
+
+/// An OpenAI error body with its status.
+fn error_response(status: StatusCode, error: &Error) -> Response {
+    (status, axum::Json(error.to_openai())).into_response()
+}
+
+/// The status the OpenAI API answers a core error with. A cancellation only happens here when
+/// the server shuts down, hence 503.
+fn status_of(error: &Error) -> StatusCode {
+    match error.kind {
+        ErrorKind::Cancelled => StatusCode::SERVICE_UNAVAILABLE,
+        kind => {
+            StatusCode::from_u16(kind.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+        }
+    }
+}
+
+fn core_error(error: Error) -> Response {
+    error_response(status_of(&error), &error)
+}
+
+async fn unknown_route(method: Method, uri: Uri) -> Response {
+    let error = Error::new(
+        ErrorKind::NotFound,
+        format!("Unknown request URL: {method} {}", uri.path()),
+    )
+    .with_code("unknown_url");
+    error_response(StatusCode::NOT_FOUND, &error)
+}
+
+async fn authorize(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let Some(key) = &state.api_key else {
+        return next.run(request).await;
+    };
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if given == Some(key.as_ref()) {
+        return next.run(request).await;
+    }
+    let message = match given {
+        None => "You didn't provide an API key. Send it as `Authorization: Bearer KEY` (the key given to `ingle serve --api-key`).",
+        Some(_) => "Incorrect API key provided.",
+    };
+    let error = Error::new(ErrorKind::InvalidRequest, message).with_code("invalid_api_key");
+    error_response(StatusCode::UNAUTHORIZED, &error)
+}
+
+/// A request refused before it reaches the core: its status and OpenAI error.
+struct Refusal(StatusCode, Box<Error>);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        error_response(self.0, &self.1)
+    }
+}
+
+impl From<Error> for Refusal {
+    fn from(error: Error) -> Self {
+        Refusal(status_of(&error), Box::new(error))
+    }
+}
+
+fn invalid(code: &str, message: impl Into<String>) -> Refusal {
+    Error::new(ErrorKind::InvalidRequest, message)
+        .with_code(code)
+        .into()
+}
+
+/// Parses the request body with `parse` (one of the core's request parsers, whose errors name
+/// the field at fault): 413 when the body is too large, 400 for another content type, text
+/// that is not UTF-8, or malformed JSON.
+fn parse_body<T>(
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+    parse: fn(&str) -> ingle::Result<T>,
+) -> Result<T, Refusal> {
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            let error = Error::new(ErrorKind::InvalidRequest, "The request body is too large")
+                .with_code("request_too_large");
+            Refusal(StatusCode::PAYLOAD_TOO_LARGE, Box::new(error))
+        } else {
+            invalid(
+                "invalid_body",
+                format!("Cannot read the request body: {rejection}"),
+            )
+        }
+    })?;
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let mime = content_type.split(';').next().unwrap_or("").trim();
+    if !mime.eq_ignore_ascii_case("application/json") {
+        let shown = if content_type.is_empty() {
+            "none"
+        } else {
+            content_type
+        };
+        return Err(invalid(
+            "invalid_content_type",
+            format!("The request's Content-Type must be application/json (got {shown})"),
+        ));
+    }
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| invalid("invalid_body", "The request body is not valid UTF-8"))?;
+    Ok(parse(text)?)
+}
+
+/// Sets a flag when dropped: a handler's future is dropped when its connection goes away,
+/// and the work it started on the blocking pool sees the flag at its next token.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Runs a whole-response request on the blocking pool; `work` gets a `stop()` to pass to the
+/// core's `create_until`.
+async fn whole<F>(state: AppState, work: F) -> Response
+where
+    F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<String> + Send + 'static,
+{
+    let gone = Arc::new(AtomicBool::new(false));
+    let _guard = SetOnDrop(Arc::clone(&gone));
+    let shutting_down = Arc::clone(&state.shutting_down);
+    let stop = move || gone.load(Ordering::Acquire) || shutting_down.load(Ordering::Acquire);
+    let result = tokio::task::spawn_blocking(move || work(&state.client, &stop)).await;
+    match result {
+        Ok(Ok(json)) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Ok(Err(error)) => core_error(error),
+        Err(join) => core_error(Error::internal(format!("The request failed: {join}"))),
+    }
+}
+
+/// Starts a stream on the blocking pool and answers with Server-Sent Events: `data: {json}` per
+/// chunk and `data: [DONE]` at the end. An error before the first chunk is an ordinary HTTP
+/// error response, as with OpenAI; one after it is a last `data: {"error": ...}` event.
+async fn streamed<F>(state: AppState, start: F) -> Response
+where
+    F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
+{
+    let (started_tx, started_rx) = oneshot::channel::<ingle::Result<()>>();
+    let (events_tx, events_rx) = mpsc::channel::<Event>(8);
+    let shutting_down = Arc::clone(&state.shutting_down);
+    tokio::task::spawn_blocking(move || {
+        let chunks = match start(&state.client) {
+            Ok(chunks) => chunks,
+            Err(error) => {
+                let _ = started_tx.send(Err(error));
+                return;
+            }
+        };
+        let _ = started_tx.send(Ok(()));
+        produce(chunks, &events_tx, &shutting_down);
+    });
+    match started_rx.await {
+        Ok(Ok(())) => {
+            let events = futures_util::stream::unfold(events_rx, |mut rx| async move {
+                rx.recv()
+                    .await
+                    .map(|event| (Ok::<_, Infallible>(event), rx))
+            });
+            Sse::new(events).into_response()
+        }
+        Ok(Err(error)) => core_error(error),
+        Err(_) => core_error(Error::internal("The request stopped before it started")),
+    }
+}
+
+/// Pulls `chunks` into `events` until the end, an error, shutdown, or the client going away;
+/// then drops `chunks`, which stops generation.
+fn produce(chunks: JsonTextStream, events: &mpsc::Sender<Event>, shutting_down: &AtomicBool) {
+    for chunk in chunks {
+        if events.is_closed() {
+            return; // the client disconnected
+        }
+        if shutting_down.load(Ordering::Acquire) {
+            let error = Error::new(ErrorKind::Model, "The server is shutting down")
+                .with_code("server_shutdown");
+            let _ = events.blocking_send(error_event(&error));
+            return;
+        }
+        let event = match chunk {
+            Ok(json) => Event::default().data(json),
+            Err(error) => {
+                let _ = events.blocking_send(error_event(&error));
+                return;
+            }
+        };
+        if events.blocking_send(event).is_err() {
+            return;
+        }
+    }
+    let _ = events.blocking_send(Event::default().data("[DONE]"));
+}
+
+fn error_event(error: &Error) -> Event {
+    Event::default().data(error.to_openai().to_string())
+}
+
+async fn models_list(State(state): State<AppState>) -> Response {
+    match to_json_text(&state.client.models.list()) {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(error) => core_error(error),
+    }
+}
+
+async fn models_retrieve(State(state): State<AppState>, Path(model): Path<String>) -> Response {
+    match state
+        .client
+        .models
+        .retrieve(&model)
+        .and_then(|m| to_json_text(&m))
+    {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(error) => core_error(error),
+    }
+}
+
+async fn chat_completions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let request = match parse_body(&headers, body, ChatCompletionRequest::from_json) {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if request.stream == Some(true) {
+        streamed(state, move |client| {
+            Ok(json_texts(client.chat.completions.stream(&request)?))
+        })
+        .await
+    } else {
+        whole(state, move |client, stop| {
+            to_json_text(&client.chat.completions.create_until(&request, stop)?)
+        })
+        .await
+    }
+}
+
+async fn completions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let request = match parse_body(&headers, body, CompletionRequest::from_json) {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if request.stream == Some(true) {
+        streamed(state, move |client| {
+            Ok(json_texts(client.completions.stream(&request)?))
+        })
+        .await
+    } else {
+        whole(state, move |client, stop| {
+            to_json_text(&client.completions.create_until(&request, stop)?)
+        })
+        .await
+    }
+}
+
+async fn embeddings(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let request = match parse_body(&headers, body, EmbeddingRequest::from_json) {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    whole(state, move |client, _stop| {
+        to_json_text(&client.embeddings.create(&request)?)
+    })
+    .await
+}
+
+/// The OpenAPI description of the served routes.
+pub fn openapi() -> serde_json::Value {
+    let error = serde_json::json!({"$ref": "#/components/schemas/Error"});
+    let object = |required: &[&str]| serde_json::json!({"type": "object", "required": required, "additionalProperties": true});
+    let json_body = |schema: serde_json::Value| serde_json::json!({"required": true, "content": {"application/json": {"schema": schema}}});
+    let answers = |ok: &str, streams: bool| {
+        let mut content = serde_json::json!({"application/json": {"schema": {"type": "object"}}});
+        if streams {
+            content["text/event-stream"] = serde_json::json!({
+                "schema": {"type": "string", "description": "`data: {chunk}` events, then `data: [DONE]`"}
+            });
+        }
+        serde_json::json!({
+            "200": {"description": ok, "content": content},
+            "400": {"description": "Invalid request", "content": {"application/json": {"schema": error}}},
+            "401": {"description": "Missing or wrong API key", "content": {"application/json": {"schema": error}}},
+            "404": {"description": "Unknown model", "content": {"application/json": {"schema": error}}},
+            "413": {"description": "Request body too large", "content": {"application/json": {"schema": error}}},
+            "500": {"description": "Model or server error", "content": {"application/json": {"schema": error}}},
+        })
+    };
+    let post = |summary: &str, required: &[&str], ok: &str, streams: bool| {
+        serde_json::json!({"post": {
+            "summary": summary,
+            "requestBody": json_body(object(required)),
+            "responses": answers(ok, streams),
+        }})
+    };
+    serde_json::json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "ingle",
+            "version": ingle::VERSION,
+            "description": "The OpenAI API, served by open models running in this process.",
+        },
+        "servers": [{"url": "/v1"}],
+        "paths": {
+            "/models": {"get": {"summary": "List models", "responses": answers("A `list` of `model` objects", false)}},
+            "/models/{model}": {"get": {
+                "summary": "Retrieve a model",
+                "parameters": [{"name": "model", "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": answers("A `model` object", false),
+            }},
+            "/chat/completions": post("Create a chat completion", &["model", "messages"], "A `chat.completion`, or with `stream: true` `chat.completion.chunk` events", true),
+            "/completions": post("Create a text completion", &["model", "prompt"], "A `text_completion`, or with `stream: true` its chunks as events", true),
+            "/embeddings": post("Create embeddings", &["model", "input"], "A `list` of `embedding` objects", false),
+        },
+        "components": {
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {
+                        "type": "object",
+                        "required": ["message", "type"],
+                        "properties": {
+                            "message": {"type": "string"},
+                            "type": {"type": "string"},
+                            "param": {"type": ["string", "null"]},
+                            "code": {"type": ["string", "null"]},
+                        },
+                    }},
+                },
+            },
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}, {}],
+    })
+}
+
+/// Runs a server on a runtime of its own until SIGINT or SIGTERM (what `ingle serve` does);
+/// `ready` is told the bound address first.
+pub fn serve_until_signal(
+    client: Client,
+    addr: SocketAddr,
+    options: Options,
+    ready: impl FnOnce(SocketAddr),
+) -> std::io::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let server = Server::bind(client, addr, options).await?;
+        ready(server.local_addr()?);
+        server.run(shutdown_signal()).await
+    })
+}

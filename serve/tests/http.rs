@@ -1,0 +1,496 @@
+//! The HTTP server on the real default models, driven with raw HTTP/1.1 over loopback: what the
+//! official SDKs cannot send (malformed JSON, oversized bodies, a client that vanishes).
+//! tests/serve/ drives the same server with the official openai SDKs.
+
+use ingle::{Client, Config};
+use ingle_serve::{Options, Server};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+const MODEL: &str = "@local/smollm2-135m-instruct";
+
+/// A server on a free loopback port, on its own runtime thread; dropping it shuts it down and
+/// waits for the server to finish. One at a time: the timing checks (cancellation, shutdown)
+/// mean nothing while other tests' generations share the two cores.
+struct TestServer {
+    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
+    addr: SocketAddr,
+    client: Client,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+impl TestServer {
+    fn start(config: Config, options: Options) -> Self {
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+        let client = Client::from_config(&config).unwrap();
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let server_client = client.clone();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async move {
+                let server =
+                    Server::bind(server_client, ([127, 0, 0, 1], 0).into(), options).await?;
+                addr_tx.send(server.local_addr()?).unwrap();
+                server
+                    .run(async {
+                        let _ = stopped.await;
+                    })
+                    .await
+            })
+        });
+        TestServer {
+            _one_at_a_time: guard,
+            addr: addr_rx.recv().unwrap(),
+            client,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
+    fn default() -> Self {
+        TestServer::start(Config::default(), Options::default())
+    }
+
+    /// Shuts down and waits; returns how long the server took to finish.
+    fn shutdown(&mut self) -> Duration {
+        let start = Instant::now();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap().unwrap();
+        }
+        start.elapsed()
+    }
+
+    fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        stream
+    }
+
+    /// Sends one request (`Connection: close`) and reads the whole response.
+    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+        let mut stream = self.connect();
+        send(&mut stream, method, path, headers, body);
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        Reply::parse(&raw)
+    }
+
+    fn post_json(&self, path: &str, body: &str) -> Reply {
+        self.request(
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        )
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn send(stream: &mut TcpStream, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) {
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+}
+
+struct Reply {
+    status: u16,
+    headers: String,
+    body: String,
+}
+
+impl Reply {
+    fn parse(raw: &[u8]) -> Self {
+        let text = String::from_utf8_lossy(raw).to_string();
+        let (head, body) = text.split_once("\r\n\r\n").expect("a response head");
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        let mut body = body.to_string();
+        if head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked")
+        {
+            body = dechunk(&body);
+        }
+        Reply {
+            status,
+            headers: head.to_ascii_lowercase(),
+            body,
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    /// The OpenAI error object of an error reply.
+    fn error(&self) -> serde_json::Value {
+        self.json()["error"].clone()
+    }
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    out
+}
+
+fn chat(extra: &str) -> String {
+    format!(
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "What is the capital of France?"}}], "temperature": 0{extra}}}"#
+    )
+}
+
+#[test]
+fn health_models_and_openapi() {
+    let server = TestServer::default();
+    let health = server.request("GET", "/health", &[], b"");
+    assert_eq!(
+        (health.status, health.json()["status"].as_str()),
+        (200, Some("ok"))
+    );
+    let models = server.request("GET", "/v1/models", &[], b"");
+    assert_eq!(models.json()["object"], "list");
+    assert_eq!(models.json()["data"][0]["id"], MODEL);
+    // Tags hold a slash: the rest of the path is the id, percent-encoded or not.
+    for path in [
+        "/v1/models/@local/smollm2-135m-instruct",
+        "/v1/models/%40local%2Fsmollm2-135m-instruct",
+    ] {
+        let model = server.request("GET", path, &[], b"");
+        assert_eq!(
+            (model.status, model.json()["id"].as_str()),
+            (200, Some(MODEL)),
+            "{path}"
+        );
+    }
+    let missing = server.request("GET", "/v1/models/@nobody/nothing", &[], b"");
+    assert_eq!(
+        (missing.status, missing.error()["code"].as_str()),
+        (404, Some("model_not_found"))
+    );
+    let openapi = server.request("GET", "/openapi.json", &[], b"").json();
+    assert_eq!(openapi["openapi"], "3.1.0");
+    for path in [
+        "/models",
+        "/models/{model}",
+        "/chat/completions",
+        "/completions",
+        "/embeddings",
+    ] {
+        assert!(
+            openapi["paths"][path].is_object(),
+            "{path} missing from the OpenAPI description"
+        );
+    }
+}
+
+#[test]
+fn chat_whole_and_streamed_as_server_sent_events() {
+    let server = TestServer::default();
+    let whole = server.post_json("/v1/chat/completions", &chat(r#", "max_tokens": 8"#));
+    assert_eq!(whole.status, 200, "{}", whole.body);
+    assert!(whole.headers.contains("content-type: application/json"));
+    assert_eq!(whole.json()["object"], "chat.completion");
+    let content = whole.json()["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let streamed = server.post_json(
+        "/v1/chat/completions",
+        &chat(r#", "max_tokens": 8, "stream": true, "stream_options": {"include_usage": true}"#),
+    );
+    assert_eq!(streamed.status, 200);
+    assert!(
+        streamed.headers.contains("content-type: text/event-stream"),
+        "{}",
+        streamed.headers
+    );
+    // Exactly `data: {json}\n\n` per event, and `data: [DONE]\n\n` last.
+    assert!(
+        streamed.body.ends_with("data: [DONE]\n\n"),
+        "{:?}",
+        streamed.body
+    );
+    let events: Vec<&str> = streamed
+        .body
+        .split("\n\n")
+        .filter(|e| !e.is_empty())
+        .collect();
+    let mut text = String::new();
+    for event in &events[..events.len() - 1] {
+        let json: serde_json::Value =
+            serde_json::from_str(event.strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(json["object"], "chat.completion.chunk");
+        text.push_str(
+            json["choices"][0]["delta"]["content"]
+                .as_str()
+                .unwrap_or(""),
+        );
+    }
+    assert_eq!(text, content);
+    let usage_event = events[events.len() - 2].strip_prefix("data: ").unwrap();
+    let usage: serde_json::Value = serde_json::from_str(usage_event).unwrap();
+    assert_eq!(usage["choices"], serde_json::json!([]));
+    assert!(usage["usage"]["total_tokens"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn completions_and_embeddings() {
+    let server = TestServer::default();
+    let r = server.post_json(
+        "/v1/completions",
+        &format!(r#"{{"model": "{MODEL}", "prompt": "Once upon a time", "max_tokens": 4}}"#),
+    );
+    assert_eq!(
+        (r.status, r.json()["usage"]["completion_tokens"].as_u64()),
+        (200, Some(4))
+    );
+    let e = server.post_json(
+        "/v1/embeddings",
+        r#"{"model": "@local/all-minilm-l6-v2", "input": ["a", "b"]}"#,
+    );
+    assert_eq!(e.status, 200, "{}", e.body);
+    assert_eq!(
+        e.json()["data"][1]["embedding"].as_array().unwrap().len(),
+        384
+    );
+}
+
+#[test]
+fn bad_requests_are_400_with_an_openai_error_body() {
+    let server = TestServer::start(
+        Config::default(),
+        Options {
+            body_limit: 4096,
+            ..Options::default()
+        },
+    );
+    let malformed = server.post_json("/v1/chat/completions", r#"{"model": "#);
+    assert_eq!(malformed.status, 400);
+    assert_eq!(malformed.error()["type"], "invalid_request_error");
+    let wrong_type = server.post_json("/v1/chat/completions", &chat(r#", "max_tokens": "ten""#));
+    assert_eq!(
+        (wrong_type.status, wrong_type.error()["param"].as_str()),
+        (400, Some("max_tokens"))
+    );
+    let out_of_range = server.post_json("/v1/chat/completions", &chat(r#", "top_p": 7"#));
+    assert_eq!(
+        (out_of_range.status, out_of_range.error()["param"].as_str()),
+        (400, Some("top_p"))
+    );
+    let form = server.request(
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        chat("").as_bytes(),
+    );
+    assert_eq!(
+        (form.status, form.error()["code"].as_str()),
+        (400, Some("invalid_content_type"))
+    );
+    let huge = chat(&format!(r#", "user": "{}""#, "x".repeat(10_000)));
+    let too_large = server.post_json("/v1/chat/completions", &huge);
+    assert_eq!(
+        (too_large.status, too_large.error()["code"].as_str()),
+        (413, Some("request_too_large"))
+    );
+    let unknown_model =
+        server.post_json("/v1/chat/completions", &chat("").replace(MODEL, "@no/such"));
+    assert_eq!(unknown_model.status, 404);
+    let route = server.post_json("/v1/nothing/here", "{}");
+    assert_eq!(
+        (route.status, route.error()["code"].as_str()),
+        (404, Some("unknown_url"))
+    );
+    let method = server.request("GET", "/v1/chat/completions", &[], b"");
+    assert_eq!(method.status, 404);
+    let embedding_error = server.post_json(
+        "/v1/embeddings",
+        r#"{"model": "@local/all-minilm-l6-v2", "input": []}"#,
+    );
+    assert_eq!(
+        (
+            embedding_error.status,
+            embedding_error.error()["param"].as_str()
+        ),
+        (400, Some("input"))
+    );
+    // Still serving.
+    assert_eq!(
+        server
+            .post_json("/v1/chat/completions", &chat(r#", "max_tokens": 2"#))
+            .status,
+        200
+    );
+}
+
+#[test]
+fn an_api_key_is_required_when_set() {
+    let server = TestServer::start(
+        Config::default(),
+        Options {
+            api_key: Some("sekret".into()),
+            ..Options::default()
+        },
+    );
+    let none = server.request("GET", "/v1/models", &[], b"");
+    assert_eq!(
+        (none.status, none.error()["code"].as_str()),
+        (401, Some("invalid_api_key"))
+    );
+    let wrong = server.request(
+        "GET",
+        "/v1/models",
+        &[("Authorization", "Bearer nope")],
+        b"",
+    );
+    assert_eq!(wrong.status, 401);
+    let right = server.request(
+        "GET",
+        "/v1/models",
+        &[("Authorization", "Bearer sekret")],
+        b"",
+    );
+    assert_eq!(right.status, 200);
+    assert_eq!(server.request("GET", "/health", &[], b"").status, 200);
+}
+
+/// Reads Server-Sent Events off `reader` until `n` data events arrived.
+fn read_events(reader: &mut BufReader<TcpStream>, n: usize) -> Vec<String> {
+    let mut events = Vec::new();
+    let mut line = String::new();
+    while events.len() < n {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if let Some(data) = line.trim_end().strip_prefix("data: ") {
+            events.push(data.to_string());
+        }
+    }
+    events
+}
+
+#[test]
+fn a_client_that_disconnects_mid_stream_cancels_generation() {
+    // One sequence: a request that kept generating would make the next one wait for it.
+    let mut config = Config::default();
+    config.predictors[0] = config.predictors[0].clone().parallel(1);
+    let server = TestServer::start(config, Options::default());
+    let story = format!(
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500, "stream": true}}"#
+    );
+    let mut stream = server.connect();
+    send(
+        &mut stream,
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        story.as_bytes(),
+    );
+    let mut reader = BufReader::new(stream);
+    assert_eq!(read_events(&mut reader, 3).len(), 3);
+    drop(reader); // the client goes away mid-stream
+
+    let start = Instant::now();
+    let next = server.post_json("/v1/chat/completions", &chat(r#", "max_tokens": 3"#));
+    assert_eq!(next.status, 200);
+    // 1500 tokens take over 10 s here; the next request must not wait for them.
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "waited {:?}",
+        start.elapsed()
+    );
+    let metrics = server.client.metrics(MODEL).unwrap();
+    assert_eq!(metrics.cancelled_requests, 1, "{metrics:?}");
+    assert!(metrics.generated_tokens < 200, "{metrics:?}");
+}
+
+#[test]
+fn requests_on_several_connections_run_concurrently() {
+    let server = TestServer::default();
+    let threads: Vec<_> = (0..3)
+        .map(|i| {
+            let addr = server.addr;
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(addr).unwrap();
+                let body = format!(r#"{{"model": "{MODEL}", "prompt": "Count: {i}", "max_tokens": 24, "stream": true}}"#);
+                send(&mut stream, "POST", "/v1/completions", &[("Content-Type", "application/json")], body.as_bytes());
+                let mut raw = Vec::new();
+                stream.read_to_end(&mut raw).unwrap();
+                Reply::parse(&raw)
+            })
+        })
+        .collect();
+    let mut peak = 0;
+    while threads.iter().any(|t| !t.is_finished()) {
+        peak = peak.max(server.client.metrics(MODEL).unwrap().active_requests);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for thread in threads {
+        let reply = thread.join().unwrap();
+        assert!(reply.body.ends_with("data: [DONE]\n\n"), "{}", reply.body);
+    }
+    assert!(peak >= 2, "at most {peak} request(s) ran at once");
+}
+
+#[test]
+fn shutdown_ends_in_flight_streams_with_an_error_event() {
+    let mut server = TestServer::default();
+    let story = format!(
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500, "stream": true}}"#
+    );
+    let mut stream = server.connect();
+    send(
+        &mut stream,
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        story.as_bytes(),
+    );
+    let mut reader = BufReader::new(stream);
+    assert_eq!(read_events(&mut reader, 2).len(), 2);
+    let took = server.shutdown();
+    let mut rest = String::new();
+    reader.read_to_string(&mut rest).unwrap();
+    // Chunked transfer: the last event is the last `data:` line (the `0` chunk follows it).
+    let last = rest
+        .lines()
+        .rfind(|l| l.starts_with("data: "))
+        .unwrap_or_else(|| panic!("no event after shutdown: {rest:?}"))
+        .to_string();
+    let error: serde_json::Value =
+        serde_json::from_str(last.strip_prefix("data: ").unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], "server_shutdown", "{rest}");
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+}
