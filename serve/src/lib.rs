@@ -19,6 +19,7 @@ use axum::middleware::{self, Next};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use axum::Router;
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest};
@@ -96,7 +97,13 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let flag = self.shutting_down;
-        axum::serve(self.listener, self.router)
+        // Every token is a small write: without TCP_NODELAY, Nagle's algorithm holds each one
+        // until the previous is acknowledged, and one stream decoded at 0.56x the in-process
+        // rate (scripts/bench-serve).
+        let listener = self.listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        axum::serve(listener, self.router)
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 flag.store(true, Ordering::Release);
