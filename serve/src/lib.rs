@@ -193,7 +193,7 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "));
-    if given == Some(key.as_ref()) {
+    if given.is_some_and(|given| same_secret(given, key)) {
         return next.run(request).await;
     }
     let message = match given {
@@ -202,6 +202,18 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
     };
     let error = Error::new(ErrorKind::InvalidRequest, message).with_code("invalid_api_key");
     error_response(StatusCode::UNAUTHORIZED, &error)
+}
+
+/// Compares without stopping at the first difference, so response times do not reveal how much
+/// of a guessed key was right.
+fn same_secret(given: &str, key: &str) -> bool {
+    let (given, key) = (given.as_bytes(), key.as_bytes());
+    given.len() == key.len()
+        && given
+            .iter()
+            .zip(key)
+            .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+            == 0
 }
 
 /// A request refused before it reaches the core: its status and OpenAI error.

@@ -437,6 +437,36 @@ fn a_client_that_disconnects_mid_stream_cancels_generation() {
 }
 
 #[test]
+fn a_client_that_disconnects_during_a_whole_response_cancels_it_too() {
+    let mut config = Config::default();
+    config.predictors[0] = config.predictors[0].clone().parallel(1);
+    let server = TestServer::start(config, Options::default());
+    let story = format!(
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500}}"#
+    );
+    let mut stream = server.connect();
+    send(
+        &mut stream,
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        story.as_bytes(),
+    );
+    std::thread::sleep(Duration::from_millis(500)); // generating now
+    drop(stream);
+
+    let start = Instant::now();
+    let next = server.post_json("/v1/chat/completions", &chat(r#", "max_tokens": 3"#));
+    assert_eq!(next.status, 200);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "waited {:?}",
+        start.elapsed()
+    );
+    assert!(server.client.metrics(MODEL).unwrap().generated_tokens < 200);
+}
+
+#[test]
 fn requests_on_several_connections_run_concurrently() {
     let server = TestServer::default();
     let threads: Vec<_> = (0..3)
