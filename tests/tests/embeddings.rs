@@ -193,20 +193,41 @@ fn the_predictions_api_returns_the_tensor() {
 
 #[test]
 fn concurrent_requests_get_their_own_vectors() {
-    let expected = embed(&["alpha", "beta", "gamma", "delta"]);
-    let threads: Vec<_> = ["alpha", "beta", "gamma", "delta"]
-        .into_iter()
-        .map(|text| {
+    // Concurrent requests are merged into shared batches: each must still get its own rows,
+    // at its own `dimensions`.
+    let texts = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "a much longer text about something else",
+    ];
+    let expected = embed(&texts);
+    let threads: Vec<_> = texts
+        .iter()
+        .zip([384usize, 128, 16, 64, 200])
+        .map(|(&text, dims)| {
             std::thread::spawn(move || {
-                (0..3)
-                    .map(|_| embed(&[text])[0].clone())
+                (0..10)
+                    .map(|_| {
+                        let mut request =
+                            EmbeddingRequest::new(EMBEDDING_MODEL, vec![text, "filler"]);
+                        request.dimensions = Some(dims as i64);
+                        let m = shared().embeddings.create_matrix(&request).unwrap();
+                        assert_eq!((m.rows, m.dims), (2, dims));
+                        m.row(0).to_vec()
+                    })
                     .collect::<Vec<_>>()
             })
         })
         .collect();
     for (thread, expected) in threads.into_iter().zip(&expected) {
         for v in thread.join().unwrap() {
-            assert!(v.iter().zip(expected).all(|(a, b)| (a - b).abs() < 1e-5));
+            let scale = norm(&expected[..v.len()]);
+            assert!(v
+                .iter()
+                .zip(expected)
+                .all(|(a, b)| (a - b / scale).abs() < 1e-5));
         }
     }
 }

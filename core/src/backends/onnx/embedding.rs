@@ -5,6 +5,12 @@
 //! truncation set to `max_length`), sorted by length and run in sub-batches padded to their
 //! longest text, so short texts do not pay for long ones. Padding is masked out, so a text's
 //! vector does not depend on what it is batched with.
+//!
+//! Concurrent requests are batched together ("group commit"): each request queues its texts,
+//! then waits for the session; whoever holds the session runs every queued request as one
+//! batch and hands each its rows. A request that finds its rows done when it gets the session
+//! just returns them. So many callers embedding one sentence each share batches instead of
+//! taking turns.
 
 use super::{environment, ort_error};
 use crate::config::{Config, PredictorConfig};
@@ -34,6 +40,8 @@ struct EmbeddingModel {
     tokenizer: Tokenizer,
     /// `Session::run` needs `&mut`; runs are serialised (each already uses every core).
     session: Mutex<Session>,
+    /// Requests waiting to be run by whoever holds the session next.
+    queue: Mutex<Vec<Arc<Job>>>,
     /// Whether the graph takes `token_type_ids` (BERT exports do; some others do not).
     token_type_ids: bool,
     /// Which output is the hidden state `[batch, sequence, dims]`.
@@ -230,6 +238,7 @@ impl EmbeddingModel {
         Ok(EmbeddingModel {
             tokenizer,
             session: Mutex::new(session),
+            queue: Mutex::new(Vec::new()),
             token_type_ids,
             hidden_state,
             dims,
@@ -244,20 +253,79 @@ impl EmbeddingModel {
             .encode_batch_fast(texts.to_vec(), true)
             .map_err(|e| Error::model(format!("Cannot tokenize the input: {e}")))?;
         let tokens = encodings.iter().map(|e| e.len()).sum();
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| encodings[i].len());
-        let mut matrix = vec![0f32; texts.len() * dims];
-        let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
-        for batch in order.chunks(SUB_BATCH) {
-            let rows: Vec<&tokenizers::Encoding> = batch.iter().map(|&i| &encodings[i]).collect();
-            let pooled = self.run(&mut session, &rows)?;
-            for (row, &i) in pooled.chunks_exact(self.dims).zip(batch) {
-                let out = &mut matrix[i * dims..(i + 1) * dims];
+        let job = Arc::new(Job {
+            encodings,
+            dims,
+            result: Mutex::new(None),
+        });
+        lock(&self.queue).push(Arc::clone(&job));
+        let mut session = lock(&self.session);
+        loop {
+            // While this request waited for the session, its holder may have run it already;
+            // else it is still queued, and this holder runs the queue until it is done.
+            if let Some(result) = job.take_result() {
+                return result.map(|matrix| (matrix, tokens));
+            }
+            let jobs = self.take_queued();
+            if jobs.is_empty() {
+                return Err(Error::internal("an embedding request left the queue unrun"));
+            }
+            match self.run_jobs(&mut session, &jobs) {
+                Ok(matrices) => {
+                    for (queued, matrix) in jobs.iter().zip(matrices) {
+                        *lock(&queued.result) = Some(Ok(matrix));
+                    }
+                }
+                Err(error) => {
+                    for queued in &jobs {
+                        *lock(&queued.result) = Some(Err(error.clone()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes queued requests, in order, up to [`MAX_INPUTS`] texts (at least one request).
+    fn take_queued(&self) -> Vec<Arc<Job>> {
+        let mut queue = lock(&self.queue);
+        let mut texts = 0;
+        let take = queue
+            .iter()
+            .take_while(|job| {
+                texts += job.encodings.len();
+                texts <= MAX_INPUTS
+            })
+            .count()
+            .max(1)
+            .min(queue.len());
+        queue.drain(..take).collect()
+    }
+
+    /// Runs the texts of `jobs` as one batch, shortest first in sub-batches; returns each job's
+    /// matrix of normalised rows.
+    fn run_jobs(&self, session: &mut Session, jobs: &[Arc<Job>]) -> Result<Vec<Vec<f32>>> {
+        let mut texts: Vec<(usize, usize)> = jobs
+            .iter()
+            .enumerate()
+            .flat_map(|(j, job)| (0..job.encodings.len()).map(move |i| (j, i)))
+            .collect();
+        texts.sort_by_key(|&(j, i)| jobs[j].encodings[i].len());
+        let mut matrices: Vec<Vec<f32>> = jobs
+            .iter()
+            .map(|job| vec![0f32; job.encodings.len() * job.dims])
+            .collect();
+        for batch in texts.chunks(SUB_BATCH) {
+            let rows: Vec<&tokenizers::Encoding> =
+                batch.iter().map(|&(j, i)| &jobs[j].encodings[i]).collect();
+            let pooled = self.run(session, &rows)?;
+            for (row, &(j, i)) in pooled.chunks_exact(self.dims).zip(batch) {
+                let dims = jobs[j].dims;
+                let out = &mut matrices[j][i * dims..(i + 1) * dims];
                 out.copy_from_slice(&row[..dims]);
                 normalize(out);
             }
         }
-        Ok((matrix, tokens))
+        Ok(matrices)
     }
 
     /// Runs one padded batch; returns its rows mean-pooled over their real tokens.
@@ -310,6 +378,23 @@ impl EmbeddingModel {
         }
         Ok(pooled)
     }
+}
+
+/// One request's texts, waiting in the queue, and its rows once run.
+struct Job {
+    encodings: Vec<tokenizers::Encoding>,
+    dims: usize,
+    result: Mutex<Option<Result<Vec<f32>>>>,
+}
+
+impl Job {
+    fn take_result(&self) -> Option<Result<Vec<f32>>> {
+        lock(&self.result).take()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Scales `v` to unit length (a zero vector stays zero).
