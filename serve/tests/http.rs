@@ -385,6 +385,24 @@ fn an_api_key_is_required_when_set() {
     assert_eq!(server.request("GET", "/health", &[], b"").status, 200);
 }
 
+/// Starts a 1500-token chat completion (over 10 s of generation here) and returns its
+/// connection without reading the response.
+fn start_story(server: &TestServer, stream: bool) -> TcpStream {
+    let body = format!(
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500, "stream": {stream}}}"#
+    );
+    let mut connection = server.connect();
+    let json = [("Content-Type", "application/json")];
+    send(
+        &mut connection,
+        "POST",
+        "/v1/chat/completions",
+        &json,
+        body.as_bytes(),
+    );
+    connection
+}
+
 /// Reads Server-Sent Events off `reader` until `n` data events arrived.
 fn read_events(reader: &mut BufReader<TcpStream>, n: usize) -> Vec<String> {
     let mut events = Vec::new();
@@ -407,17 +425,7 @@ fn a_client_that_disconnects_mid_stream_cancels_generation() {
     let mut config = Config::default();
     config.predictors[0] = config.predictors[0].clone().parallel(1);
     let server = TestServer::start(config, Options::default());
-    let story = format!(
-        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500, "stream": true}}"#
-    );
-    let mut stream = server.connect();
-    send(
-        &mut stream,
-        "POST",
-        "/v1/chat/completions",
-        &[("Content-Type", "application/json")],
-        story.as_bytes(),
-    );
+    let stream = start_story(&server, true);
     let mut reader = BufReader::new(stream);
     assert_eq!(read_events(&mut reader, 3).len(), 3);
     drop(reader); // the client goes away mid-stream
@@ -441,17 +449,7 @@ fn a_client_that_disconnects_during_a_whole_response_cancels_it_too() {
     let mut config = Config::default();
     config.predictors[0] = config.predictors[0].clone().parallel(1);
     let server = TestServer::start(config, Options::default());
-    let story = format!(
-        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500}}"#
-    );
-    let mut stream = server.connect();
-    send(
-        &mut stream,
-        "POST",
-        "/v1/chat/completions",
-        &[("Content-Type", "application/json")],
-        story.as_bytes(),
-    );
+    let stream = start_story(&server, false);
     std::thread::sleep(Duration::from_millis(500)); // generating now
     drop(stream);
 
@@ -497,17 +495,7 @@ fn requests_on_several_connections_run_concurrently() {
 #[test]
 fn shutdown_ends_in_flight_streams_with_an_error_event() {
     let mut server = TestServer::default();
-    let story = format!(
-        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500, "stream": true}}"#
-    );
-    let mut stream = server.connect();
-    send(
-        &mut stream,
-        "POST",
-        "/v1/chat/completions",
-        &[("Content-Type", "application/json")],
-        story.as_bytes(),
-    );
+    let stream = start_story(&server, true);
     let mut reader = BufReader::new(stream);
     assert_eq!(read_events(&mut reader, 2).len(), 2);
     let took = server.shutdown();
