@@ -68,6 +68,22 @@ enum Command {
         /// Largest request body, in bytes.
         #[arg(long, default_value_t = ingle_serve::DEFAULT_BODY_LIMIT)]
         body_limit: usize,
+        /// Seconds a client has to send a request's headers, from their first byte.
+        #[arg(long, default_value_t = 10.0, value_parser = seconds)]
+        header_timeout: f64,
+        /// Seconds a client has to send a request's body (slower: 408).
+        #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+        body_timeout: f64,
+        /// Seconds a connection may stay open without a request.
+        #[arg(long, default_value_t = 60.0, value_parser = seconds)]
+        idle_timeout: f64,
+        /// Seconds a response may wait on a client that reads nothing before the connection
+        /// is dropped and its generation cancelled.
+        #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+        write_timeout: f64,
+        /// Most connections open at once; more are answered 503.
+        #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        max_connections: u32,
     },
 }
 
@@ -138,10 +154,21 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             port,
             api_key,
             body_limit,
+            header_timeout,
+            body_timeout,
+            idle_timeout,
+            write_timeout,
+            max_connections,
         } => {
+            let duration = std::time::Duration::from_secs_f64;
             let options = ingle_serve::Options {
                 api_key: api_key.filter(|k| !k.is_empty()),
                 body_limit,
+                header_timeout: duration(header_timeout),
+                body_timeout: duration(body_timeout),
+                idle_timeout: duration(idle_timeout),
+                write_timeout: duration(write_timeout),
+                max_connections: max_connections as usize,
             };
             ingle_serve::serve_until_signal(client, (host, port).into(), options, |addr| {
                 eprintln!("ingle: serving the OpenAI API on http://{addr}/v1 (Ctrl-C stops)");
@@ -215,4 +242,18 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// A timeout flag: seconds, more than 0 and at most a day.
+fn seconds(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of seconds"))?;
+    if value.is_finite() && value > 0.0 && value <= 86_400.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{text} s is out of range: give more than 0 and at most 86400"
+        ))
+    }
 }

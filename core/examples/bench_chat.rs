@@ -51,6 +51,7 @@ fn ingle_run(client: &Client) -> Figures {
         max_tokens: Some(DECODE_TOKENS),
         stream_options: Some(ingle::openai::StreamOptions {
             include_usage: true,
+            ..Default::default()
         }),
         ..ChatCompletionRequest::new(DEFAULT_MODEL, vec![ChatMessage::user(question())])
     };

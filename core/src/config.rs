@@ -43,6 +43,17 @@ pub const DEFAULT_ONNXRUNTIME_FILE: &str = "onnxruntime/libonnxruntime.so.1.31.1
 /// What a user runs to download the default models.
 pub const FETCH_COMMAND: &str = "scripts/fetch-models";
 
+/// Most threads a predictor may ask for; more than the machine's cores are capped at load
+/// (with a warning), more than this is a mistake.
+pub const MAX_THREADS: u32 = 1024;
+/// Most requests decoded side by side (llama.cpp's `LLAMA_MAX_SEQ`).
+pub const MAX_PARALLEL: u32 = 256;
+/// Smallest and largest context per request; a model's own training context caps it further.
+pub const MIN_N_CTX: u32 = 16;
+pub const MAX_N_CTX: u32 = 1 << 20;
+/// Largest token window of an embedding model.
+pub const MAX_EMBEDDING_LENGTH: u32 = 1 << 16;
+
 /// Which engine runs a predictor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -232,18 +243,21 @@ impl Config {
 
     /// The same fields as the TOML file, as a JSON object (what the C and JS bindings take).
     pub fn from_json(text: &str) -> Result<Self> {
-        let deserializer = &mut serde_json::Deserializer::from_str(text);
-        serde_path_to_error::deserialize(deserializer).map_err(|e| {
-            let path = e.path().to_string();
-            let at = if path == "." {
-                String::new()
-            } else {
-                format!(" at `{path}`")
+        use crate::json_text::{parse_one, JsonProblem};
+        parse_one(text).map_err(|problem| {
+            let message = match problem {
+                JsonProblem::Syntax(message) => {
+                    format!("Invalid ingle config: not valid JSON: {message}")
+                }
+                JsonProblem::Data { path, message } if path.is_empty() => {
+                    format!("Invalid ingle config: {message}")
+                }
+                JsonProblem::Data { path, message } => format!(
+                    "Invalid ingle config at `{}`: {message}",
+                    crate::error::shown(&path)
+                ),
             };
-            Error::invalid(
-                "config",
-                format!("Invalid ingle config{at}: {}", e.into_inner()),
-            )
+            Error::invalid("config", message)
         })
     }
 
@@ -267,6 +281,72 @@ impl Config {
             }
         }
         Ok(config)
+    }
+
+    /// Checks every value a config can get wrong before anything loads: an error names the
+    /// field (`predictors[1].parallel`) and says what is allowed. Files are checked when
+    /// their predictor loads (they may be fetched after the client is created).
+    pub fn validate(&self) -> Result<()> {
+        check_path("models_dir", self.models_dir.as_deref(), true)?;
+        check_path("onnxruntime", self.onnxruntime.as_deref(), false)?;
+        if let Some(library) = &self.onnxruntime {
+            check_path("onnxruntime", Some(&self.resolve(library)), false)?;
+        }
+        for (i, predictor) in self.predictors.iter().enumerate() {
+            let field = |name: &str| format!("predictors[{i}].{name}");
+            let tag = crate::error::shown(&predictor.tag);
+            if predictor.tag.trim().is_empty() {
+                return Err(Error::invalid(
+                    field("tag"),
+                    format!("Invalid config: `predictors[{i}].tag` must not be empty"),
+                ));
+            }
+            if let Some(j) = self.predictors[..i]
+                .iter()
+                .position(|p| p.tag == predictor.tag)
+            {
+                return Err(Error::invalid(
+                    field("tag"),
+                    format!("Invalid config: the tag `{tag}` is given twice (predictors[{j}] and predictors[{i}])"),
+                ));
+            }
+            check_path(&field("model"), Some(&predictor.model), false)?;
+            check_path(&field("tokenizer"), predictor.tokenizer.as_deref(), false)?;
+            for file in self.files_of(predictor) {
+                check_path(&field("model"), Some(&file), false)?;
+            }
+            let ranges = [
+                ("threads", predictor.threads, 1, MAX_THREADS),
+                ("parallel", predictor.parallel, 1, MAX_PARALLEL),
+                ("n_ctx", predictor.n_ctx, MIN_N_CTX, MAX_N_CTX),
+                ("max_length", predictor.max_length, 2, MAX_EMBEDDING_LENGTH),
+            ];
+            for (name, value, min, max) in ranges {
+                match value {
+                    Some(value) if value < min || value > max => {
+                        return Err(Error::invalid(
+                            field(name),
+                            format!(
+                                "Invalid config: `{name}` of `{tag}` is {value}; it must be \
+                                 between {min} and {max}"
+                            ),
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+            crate::backends::validate(predictor).map_err(|e| {
+                // Backend checks name the option; say where it is in the config.
+                match &e.param {
+                    Some(param) if !param.starts_with("predictors[") => {
+                        let param = field(param);
+                        e.with_param(param)
+                    }
+                    _ => e,
+                }
+            })?;
+        }
+        Ok(())
     }
 
     /// The config file named by `INGLE_CONFIG`, or the default model.
@@ -307,6 +387,31 @@ impl Config {
             _ => self.resolve(Path::new(DEFAULT_ONNXRUNTIME_FILE)),
         }
     }
+}
+
+/// A configured path: not empty, no NUL byte (no file system path holds one), and for a
+/// directory not a file.
+fn check_path(field: &str, path: Option<&Path>, directory: bool) -> Result<()> {
+    let Some(path) = path else { return Ok(()) };
+    let text = path.to_string_lossy();
+    let problem = if text.is_empty() {
+        "must not be empty"
+    } else if text.contains('\0') {
+        "contains a NUL byte, which no path can hold"
+    } else if directory && path.is_file() {
+        "is a file, not a directory"
+    } else if !directory && path.is_dir() {
+        "is a directory, not a file"
+    } else {
+        return Ok(());
+    };
+    Err(Error::invalid(
+        field,
+        format!(
+            "Invalid config: `{field}` {problem} ({})",
+            crate::error::shown(&text).escape_debug()
+        ),
+    ))
 }
 
 /// `$INGLE_MODELS_DIR`, else `${XDG_CACHE_HOME:-~/.cache}/ingle/models`.

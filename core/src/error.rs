@@ -2,7 +2,44 @@
 //! (`type`, `param`, `code`) so every front door (Rust, C, Python, Node) reports the same thing.
 
 use serde::Serialize;
+use std::borrow::Cow;
 use std::fmt;
+
+/// Most characters of caller-supplied text (a model name, a field name, a value) an error
+/// message quotes; the rest is elided. A 1 MB model name must not become a 1 MB error.
+pub const MAX_QUOTED_CHARS: usize = 120;
+/// Longest error message and `param`, in bytes: a backstop for messages that quote text
+/// (serde's, a backend's) without going through [`shown`].
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+pub const MAX_PARAM_BYTES: usize = 256;
+
+/// Caller-supplied text as an error message quotes it: at most [`MAX_QUOTED_CHARS`]
+/// characters, then `…(N more bytes)`.
+pub fn shown(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(MAX_QUOTED_CHARS) {
+        None => Cow::Borrowed(text),
+        Some((end, _)) => Cow::Owned(format!(
+            "{}…({} more bytes)",
+            &text[..end],
+            text.len() - end
+        )),
+    }
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), marked as cut.
+pub(crate) fn bounded(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max.saturating_sub(32);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = text.len() - end;
+    text.truncate(end);
+    text.push_str(&format!("…({cut} more bytes)"));
+    text
+}
 
 /// The class of an error; bindings map it to their exception / status types.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -60,7 +97,7 @@ impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
-            message: message.into(),
+            message: bounded(message.into(), MAX_MESSAGE_BYTES),
             param: None,
             code: None,
         }
@@ -74,7 +111,7 @@ impl Error {
     pub fn model_not_found(tag: &str) -> Self {
         Error::new(
             ErrorKind::NotFound,
-            format!("The model `{tag}` does not exist"),
+            format!("The model `{}` does not exist", shown(tag)),
         )
         .with_param("model")
         .with_code("model_not_found")
@@ -100,7 +137,7 @@ impl Error {
     }
 
     pub fn with_param(mut self, param: impl Into<String>) -> Self {
-        self.param = Some(param.into());
+        self.param = Some(bounded(param.into(), MAX_PARAM_BYTES));
         self
     }
 
@@ -111,11 +148,13 @@ impl Error {
 
     /// The OpenAI error object: `{"error": {"message", "type", "param", "code"}}`.
     pub fn to_openai(&self) -> serde_json::Value {
+        // Bounded again: `message` and `param` are public and may have been rewritten.
+        let param = self.param.clone().map(|p| bounded(p, MAX_PARAM_BYTES));
         serde_json::json!({
             "error": {
-                "message": self.message,
+                "message": bounded(self.message.clone(), MAX_MESSAGE_BYTES),
                 "type": self.kind.openai_type(),
-                "param": self.param,
+                "param": param,
                 "code": self.code,
             }
         })
@@ -124,7 +163,11 @@ impl Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
+        if self.message.len() > MAX_MESSAGE_BYTES {
+            f.write_str(&bounded(self.message.clone(), MAX_MESSAGE_BYTES))?;
+        } else {
+            f.write_str(&self.message)?;
+        }
         if let Some(param) = &self.param {
             // Most messages already name the parameter; say it once more only when they do not.
             if !self.message.contains(param.as_str()) {

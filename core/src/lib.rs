@@ -22,7 +22,7 @@
 pub mod backends;
 mod client;
 pub mod config;
-mod error;
+pub mod error;
 pub mod json_text;
 pub mod openai;
 pub mod predict;

@@ -33,6 +33,7 @@ pub struct Registry {
 
 impl Registry {
     pub fn from_config(config: &Config) -> Result<Self> {
+        config.validate()?;
         let registry = Registry::default();
         for predictor in &config.predictors {
             if predictor.if_present && !config.files_of(predictor).iter().all(|f| f.is_file()) {

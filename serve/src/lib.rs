@@ -10,17 +10,22 @@
 //!   connection goes away stops at the next token too (`create_until` with a flag set on drop).
 //! - Shutdown (SIGINT, SIGTERM, or the future given to [`Server::run`]) ends in-flight streams
 //!   with an error event and stops whole requests, so nothing hangs.
+//! - Hostile or slow clients cannot hold the server: header, body, idle and write timeouts, a
+//!   body limit enforced while reading, and a cap on open connections ([`Options`], `conn`).
+//!   Generation never waits on a socket: the engine produces into the request's own buffer
+//!   (bounded by its `max_tokens`) and frees its sequence when done, whatever the client reads.
+
+mod conn;
 
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
+use axum::extract::{Request, State};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
+use http_body_util::BodyExt;
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest};
 use ingle::{Client, Error, ErrorKind};
@@ -29,19 +34,33 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 
 /// Default limit of a request body: room for 2048 long embedding inputs.
 pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
 
-/// How the server runs.
+/// How the server runs. The defaults suit a server on a trusted network; every limit is a
+/// flag of `ingle serve`.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Requests to `/v1/...` must carry `Authorization: Bearer <api_key>` when set.
     pub api_key: Option<String>,
-    /// Largest request body accepted, in bytes (larger: 413).
+    /// Largest request body accepted, in bytes (larger: 413, as soon as it is known).
     pub body_limit: usize,
+    /// Time a client has to send a request's headers, from their first byte (default 10 s).
+    pub header_timeout: Duration,
+    /// Time a client has to send a request's body once its headers are in (default 30 s;
+    /// slower: 408).
+    pub body_timeout: Duration,
+    /// Time a connection may stay open with no request (default 60 s; keep-alive included).
+    pub idle_timeout: Duration,
+    /// Time a response may wait on a client that accepts none of its bytes before the
+    /// connection is dropped and its generation cancelled (default 30 s).
+    pub write_timeout: Duration,
+    /// Most connections open at once (default 512); more are answered 503 and closed.
+    pub max_connections: usize,
 }
 
 impl Default for Options {
@@ -49,6 +68,11 @@ impl Default for Options {
         Options {
             api_key: None,
             body_limit: DEFAULT_BODY_LIMIT,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(30),
+            max_connections: 512,
         }
     }
 }
@@ -57,6 +81,8 @@ impl Default for Options {
 struct AppState {
     client: Client,
     api_key: Option<Arc<str>>,
+    body_limit: usize,
+    body_timeout: Duration,
     /// Set when the server shuts down: streams end with an error event, whole requests stop.
     shutting_down: Arc<AtomicBool>,
 }
@@ -65,6 +91,7 @@ struct AppState {
 pub struct Server {
     listener: TcpListener,
     router: Router,
+    options: Arc<Options>,
     shutting_down: Arc<AtomicBool>,
 }
 
@@ -75,12 +102,15 @@ impl Server {
         let shutting_down = Arc::new(AtomicBool::new(false));
         let state = AppState {
             client,
-            api_key: options.api_key.map(Arc::from),
+            api_key: options.api_key.clone().map(Arc::from),
+            body_limit: options.body_limit,
+            body_timeout: options.body_timeout,
             shutting_down: Arc::clone(&shutting_down),
         };
         Ok(Server {
             listener,
-            router: router(state, options.body_limit),
+            router: router(state),
+            options: Arc::new(options),
             shutting_down,
         })
     }
@@ -97,18 +127,14 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let flag = self.shutting_down;
-        // Every token is a small write: without TCP_NODELAY, Nagle's algorithm holds each one
-        // until the previous is acknowledged, and one stream decoded at 0.56x the in-process
-        // rate (scripts/bench-serve).
-        let listener = self.listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        });
-        axum::serve(listener, self.router)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                flag.store(true, Ordering::Release);
-            })
-            .await
+        let shutdown = async move {
+            shutdown.await;
+            flag.store(true, Ordering::Release);
+        };
+        // In-flight work sees the flag at its next token; this only bounds a client that
+        // stops reading its last events.
+        let grace = Duration::from_secs(10);
+        conn::serve(self.listener, self.router, self.options, shutdown, grace).await
     }
 }
 
@@ -134,7 +160,7 @@ pub async fn shutdown_signal() {
     }
 }
 
-fn router(state: AppState, body_limit: usize) -> Router {
+fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/models", get(models_list))
         .route("/models/{*model}", get(models_retrieve))
@@ -151,7 +177,6 @@ fn router(state: AppState, body_limit: usize) -> Router {
         .nest("/v1", v1)
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
-        .layer(DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }
 
@@ -192,7 +217,7 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer_token);
     if given.is_some_and(|given| same_secret(given, key)) {
         return next.run(request).await;
     }
@@ -202,6 +227,13 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
     };
     let error = Error::new(ErrorKind::InvalidRequest, message).with_code("invalid_api_key");
     error_response(StatusCode::UNAUTHORIZED, &error)
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header; the scheme is case-insensitive
+/// (RFC 7235), and spaces around the token do not count.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Compares without stopping at the first difference, so response times do not reveal how much
@@ -237,26 +269,18 @@ fn invalid(code: &str, message: impl Into<String>) -> Refusal {
         .into()
 }
 
-/// Parses the request body with `parse` (one of the core's request parsers, whose errors name
-/// the field at fault): 413 when the body is too large, 400 for another content type, text
-/// that is not UTF-8, or malformed JSON.
-fn parse_body<T>(
-    headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+/// Reads a request's body and parses it with `parse` (one of the core's request parsers,
+/// whose errors name the field at fault). The limit applies while reading: a declared
+/// `Content-Length` over it is refused before a byte is read, a chunked body as soon as it
+/// passes it (413). A body that does not arrive within the body timeout is 408. Another
+/// content type, text that is not UTF-8, and anything but one JSON document are 400.
+async fn parse_body<T>(
+    state: &AppState,
+    request: Request,
     parse: fn(&str) -> ingle::Result<T>,
 ) -> Result<T, Refusal> {
-    let body = body.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            let error = Error::new(ErrorKind::InvalidRequest, "The request body is too large")
-                .with_code("request_too_large");
-            Refusal(StatusCode::PAYLOAD_TOO_LARGE, Box::new(error))
-        } else {
-            invalid(
-                "invalid_body",
-                format!("Cannot read the request body: {rejection}"),
-            )
-        }
-    })?;
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -264,15 +288,55 @@ fn parse_body<T>(
     let mime = content_type.split(';').next().unwrap_or("").trim();
     if !mime.eq_ignore_ascii_case("application/json") {
         let shown = if content_type.is_empty() {
-            "none"
+            "none".into()
         } else {
-            content_type
+            ingle::error::shown(content_type)
         };
         return Err(invalid(
             "invalid_content_type",
             format!("The request's Content-Type must be application/json (got {shown})"),
         ));
     }
+    let too_large = || {
+        let error = Error::new(
+            ErrorKind::InvalidRequest,
+            format!(
+                "The request body is too large (the limit is {} bytes)",
+                state.body_limit
+            ),
+        )
+        .with_code("request_too_large");
+        Refusal(StatusCode::PAYLOAD_TOO_LARGE, Box::new(error))
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > state.body_limit as u64) {
+        return Err(too_large());
+    }
+    let limited = http_body_util::Limited::new(body, state.body_limit);
+    let body: Bytes = match tokio::time::timeout(state.body_timeout, limited.collect()).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Ok(Err(error)) => {
+            return Err(invalid(
+                "invalid_body",
+                format!("Cannot read the request body: {error}"),
+            ))
+        }
+        Err(_) => {
+            let error = Error::new(
+                ErrorKind::InvalidRequest,
+                format!(
+                    "The request body did not arrive within {} s",
+                    state.body_timeout.as_secs_f64()
+                ),
+            )
+            .with_code("request_timeout");
+            return Err(Refusal(StatusCode::REQUEST_TIMEOUT, Box::new(error)));
+        }
+    };
     let text = std::str::from_utf8(&body)
         .map_err(|_| invalid("invalid_body", "The request body is not valid UTF-8"))?;
     Ok(parse(text)?)
@@ -379,7 +443,23 @@ async fn models_list(State(state): State<AppState>) -> Response {
     }
 }
 
-async fn models_retrieve(State(state): State<AppState>, Path(model): Path<String>) -> Response {
+/// `GET /v1/models/{model}`: the id is the rest of the path, percent-decoded (ids hold `/`).
+async fn models_retrieve(State(state): State<AppState>, uri: Uri) -> Response {
+    let encoded = uri.path().split_once("/models/").map_or("", |(_, id)| id);
+    let model = match percent_decode(encoded) {
+        Some(model) => model,
+        None => {
+            let error = Error::invalid(
+                "model",
+                format!(
+                    "The model id in the URL is not valid UTF-8 once percent-decoded ({})",
+                    ingle::error::shown(encoded)
+                ),
+            )
+            .with_code("invalid_model_id");
+            return error_response(StatusCode::BAD_REQUEST, &error);
+        }
+    };
     match state
         .client
         .models
@@ -391,12 +471,29 @@ async fn models_retrieve(State(state): State<AppState>, Path(model): Path<String
     }
 }
 
-async fn chat_completions(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let request = match parse_body(&headers, body, ChatCompletionRequest::from_json) {
+/// `%XX` escapes decoded; None when the result is not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match (bytes[i], bytes.get(i + 1), bytes.get(i + 2)) {
+            (b'%', Some(&hi), Some(&lo)) if hex(hi).is_some() && hex(lo).is_some() => {
+                out.push((hex(hi)? * 16 + hex(lo)?) as u8);
+                i += 3;
+            }
+            (byte, _, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+async fn chat_completions(State(state): State<AppState>, request: Request) -> Response {
+    let request = match parse_body(&state, request, ChatCompletionRequest::from_json).await {
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
@@ -413,12 +510,8 @@ async fn chat_completions(
     }
 }
 
-async fn completions(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let request = match parse_body(&headers, body, CompletionRequest::from_json) {
+async fn completions(State(state): State<AppState>, request: Request) -> Response {
+    let request = match parse_body(&state, request, CompletionRequest::from_json).await {
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
@@ -435,12 +528,8 @@ async fn completions(
     }
 }
 
-async fn embeddings(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let request = match parse_body(&headers, body, EmbeddingRequest::from_json) {
+async fn embeddings(State(state): State<AppState>, request: Request) -> Response {
+    let request = match parse_body(&state, request, EmbeddingRequest::from_json).await {
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
@@ -467,8 +556,10 @@ pub fn openapi() -> serde_json::Value {
             "400": {"description": "Invalid request", "content": {"application/json": {"schema": error}}},
             "401": {"description": "Missing or wrong API key", "content": {"application/json": {"schema": error}}},
             "404": {"description": "Unknown model", "content": {"application/json": {"schema": error}}},
+            "408": {"description": "Request body not received in time", "content": {"application/json": {"schema": error}}},
             "413": {"description": "Request body too large", "content": {"application/json": {"schema": error}}},
             "500": {"description": "Model or server error", "content": {"application/json": {"schema": error}}},
+            "503": {"description": "Too many open connections, or shutting down", "content": {"application/json": {"schema": error}}},
         })
     };
     let post = |summary: &str, required: &[&str], ok: &str, streams: bool| {

@@ -382,6 +382,18 @@ fn an_api_key_is_required_when_set() {
         b"",
     );
     assert_eq!(right.status, 200);
+    // The scheme is case-insensitive (RFC 7235); spaces around the token do not count.
+    for header in ["bearer sekret", "BEARER sekret", "Bearer  sekret "] {
+        let reply = server.request("GET", "/v1/models", &[("Authorization", header)], b"");
+        assert_eq!(reply.status, 200, "{header}: {}", reply.body);
+    }
+    let basic = server.request(
+        "GET",
+        "/v1/models",
+        &[("Authorization", "Basic sekret")],
+        b"",
+    );
+    assert_eq!(basic.status, 401);
     assert_eq!(server.request("GET", "/health", &[], b"").status, 200);
 }
 
@@ -511,4 +523,301 @@ fn shutdown_ends_in_flight_streams_with_an_error_event() {
         serde_json::from_str(last.strip_prefix("data: ").unwrap()).unwrap();
     assert_eq!(error["error"]["code"], "server_shutdown", "{rest}");
     assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+}
+
+// ---- Hostile and slow clients -------------------------------------------------------------
+
+/// Options with every timeout short, so the tests that wait for one stay quick.
+fn short_timeouts() -> Options {
+    Options {
+        header_timeout: Duration::from_millis(500),
+        body_timeout: Duration::from_millis(500),
+        idle_timeout: Duration::from_millis(500),
+        write_timeout: Duration::from_millis(1000),
+        ..Options::default()
+    }
+}
+
+/// Reads until the server closes the connection (or 10 s pass, which fails): what it sent.
+fn read_until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return raw,
+            Ok(n) => raw.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return raw,
+            Err(e) => panic!("the server did not close the connection: {e}"),
+        }
+    }
+}
+
+/// A normal request still succeeds.
+fn still_serves(server: &TestServer) {
+    let reply = server.post_json("/v1/chat/completions", &chat(r#", "max_tokens": 2"#));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+}
+
+#[test]
+fn four_stalled_readers_do_not_stop_chat() {
+    // Four streams whose clients never read, with a tiny receive window, hold every sequence
+    // (parallel = 4) only until the write timeout drops them.
+    let server = TestServer::start(Config::default(), short_timeouts());
+    let body = format!(
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1800, "stream": true}}"#
+    );
+    let stalled: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let socket = socket2::Socket::new(
+                socket2::Domain::IPV4,
+                socket2::Type::STREAM,
+                Some(socket2::Protocol::TCP),
+            )
+            .unwrap();
+            socket.set_recv_buffer_size(2048).unwrap();
+            socket.connect(&server.addr.into()).unwrap();
+            let mut stream: TcpStream = socket.into();
+            let json = [("Content-Type", "application/json")];
+            send(
+                &mut stream,
+                "POST",
+                "/v1/chat/completions",
+                &json,
+                body.as_bytes(),
+            );
+            stream
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500)); // all four generating
+    let start = Instant::now();
+    still_serves(&server);
+    // Generating 4 x 1800 tokens takes about a minute here; the stalled streams are dropped
+    // (and their generations cancelled) after the 1 s write timeout instead.
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "waited {:?}",
+        start.elapsed()
+    );
+    let metrics = server.client.metrics(MODEL).unwrap();
+    assert!(metrics.cancelled_requests >= 4, "{metrics:?}");
+    drop(stalled);
+}
+
+#[test]
+fn a_half_sent_header_is_closed_after_the_header_timeout() {
+    let server = TestServer::start(Config::default(), short_timeouts());
+    let mut slow = server.connect();
+    slow.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Ty")
+        .unwrap();
+    let start = Instant::now();
+    read_until_closed(&mut slow);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    still_serves(&server);
+}
+
+#[test]
+fn a_body_shorter_than_its_content_length_is_408() {
+    let server = TestServer::start(Config::default(), short_timeouts());
+    let mut short = server.connect();
+    short
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\"")
+        .unwrap();
+    let reply = Reply::parse(&read_until_closed(&mut short));
+    assert_eq!(
+        (reply.status, reply.error()["code"].as_str()),
+        (408, Some("request_timeout")),
+        "{}",
+        reply.body
+    );
+    still_serves(&server);
+}
+
+#[test]
+fn a_chunked_body_that_trickles_forever_is_408() {
+    let server = TestServer::start(Config::default(), short_timeouts());
+    let mut trickle = server.connect();
+    trickle
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .unwrap();
+    let mut writer = trickle.try_clone().unwrap();
+    let feeding = std::thread::spawn(move || {
+        // One byte every 100 ms, for up to 5 s: never finishes on its own.
+        for _ in 0..50 {
+            if writer.write_all(b"1\r\n \r\n").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let start = Instant::now();
+    let reply = Reply::parse(&read_until_closed(&mut trickle));
+    assert_eq!(reply.status, 408, "{}", reply.body);
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(trickle);
+    feeding.join().unwrap();
+    still_serves(&server);
+}
+
+#[test]
+fn idle_connections_are_closed_after_the_idle_timeout() {
+    let server = TestServer::start(Config::default(), short_timeouts());
+    // One that never sends a byte.
+    let mut silent = server.connect();
+    let start = Instant::now();
+    assert!(read_until_closed(&mut silent).is_empty());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    // One kept alive after a request.
+    let mut kept = server.connect();
+    kept.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let raw = read_until_closed(&mut kept);
+    assert!(String::from_utf8_lossy(&raw).starts_with("HTTP/1.1 200"));
+    still_serves(&server);
+}
+
+#[test]
+fn connections_over_the_cap_get_a_503_error_object() {
+    let server = TestServer::start(
+        Config::default(),
+        Options {
+            max_connections: 2,
+            ..Options::default()
+        },
+    );
+    let held: Vec<TcpStream> = (0..2).map(|_| server.connect()).collect();
+    std::thread::sleep(Duration::from_millis(200)); // both accepted
+    let reply = server.request("GET", "/health", &[], b"");
+    assert_eq!(
+        (reply.status, reply.error()["code"].as_str()),
+        (503, Some("too_many_connections")),
+        "{}",
+        reply.body
+    );
+    drop(held);
+    std::thread::sleep(Duration::from_millis(200)); // both closed
+    still_serves(&server);
+}
+
+#[test]
+fn the_body_limit_applies_while_reading() {
+    let server = TestServer::start(
+        Config::default(),
+        Options {
+            body_limit: 1000,
+            ..Options::default()
+        },
+    );
+    // A declared length over the limit is refused before any body arrives.
+    let mut declared = server.connect();
+    declared
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")
+        .unwrap();
+    let reply = Reply::parse(&read_until_closed(&mut declared));
+    assert_eq!(reply.status, 413, "{}", reply.body);
+    // A chunked body is refused once it passes the limit, not read to its end.
+    let mut chunked = server.connect();
+    chunked
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .unwrap();
+    let chunk = format!("400\r\n{}\r\n", "x".repeat(1024));
+    chunked.write_all(chunk.as_bytes()).unwrap();
+    chunked.write_all(chunk.as_bytes()).unwrap();
+    let reply = Reply::parse(&read_until_closed(&mut chunked));
+    assert_eq!(
+        (reply.status, reply.error()["code"].as_str()),
+        (413, Some("request_too_large")),
+        "{}",
+        reply.body
+    );
+    still_serves(&server);
+}
+
+#[test]
+fn every_refusal_is_an_openai_error_object() {
+    let server = TestServer::default();
+    let check = |reply: &Reply, status: u16, param: Option<&str>| {
+        assert_eq!(reply.status, status, "{}", reply.body);
+        assert!(
+            reply.headers.contains("content-type: application/json"),
+            "{}",
+            reply.headers
+        );
+        let error = reply.error();
+        assert!(error["message"].is_string(), "{}", reply.body);
+        assert_eq!(error["param"].as_str(), param, "{}", reply.body);
+        assert!(reply.body.len() < 4096, "a {} byte body", reply.body.len());
+    };
+    check(
+        &server.request("GET", "/v1/models/%ff%fe", &[], b""),
+        400,
+        Some("model"),
+    );
+    check(
+        &server.request("GET", "/v1/models/%2e%2e", &[], b""),
+        404,
+        Some("model"),
+    );
+    let retrieved = server.request("GET", "/v1/models/@local%2Fsmollm2-135m-instruct", &[], b"");
+    assert_eq!(retrieved.json()["id"], MODEL);
+    // Trailing data after the JSON document, and syntax errors: no param, what and where.
+    for body in [
+        format!("{} xyz", chat("")),
+        format!("{}{}", chat(""), chat("")),
+        format!("{}}}]]", chat("")),
+        r#"{model: 1}"#.to_string(),
+    ] {
+        let reply = server.post_json("/v1/chat/completions", &body);
+        check(&reply, 400, None);
+        assert!(
+            reply.error()["message"]
+                .as_str()
+                .unwrap()
+                .contains("column"),
+            "{}",
+            reply.body
+        );
+    }
+    // A 1 MB model name is not echoed back whole.
+    let huge = chat("").replace(MODEL, &"m".repeat(1 << 20));
+    let reply = server.request(
+        "POST",
+        "/v1/chat/completions",
+        &[("Content-Type", "application/json")],
+        huge.as_bytes(),
+    );
+    check(&reply, 404, Some("model"));
+    let reply = server.request(
+        "GET",
+        &format!("/v1/models/{}", "m".repeat(30_000)),
+        &[],
+        b"",
+    );
+    check(&reply, 404, Some("model"));
+    // Unknown keys of stream_options, an empty content list.
+    let reply = server.post_json(
+        "/v1/chat/completions",
+        &chat(r#", "stream": true, "stream_options": {"include_usage": true, "x": 1}"#),
+    );
+    check(&reply, 400, Some("stream_options.x"));
+    let reply = server.post_json(
+        "/v1/chat/completions",
+        &format!(r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": []}}]}}"#),
+    );
+    check(&reply, 400, Some("messages[0].content"));
+    still_serves(&server);
 }

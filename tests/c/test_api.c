@@ -146,7 +146,9 @@ static void test_bad_json(void) {
     CHECK_STATUS(ingle_chat_completions_create(client, "{\"model\": ", &out),
                  INGLE_ERROR_INVALID_REQUEST);
     CHECK(out == NULL, "out_json must be NULL on failure");
-    CHECK(strstr(ingle_last_error(), "EOF while parsing"), "%s", ingle_last_error());
+    CHECK(strstr(ingle_last_error(), "not valid JSON") && strstr(ingle_last_error(), "ends early"),
+          "%s", ingle_last_error());
+    CHECK(strstr(ingle_last_error_json(), "\"param\":null"), "%s", ingle_last_error_json());
     CHECK(strstr(ingle_last_error_json(), "\"type\":\"invalid_request_error\""), "%s",
           ingle_last_error_json());
 
@@ -257,6 +259,68 @@ static void test_bad_config(void) {
     CHECK_STATUS(ingle_models_list(other, &out), INGLE_OK);
     ingle_string_free(out);
     ingle_client_free(other);
+}
+
+/* Hostile input: each is a clear error, and the client answers normally afterwards. */
+static void test_hostile_input(void) {
+    char *out = (char *)"not touched";
+    /* A request is exactly one JSON document: trailing data is refused, with no param. */
+    const char *trailing[] = {FRANCE_REQUEST("") " xyz", FRANCE_REQUEST("") FRANCE_REQUEST(""),
+                              FRANCE_REQUEST("") "}]]"};
+    for (size_t i = 0; i < sizeof trailing / sizeof *trailing; i++) {
+        CHECK_STATUS(ingle_chat_completions_create(client, trailing[i], &out),
+                     INGLE_ERROR_INVALID_REQUEST);
+        CHECK(out == NULL, "out_json must be NULL on failure");
+        CHECK(strstr(ingle_last_error(), "one JSON document"), "%s", ingle_last_error());
+        CHECK(strstr(ingle_last_error_json(), "\"param\":null"), "%s", ingle_last_error_json());
+    }
+    CHECK_STATUS(ingle_completions_create(
+                     client, "{\"model\":\"" MODEL "\",\"prompt\":\"x\"} 1", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK_STATUS(ingle_predictions_create(client, MODEL, "{\"prompt\":\"x\"} {}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    IngleClient *other = NULL;
+    CHECK_STATUS(ingle_client_create("{} {}", &other), INGLE_ERROR_INVALID_REQUEST);
+
+    /* A syntax error names no param ("?" before) and says where. */
+    CHECK_STATUS(ingle_chat_completions_create(client, "{model: 1}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":null") &&
+              strstr(ingle_last_error(), "key must be a string at line 1 column 2"),
+          "%s", ingle_last_error_json());
+
+    /* A 1 MB model name is not echoed whole into ingle_last_error. */
+    size_t huge_len = 1 << 20;
+    char *request = (char *)malloc(huge_len + 128);
+    strcpy(request, "{\"model\":\"");
+    memset(request + strlen(request), 'm', huge_len);
+    strcpy(request + 10 + huge_len,
+           "\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}");
+    CHECK_STATUS(ingle_chat_completions_create(client, request, &out), INGLE_ERROR_NOT_FOUND);
+    CHECK(strlen(ingle_last_error()) < 1024, "a %zu byte error", strlen(ingle_last_error()));
+    CHECK(strlen(ingle_last_error_json()) < 1024, "a %zu byte error",
+          strlen(ingle_last_error_json()));
+    free(request);
+
+    /* Config values that would hang or crash llama.cpp are refused by field. */
+    CHECK_STATUS(ingle_client_create("{\"predictors\":[{\"tag\":\"t\",\"backend\":\"llama\","
+                                     "\"model\":\"m.gguf\",\"threads\":100000}]}",
+                                     &other),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"predictors[0].threads\""), "%s",
+          ingle_last_error_json());
+    CHECK_STATUS(ingle_client_create("{\"predictors\":[{\"tag\":\"t\",\"backend\":\"llama\","
+                                     "\"model\":\"m.gguf\",\"chat_template\":\"nope\"}]}",
+                                     &other),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"predictors[0].chat_template\""), "%s",
+          ingle_last_error_json());
+    CHECK(other == NULL, "*out must be NULL on failure");
+
+    /* Still answering. */
+    CHECK_STATUS(ingle_chat_completions_create(client, FRANCE_REQUEST(",\"max_tokens\":2"), &out),
+                 INGLE_OK);
+    ingle_string_free(out);
 }
 
 static float dot(const float *a, const float *b, size_t n) {
@@ -407,6 +471,7 @@ static const Test tests[] = {
     {"context_length", test_context_length},
     {"null_arguments", test_null_arguments},
     {"bad_config", test_bad_config},
+    {"hostile_input", test_hostile_input},
     {"four_threads", test_four_threads},
     {"embeddings", test_embeddings},
 };

@@ -104,6 +104,7 @@ fn include_usage_adds_a_last_chunk_with_usage_and_no_choices() {
     let request = ChatCompletionRequest {
         stream_options: Some(StreamOptions {
             include_usage: true,
+            ..Default::default()
         }),
         max_tokens: Some(8),
         ..france()

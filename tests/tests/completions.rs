@@ -50,6 +50,7 @@ fn streamed_text_equals_the_whole_response() {
     let streaming = CompletionRequest {
         stream_options: Some(StreamOptions {
             include_usage: true,
+            ..Default::default()
         }),
         ..request
     };

@@ -19,6 +19,33 @@ pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Pred
     }
 }
 
+/// Checks what can be checked of `predictor` without loading it: options its backend does
+/// not have, a chat template llama.cpp does not know. Errors name the option as `param`.
+pub fn validate(predictor: &PredictorConfig) -> Result<()> {
+    match predictor.backend {
+        Backend::Llama => {
+            reject_options(predictor, llama::UNUSED_OPTIONS)?;
+            if let Some(template) = &predictor.chat_template {
+                llama::check_chat_template(template)?;
+            }
+            Ok(())
+        }
+        Backend::OnnxEmbedding => {
+            reject_options(predictor, onnx::EMBEDDING_UNUSED_OPTIONS)?;
+            if predictor.tokenizer.is_none() {
+                return Err(Error::invalid(
+                    "tokenizer",
+                    format!(
+                        "The embedding predictor `{}` needs a `tokenizer` (a tokenizer.json)",
+                        crate::error::shown(&predictor.tag)
+                    ),
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
 /// An error for options of `predictor`'s config that its backend does not have (a typo or a
 /// copy-paste from another predictor would otherwise be silently ignored).
 pub(crate) fn reject_options(predictor: &PredictorConfig, options: &[&str]) -> Result<()> {
@@ -32,11 +59,11 @@ pub(crate) fn reject_options(predictor: &PredictorConfig, options: &[&str]) -> R
     };
     match options.iter().find(|o| given(o)) {
         Some(option) => Err(Error::invalid(
-            "config",
+            *option,
             format!(
                 "`{option}` is not an option of backend `{}` (predictor `{}`)",
                 predictor.backend.name(),
-                predictor.tag
+                crate::error::shown(&predictor.tag)
             ),
         )),
         None => Ok(()),

@@ -3,7 +3,7 @@
 //! [`Annotation::EmbeddingDims`]).
 
 use super::{in_openai_terms, OtherFields};
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 use crate::predict::{Annotation, Inputs};
 use crate::registry::Registry;
 use crate::value::{Dtype, Value};
@@ -102,8 +102,9 @@ impl EncodingFormat {
             Some(other) => Err(Error::invalid(
                 "encoding_format",
                 format!(
-                    "Invalid value for `encoding_format`: '{other}'; supported values are \
-                     'float' and 'base64'"
+                    "Invalid value for `encoding_format`: '{}'; supported values are \
+                     'float' and 'base64'",
+                    shown(other)
                 ),
             )),
         }
@@ -216,7 +217,7 @@ impl Embeddings {
         if let Some((field, _)) = request.other.iter().find(|(_, v)| !v.is_null()) {
             return Err(Error::invalid(
                 field,
-                format!("Unrecognized request argument supplied: {field}"),
+                format!("Unrecognized request argument supplied: {}", shown(field)),
             ));
         }
         EncodingFormat::of(request)?;
@@ -229,6 +230,7 @@ impl Embeddings {
         }
         let (texts, single) = texts_of(&request.input)?;
         let predictor = self.registry.get(model)?;
+        let model = shown(model);
         let signature = predictor.signature();
         let cannot = |what: &str| {
             Error::invalid(

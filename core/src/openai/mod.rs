@@ -13,7 +13,7 @@ mod types;
 pub use embeddings::*;
 pub use types::*;
 
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, Result};
 use crate::predict::{random_id, unix_now, Annotation, GenerationOption, Inputs, OutputStream};
 use crate::registry::Registry;
 use crate::value::Value;
@@ -181,6 +181,7 @@ impl ChatCompletions {
         include_usage: bool,
     ) -> Result<ChatCompletionStream> {
         reject_other_fields(&request.other)?;
+        check_stream_options(request.stream, request.stream_options.as_ref())?;
         check_n(request.n)?;
         let messages = chat_messages(&request.messages)?;
         let max_tokens = match (request.max_completion_tokens, request.max_tokens) {
@@ -274,6 +275,7 @@ impl Completions {
 
     fn start(&self, request: &CompletionRequest, include_usage: bool) -> Result<CompletionStream> {
         reject_other_fields(&request.other)?;
+        check_stream_options(request.stream, request.stream_options.as_ref())?;
         check_n(request.n)?;
         let prompt = match &request.prompt {
             Prompt::Text(text) => text.clone(),
@@ -444,7 +446,10 @@ fn start_generation(
     let cannot = |what: String| {
         Error::invalid(
             "model",
-            format!("The model `{model}` cannot serve {method}: its predictor has no {what}"),
+            format!(
+                "The model `{}` cannot serve {method}: its predictor has no {what}",
+                shown(model)
+            ),
         )
     };
     let input_param = signature
@@ -463,7 +468,7 @@ fn start_generation(
             .ok_or_else(|| {
                 Error::invalid(
                     field,
-                    format!("The model `{model}` does not support `{field}`"),
+                    format!("The model `{}` does not support `{field}`", shown(model)),
                 )
             })?;
         fields.push((param.name.clone(), field));
@@ -633,6 +638,26 @@ impl Iterator for CompletionStream {
     }
 }
 
+/// `stream_options`: only its known keys, as for the request's own fields.
+fn check_stream_options(_stream: Option<bool>, options: Option<&StreamOptions>) -> Result<()> {
+    let Some(options) = options else {
+        return Ok(());
+    };
+    match options.other.iter().find(|(_, value)| !value.is_null()) {
+        Some((key, _)) => {
+            let key = shown(key);
+            Err(Error::invalid(
+                format!("stream_options.{key}"),
+                format!(
+                    "Unrecognized field `stream_options.{key}`; `stream_options` takes \
+                     `include_usage` (and `include_obfuscation`, ignored)"
+                ),
+            ))
+        }
+        None => Ok(()),
+    }
+}
+
 fn check_n(n: Option<i64>) -> Result<()> {
     match n {
         None | Some(1) => Ok(()),
@@ -685,7 +710,7 @@ fn reject_other_fields(other: &OtherFields) -> Result<()> {
         } else {
             Error::invalid(
                 field,
-                format!("Unrecognized request argument supplied: {field}"),
+                format!("Unrecognized request argument supplied: {}", shown(field)),
             )
         });
     }
@@ -708,7 +733,8 @@ fn chat_messages(messages: &[ChatMessage]) -> Result<Value> {
             return Err(Error::invalid(
                 format!("messages[{i}].role"),
                 format!(
-                    "Invalid value for `messages[{i}].role`: '{role}'; supported roles are {}",
+                    "Invalid value for `messages[{i}].role`: '{}'; supported roles are {}",
+                    shown(role),
                     CHAT_ROLES.join(", ")
                 ),
             ));
@@ -724,15 +750,31 @@ fn chat_messages(messages: &[ChatMessage]) -> Result<Value> {
                     "`messages[{i}].tool_calls` is not supported by ingle (no tool calling yet)"
                 )
             } else {
-                format!("Unrecognized field `messages[{i}].{field}`")
+                format!("Unrecognized field `messages[{i}].{}`", shown(field))
             };
             return Err(Error::invalid(format!("messages[{i}].{field}"), message));
         }
         let content = match &message.content {
             Some(MessageContent::Text(text)) => text.clone(),
             Some(MessageContent::Parts(parts)) => {
+                if parts.is_empty() {
+                    return Err(Error::invalid(
+                        format!("messages[{i}].content"),
+                        format!("`messages[{i}].content` is an empty list; give a string or at least one content part"),
+                    ));
+                }
                 let mut text = String::new();
                 for (j, part) in parts.iter().enumerate() {
+                    // A part of another type is refused by its type below, not its keys.
+                    if part.kind == "text" {
+                        if let Some((key, _)) = part.other.iter().find(|(_, v)| !v.is_null()) {
+                            let key = shown(key);
+                            return Err(Error::invalid(
+                                format!("messages[{i}].content[{j}].{key}"),
+                                format!("Unrecognized field `messages[{i}].content[{j}].{key}`"),
+                            ));
+                        }
+                    }
                     match (part.kind.as_str(), &part.text) {
                         ("text", Some(t)) => text.push_str(t),
                         ("text", None) => {
@@ -741,7 +783,7 @@ fn chat_messages(messages: &[ChatMessage]) -> Result<Value> {
                         (kind, _) => {
                             return Err(Error::invalid(
                                 format!("messages[{i}].content[{j}].type"),
-                                format!("Content parts of type `{kind}` are not supported; only `text` parts are (messages[{i}].content[{j}])"),
+                                format!("Content parts of type `{}` are not supported; only `text` parts are (messages[{i}].content[{j}])", shown(kind)),
                             ))
                         }
                     }

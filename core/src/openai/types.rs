@@ -29,6 +29,13 @@ pub struct StreamOptions {
     /// Send a last chunk with the token usage and no choices.
     #[serde(default)]
     pub include_usage: bool,
+    /// Accepted and ignored: OpenAI pads chunks against network side channels; ingle's
+    /// chunks do not leave the process (and `ingle serve` is meant for trusted networks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_obfuscation: Option<bool>,
+    /// Every other key: rejected by name, as at the top level of a request.
+    #[serde(flatten)]
+    pub other: OtherFields,
 }
 
 /// One part of a list-of-parts message content.
@@ -205,15 +212,29 @@ impl CompletionRequest {
     }
 }
 
+/// Parses a request body: exactly one JSON document. A syntax error names no parameter and
+/// says what is wrong where; a value that does not fit names its field.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
-    let deserializer = &mut serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(deserializer).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let message = format!("Invalid request body: {inner}");
-        match path.as_str() {
-            "." | "" => Error::new(crate::error::ErrorKind::InvalidRequest, message),
-            path => Error::invalid(path, format!("Invalid value for `{path}`: {inner}")),
+    use crate::json_text::{parse_one, JsonProblem};
+    parse_one(json).map_err(|problem| match problem {
+        JsonProblem::Syntax(message) => Error::new(
+            crate::error::ErrorKind::InvalidRequest,
+            format!("The request body is not valid JSON: {message}"),
+        )
+        .with_code("invalid_json"),
+        JsonProblem::Data { path, message } if path.is_empty() => Error::new(
+            crate::error::ErrorKind::InvalidRequest,
+            format!("Invalid request body: {message}"),
+        ),
+        JsonProblem::Data { path, message } if message.starts_with("Missing required") => {
+            Error::invalid(path, message)
+        }
+        JsonProblem::Data { path, message } => {
+            let shown = crate::error::shown(&path);
+            Error::invalid(
+                path.clone(),
+                format!("Invalid value for `{shown}`: {message}"),
+            )
         }
     })
 }

@@ -102,8 +102,16 @@ impl Prediction {
 
 /// Parses prediction inputs given as a JSON object of parameter names to values.
 pub fn inputs_from_json(json: &str) -> Result<Inputs> {
-    let parsed: serde_json::Value = serde_json::from_str(json)
-        .map_err(|e| Error::invalid("inputs", format!("Invalid inputs JSON: {e}")))?;
+    let parsed: serde_json::Value = crate::json_text::parse_one(json).map_err(|problem| {
+        let message = match problem {
+            crate::json_text::JsonProblem::Syntax(message) => message,
+            crate::json_text::JsonProblem::Data { message, .. } => message,
+        };
+        Error::invalid(
+            "inputs",
+            format!("The inputs are not valid JSON: {message}"),
+        )
+    })?;
     match parsed {
         serde_json::Value::Object(map) => Ok(map.into_iter().map(|(k, v)| (k, v.into())).collect()),
         other => Err(Error::invalid(

@@ -184,7 +184,8 @@ impl Signature {
             return Err(Error::invalid(
                 unknown,
                 format!(
-                    "Unknown parameter `{unknown}`; expected one of: {}",
+                    "Unknown parameter `{}`; expected one of: {}",
+                    crate::error::shown(unknown),
                     known.join(", ")
                 ),
             ));

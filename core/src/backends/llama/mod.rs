@@ -63,6 +63,69 @@ pub fn default_threads() -> u32 {
     num_cpus::get_physical().max(1) as u32
 }
 
+/// Config options this backend has no use for.
+pub const UNUSED_OPTIONS: &[&str] = &["tokenizer", "max_length"];
+
+/// The threads a predictor runs with: what its config asks, capped at the CPUs this process
+/// may run on. More threads than cores only contend (64 threads on 2 cores took minutes for
+/// two tokens); the cap is reported once per predictor on stderr.
+pub fn capped_threads(asked: Option<u32>, tag: &str) -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let Some(asked) = asked else {
+        return default_threads().min(cores);
+    };
+    if asked > cores {
+        static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if !warned.iter().any(|t| t == tag) {
+            warned.push(tag.to_string());
+            eprintln!(
+                "ingle: warning: `threads = {asked}` of `{}` is more than the {cores} CPUs this \
+                 process can use; using {cores}",
+                crate::error::shown(tag)
+            );
+        }
+    }
+    asked.min(cores)
+}
+
+/// Checks that llama.cpp can apply `template` (a template name such as `chatml`, or a
+/// template text it recognises), by rendering one message with it; no model is needed.
+pub fn check_chat_template(template: &str) -> Result<()> {
+    let invalid = |why: &str| {
+        Error::invalid(
+            "chat_template",
+            format!(
+                "Invalid config: `chat_template` {why} (got `{}`); give a llama.cpp template \
+                 name such as `chatml`, `llama3`, `gemma`, or a template text llama.cpp recognises",
+                crate::error::shown(template).escape_debug()
+            ),
+        )
+    };
+    let text = std::ffi::CString::new(template).map_err(|_| invalid("contains a NUL byte"))?;
+    let (role, content) = (c"user", c"x");
+    let message = llama_cpp_sys_2::llama_chat_message {
+        role: role.as_ptr(),
+        content: content.as_ptr(),
+    };
+    let mut buffer = vec![0 as std::ffi::c_char; 256];
+    // SAFETY: every pointer is valid for the call; the buffer's length is passed with it.
+    let written = unsafe {
+        llama_cpp_sys_2::llama_chat_apply_template(
+            text.as_ptr(),
+            &message,
+            1,
+            true,
+            buffer.as_mut_ptr(),
+            buffer.len() as i32,
+        )
+    };
+    if written < 0 {
+        return Err(invalid("is not a template llama.cpp knows"));
+    }
+    Ok(())
+}
+
 /// The signature every llama predictor has: chat messages or a prompt in, text deltas out.
 pub fn signature() -> Signature {
     use GenerationOption as G;
@@ -140,6 +203,8 @@ pub struct LlamaPredictor {
     template: Option<LlamaChatTemplate>,
     /// Context available to each request, in tokens.
     n_ctx: u32,
+    /// Bytes of the longest token piece (special tokens included).
+    max_piece_bytes: usize,
     jobs: mpsc::Sender<Job>,
     counters: Arc<Counters>,
 }
@@ -147,7 +212,16 @@ pub struct LlamaPredictor {
 impl LlamaPredictor {
     /// Loads the model (memory-mapped) and starts its scheduler thread.
     pub fn load(config: &PredictorConfig, model_path: &Path) -> Result<Self> {
-        crate::backends::reject_options(config, &["tokenizer", "max_length"])?;
+        crate::backends::validate(config)?;
+        if model_path.is_dir() {
+            return Err(Error::model(format!(
+                "The model path {} of `{}` is a directory, not a GGUF file",
+                model_path.display(),
+                crate::error::shown(&config.tag)
+            ))
+            .with_param("model")
+            .with_code("model_file_invalid"));
+        }
         if !model_path.is_file() {
             return Err(Error::model(format!(
                 "The model file {} for `{}` does not exist; run `{}` to download it",
@@ -157,14 +231,16 @@ impl LlamaPredictor {
             ))
             .with_code("model_file_missing"));
         }
-        let threads = config.threads.unwrap_or_else(default_threads);
+        check_gguf(model_path, &config.tag)?;
+        let threads = capped_threads(config.threads, &config.tag);
         let parallel = config.parallel.unwrap_or(DEFAULT_PARALLEL);
-        if threads == 0 || parallel == 0 {
+        if parallel == 0 || parallel > crate::config::MAX_PARALLEL {
             return Err(Error::invalid(
-                "config",
+                "parallel",
                 format!(
-                    "`threads` and `parallel` of `{}` must be at least 1",
-                    config.tag
+                    "`parallel` of `{}` is {parallel}; it must be between 1 and {}",
+                    crate::error::shown(&config.tag),
+                    crate::config::MAX_PARALLEL
                 ),
             ));
         }
@@ -181,13 +257,25 @@ impl LlamaPredictor {
             .n_ctx
             .unwrap_or(DEFAULT_N_CTX)
             .min(model.n_ctx_train())
-            .max(16);
+            .max(crate::config::MIN_N_CTX);
+        check_kv_memory(&model, n_ctx, parallel, &config.tag)?;
         let template = match &config.chat_template {
-            Some(text) => Some(LlamaChatTemplate::new(text).map_err(|_| {
-                Error::invalid("chat_template", "The chat template contains a NUL byte")
-            })?),
+            Some(text) => {
+                check_chat_template(text)?;
+                Some(LlamaChatTemplate::new(text).map_err(|_| {
+                    Error::invalid("chat_template", "The chat template contains a NUL byte")
+                })?)
+            }
             None => model.chat_template(None).ok(),
         };
+        // The longest text one token stands for: a prompt of B bytes is at least
+        // B / max_piece_bytes tokens, which rejects what cannot fit before tokenizing it.
+        let max_piece_bytes = model
+            .tokens(true)
+            .map(|(_, piece)| piece.len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
         let model = Arc::new(model);
         let counters = Arc::new(Counters::default());
         let (jobs, job_rx) = mpsc::channel();
@@ -212,6 +300,7 @@ impl LlamaPredictor {
             model,
             template,
             n_ctx,
+            max_piece_bytes,
             jobs,
             counters,
         })
@@ -276,10 +365,82 @@ impl LlamaPredictor {
             })
     }
 
+    /// Rejects a prompt of `bytes` bytes that is sure not to fit the context, before paying for
+    /// its tokenization (a 10 MB message took seconds of every core): no token stands for more
+    /// than `max_piece_bytes` bytes, so it is at least `bytes / max_piece_bytes` tokens.
+    fn check_cannot_fit(&self, bytes: usize, param: &str) -> Result<()> {
+        let at_least = bytes / self.max_piece_bytes;
+        let n_ctx = self.n_ctx as usize;
+        if at_least < n_ctx {
+            return Ok(());
+        }
+        Err(Error::context_length(
+            format!(
+                "This model's maximum context length is {n_ctx} tokens. However, your {param} \
+                 ({bytes} bytes) is at least {at_least} tokens. Please reduce the length of the \
+                 {param}."
+            ),
+            param,
+        ))
+    }
+
     /// Tokenizes `text` as a prompt is tokenized (special tokens parsed, BOS if the model wants).
     pub fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
         self.model.vocab().tokenize(text.as_bytes(), true, true)
     }
+}
+
+/// An error unless `path` starts like a GGUF file (its magic bytes), so a wrong file gets an
+/// error that says so rather than llama.cpp's "failed to load model".
+fn check_gguf(path: &Path, tag: &str) -> Result<()> {
+    use std::io::Read;
+    let mut magic = [0u8; 4];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut magic));
+    match read {
+        Ok(()) if &magic == b"GGUF" => Ok(()),
+        Ok(()) | Err(_) => Err(Error::model(format!(
+            "The model file {} of `{}` is not a GGUF file (llama.cpp reads GGUF models)",
+            path.display(),
+            crate::error::shown(tag)
+        ))
+        .with_param("model")
+        .with_code("model_file_invalid")),
+    }
+}
+
+/// The KV cache of `parallel` sequences of `n_ctx` tokens (f16 keys and values) must fit in
+/// the memory the machine has available; otherwise llama.cpp fails deep inside with no word
+/// of which setting was too large.
+fn check_kv_memory(model: &LlamaModel, n_ctx: u32, parallel: u32, tag: &str) -> Result<()> {
+    let head_dim = model.n_embd().max(1) as u64 / model.n_head().max(1) as u64;
+    let per_token = model.n_layer() as u64 * model.n_head_kv() as u64 * head_dim * 2 * 2;
+    let needed = per_token * n_ctx as u64 * parallel as u64;
+    let Some(available) = available_memory() else {
+        return Ok(());
+    };
+    if needed > available {
+        let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+        return Err(Error::invalid(
+            "n_ctx",
+            format!(
+                "The KV cache of `{}` (`n_ctx` {n_ctx} × `parallel` {parallel} tokens) would \
+                 need {:.1} GiB, more than the {:.1} GiB of memory available; lower `n_ctx` or \
+                 `parallel`",
+                crate::error::shown(tag),
+                gib(needed),
+                gib(available)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes (None where there is no such file).
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 impl Predictor for LlamaPredictor {
@@ -298,7 +459,16 @@ impl Predictor for LlamaPredictor {
     fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
         let (prompt, prompt_param) =
             match (inputs.get("messages"), inputs.get("prompt")) {
-                (Some(Value::List(messages)), None) => (self.render_chat(messages)?, "messages"),
+                (Some(Value::List(messages)), None) => {
+                    let text_bytes = messages
+                        .iter()
+                        .filter_map(Value::as_dict)
+                        .flat_map(|m| m.values().filter_map(Value::as_str))
+                        .map(str::len)
+                        .sum();
+                    self.check_cannot_fit(text_bytes, "messages")?;
+                    (self.render_chat(messages)?, "messages")
+                }
                 (None, Some(Value::String(prompt))) => (prompt.clone(), "prompt"),
                 (Some(_), Some(_)) => {
                     return Err(Error::invalid(
@@ -311,6 +481,7 @@ impl Predictor for LlamaPredictor {
                     "Missing required parameter: `messages` (chat) or `prompt` (text completion)",
                 )),
             };
+        self.check_cannot_fit(prompt.len(), prompt_param)?;
         let tokens = self.tokenize(&prompt);
         if tokens.is_empty() {
             return Err(Error::invalid(
@@ -571,7 +742,11 @@ impl Scheduler {
             Ok(ctx) => ctx,
             Err(e) => {
                 return drop(ready.send(Err(Error::model(format!(
-                    "Cannot create a llama.cpp context: {e}"
+                    "Cannot create a llama.cpp context of {} tokens (`n_ctx` {} × `parallel` \
+                     {}): {e}; lower `n_ctx` or `parallel`",
+                    self.n_ctx as u64 * self.parallel as u64,
+                    self.n_ctx,
+                    self.parallel
                 )))))
             }
         };

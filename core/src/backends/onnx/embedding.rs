@@ -32,6 +32,8 @@ use tokenizers::{Tokenizer, TruncationParams};
 pub const DEFAULT_MAX_LENGTH: u32 = 256;
 /// Most texts one request may embed (the OpenAI API's limit too).
 pub const MAX_INPUTS: usize = 2048;
+/// Config options this backend has no use for.
+pub const EMBEDDING_UNUSED_OPTIONS: &[&str] = &["n_ctx", "parallel", "chat_template"];
 /// Texts run through the model at once; more are split into sub-batches of this size.
 const SUB_BATCH: usize = 32;
 
@@ -76,7 +78,7 @@ fn missing_file(what: &str, path: &Path, tag: &str) -> Error {
 impl EmbeddingPredictor {
     /// Loads the model (or shares the one already loaded from the same files).
     pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
-        crate::backends::reject_options(predictor, &["n_ctx", "parallel", "chat_template"])?;
+        crate::backends::validate(predictor)?;
         let tag = &predictor.tag;
         let model_path = config.model_path(predictor);
         let tokenizer_path = predictor.tokenizer.as_ref().map(|t| config.resolve(t));
@@ -87,13 +89,19 @@ impl EmbeddingPredictor {
             )
         })?;
         for (what, path) in [("model file", &model_path), ("tokenizer", &tokenizer_path)] {
+            if path.is_dir() {
+                return Err(Error::model(format!(
+                    "The {what} {} of `{}` is a directory, not a file",
+                    path.display(),
+                    crate::error::shown(tag)
+                ))
+                .with_code("model_file_invalid"));
+            }
             if !path.is_file() {
                 return Err(missing_file(what, path, tag));
             }
         }
-        let threads = predictor
-            .threads
-            .unwrap_or_else(crate::backends::llama::default_threads) as usize;
+        let threads = crate::backends::llama::capped_threads(predictor.threads, tag) as usize;
         let max_length = predictor.max_length.unwrap_or(DEFAULT_MAX_LENGTH) as usize;
         if threads == 0 || max_length < 2 {
             return Err(Error::invalid(

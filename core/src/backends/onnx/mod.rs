@@ -8,7 +8,7 @@
 
 mod embedding;
 
-pub use embedding::{EmbeddingPredictor, DEFAULT_MAX_LENGTH, MAX_INPUTS};
+pub use embedding::{EmbeddingPredictor, DEFAULT_MAX_LENGTH, EMBEDDING_UNUSED_OPTIONS, MAX_INPUTS};
 
 use crate::config::FETCH_COMMAND;
 use crate::error::{Error, Result};
