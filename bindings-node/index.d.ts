@@ -171,9 +171,11 @@ export interface CompletionCreateParamsStreaming extends CompletionCreateParams 
   stream: true;
 }
 
+/** Checked before anything starts: a `signal` that is not an AbortSignal, or options that are
+ * not an object, throw OpenAIError. `null` means none. */
 export interface RequestOptions {
   /** Aborting it stops generation; the call or the stream then throws APIUserAbortError. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | null;
   /** openai's other request options (headers, timeout, ...) are accepted and ignored. */
   [option: string]: unknown;
 }
@@ -184,11 +186,12 @@ export declare class Stream<Item> implements AsyncIterable<Item> {
   [Symbol.asyncIterator](): AsyncIterator<Item>;
 }
 
+/** Checked by the constructor: a wrong-typed option throws OpenAIError naming it. */
 export interface ClientOptions {
   /** An ingle TOML config file. Default: $INGLE_CONFIG, else the default model. */
-  config?: string;
+  config?: string | null;
   /** Where relative model paths resolve. */
-  modelsDir?: string;
+  modelsDir?: string | null;
   /** The openai client's connection options (apiKey, baseURL, timeout, ...) are ignored. */
   [option: string]: unknown;
 }
@@ -200,27 +203,34 @@ export interface Metrics {
   cancelled_requests: number;
 }
 
+/** Every method checks its arguments before any work starts and rejects (the constructor
+ * throws) with an OpenAIError: a request JSON cannot carry faithfully (NaN or ±Infinity, a
+ * BigInt, a function or symbol, `undefined` as an array item, a circular structure, a Map, Set
+ * or typed array, a string with a lone UTF-16 surrogate, nesting deeper than 100 levels), a
+ * body that is not an object or a wrong-typed argument is a BadRequestError (status 400,
+ * `param` the field at fault, e.g. `messages[0].content`); a bad client or request option is
+ * an OpenAIError naming it. `undefined` as an object's property means the property is absent. */
 export declare class OpenAI {
   constructor(options?: ClientOptions);
   chat: {
     completions: {
-      create(body: ChatCompletionCreateParamsNonStreaming, options?: RequestOptions): Promise<ChatCompletion>;
-      create(body: ChatCompletionCreateParamsStreaming, options?: RequestOptions): Promise<Stream<ChatCompletionChunk>>;
+      create(body: ChatCompletionCreateParamsNonStreaming, options?: RequestOptions | null): Promise<ChatCompletion>;
+      create(body: ChatCompletionCreateParamsStreaming, options?: RequestOptions | null): Promise<Stream<ChatCompletionChunk>>;
       create(
         body: ChatCompletionCreateParams,
-        options?: RequestOptions,
+        options?: RequestOptions | null,
       ): Promise<ChatCompletion | Stream<ChatCompletionChunk>>;
     };
   };
   completions: {
-    create(body: CompletionCreateParamsNonStreaming, options?: RequestOptions): Promise<Completion>;
-    create(body: CompletionCreateParamsStreaming, options?: RequestOptions): Promise<Stream<Completion>>;
-    create(body: CompletionCreateParams, options?: RequestOptions): Promise<Completion | Stream<Completion>>;
+    create(body: CompletionCreateParamsNonStreaming, options?: RequestOptions | null): Promise<Completion>;
+    create(body: CompletionCreateParamsStreaming, options?: RequestOptions | null): Promise<Stream<Completion>>;
+    create(body: CompletionCreateParams, options?: RequestOptions | null): Promise<Completion | Stream<Completion>>;
   };
   embeddings: {
     create<F extends EmbeddingEncoding = 'float'>(
       body: EmbeddingCreateParams<F>,
-      options?: RequestOptions,
+      options?: RequestOptions | null,
     ): Promise<CreateEmbeddingResponse<F>>;
   };
   models: {
@@ -230,12 +240,14 @@ export declare class OpenAI {
   };
   predictions: {
     create(body: { tag: string; inputs?: Record<string, unknown> }): Promise<Prediction>;
-    stream(body: { tag: string; inputs?: Record<string, unknown> }, options?: RequestOptions): Stream<Prediction>;
+    /** Errors, a bad argument's too, are thrown by the iteration. */
+    stream(body: { tag: string; inputs?: Record<string, unknown> }, options?: RequestOptions | null): Stream<Prediction>;
   };
   /** Load figures of a model (ingle's own). */
   metrics(model: string): Promise<Metrics>;
 }
 
+/** The base of every error ingle reports; itself for a bad client or request option, as in openai. */
 export declare class OpenAIError extends Error {}
 export declare class APIError extends OpenAIError {
   /** The HTTP status the OpenAI API would answer with. */

@@ -7,14 +7,18 @@
 const os = require('os');
 const { NativeClient, NativeCancel, version } = require('./native.js');
 
-class OpenAIError extends Error {}
+class OpenAIError extends Error {
+  constructor(message, options) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
 
 /** An error reported by the engine: `status` is the HTTP status the OpenAI API would answer
  * with, `error` the OpenAI error object, `param` the request field at fault. */
 class APIError extends OpenAIError {
   constructor(status, error, message) {
     super(message);
-    this.name = this.constructor.name;
     this.status = status;
     this.error = error;
     this.code = error ? error.code : undefined;
@@ -40,13 +44,21 @@ const ERROR_CLASSES = {
 
 /** The native addon reports core errors as JSON in the message; make them openai-style. */
 function convertError(err) {
+  if (err instanceof OpenAIError) return err;
   let info;
   try {
     info = JSON.parse(err && err.message);
   } catch {
+    info = null;
+  }
+  if (!info || info.ingle_error !== true) {
+    // Not the core's: napi's own argument errors (StringExpected, ...). index.js checks every
+    // argument before it reaches the addon, so this is a backstop: still an OpenAIError.
+    if (err instanceof Error && typeof err.code === 'string') {
+      return new OpenAIError(`ingle: ${err.message}`, { cause: err });
+    }
     return err;
   }
-  if (!info || info.ingle_error !== true) return err;
   const Class = ERROR_CLASSES[info.kind] || InternalServerError;
   if (Class === APIUserAbortError) return new APIUserAbortError();
   const error = { message: info.message, type: info.type, param: info.param, code: info.code };
@@ -69,11 +81,182 @@ function callSync(fn) {
   }
 }
 
-function requestJson(body) {
-  if (body === null || typeof body !== 'object') {
-    throw new BadRequestError(400, null, 'The request body must be an object');
+// Checking arguments. Everything a caller can get wrong is found here, in JS, before any native
+// work starts, and reported as an OpenAIError: a request's content as BadRequestError (status
+// 400, `param` the field at fault, as the engine reports its own checks), a client or request
+// option as OpenAIError, as the openai package reports its options.
+
+/** Longest `param` (and path quoted in a message), as in the core: a 1 MB key is not quoted whole. */
+const MAX_PARAM_CHARS = 256;
+/** Deepest nesting of objects and arrays in a request (JSON parsers stop near 128 levels). */
+const MAX_DEPTH = 100;
+
+function bounded(text) {
+  if (text.length <= MAX_PARAM_CHARS) return text;
+  const end = MAX_PARAM_CHARS - 32;
+  return `${text.slice(0, end)}…(${text.length - end} more characters)`;
+}
+
+/** A caller's bad request: BadRequestError naming `param` (null: the request as a whole). */
+function badRequest(param, message) {
+  const shownParam = param === null ? null : bounded(param);
+  const error = { message, type: 'invalid_request_error', param: shownParam, code: null };
+  return new BadRequestError(400, error, message);
+}
+
+/** A bad client or request option (not part of the request itself), as openai reports those. */
+function badOption(message) {
+  return new OpenAIError(message);
+}
+
+/** What a value is, for an error message; never quotes caller text at length. */
+function describe(value) {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  switch (typeof value) {
+    case 'undefined': return 'undefined';
+    case 'number': return `a number (${value})`;
+    case 'bigint': return 'a BigInt';
+    case 'boolean': return `a boolean (${value})`;
+    case 'string': return 'a string';
+    case 'symbol': return 'a symbol';
+    case 'function': return 'a function';
+    default: return 'an object';
   }
-  return JSON.stringify(body);
+}
+
+function isObject(value) {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `param`'s JSON path one level down: `messages[0]`, `messages[0].content`. */
+function childPath(path, key, inArray) {
+  if (inArray) return `${path}[${key}]`;
+  return path === '' ? key : `${path}.${key}`;
+}
+
+/** `\uDC00` for a lone surrogate quoted in a path. */
+function escapeUnit(unit) {
+  return `\\u${unit.charCodeAt(0).toString(16).toUpperCase()}`;
+}
+
+function lonelySurrogate(text) {
+  if (typeof text.isWellFormed === 'function') return !text.isWellFormed();
+  return /\p{Surrogate}/u.test(text);
+}
+
+/** The JSON text of a request (or of prediction inputs), or BadRequestError naming the field
+ * that JSON cannot carry faithfully. JSON.stringify alone would turn NaN and ±Infinity into
+ * null (so `max_tokens: NaN` means "no limit"), drop functions and symbols silently, write
+ * `undefined` in an array as null, Maps and Sets as `{}`, throw a bare TypeError on a BigInt
+ * or a cycle, and overflow the stack on deep nesting. Paths are relative to the request body
+ * (or to `inputs`, as the engine names them): `max_tokens`, `messages[0].content`. */
+function toJson(value) {
+  // The objects being written, innermost last, and their paths: JSON.stringify calls `check`
+  // depth-first with the object being written as `this`, so whatever lies above `this` on the
+  // stack is finished.
+  const open = [];
+  const paths = [];
+  const onStack = new Set();
+  function check(key, v) {
+    let path = '';
+    if (open.length === 0) {
+      open.push(this);
+      paths.push('');
+    } else {
+      while (open.length > 1 && open[open.length - 1] !== this) {
+        onStack.delete(open.pop());
+        paths.pop();
+      }
+      if (lonelySurrogate(key)) {
+        path = childPath(paths[paths.length - 1], key.replace(/\p{Surrogate}/gu, escapeUnit), false);
+        throw badRequest(path, `The field name \`${bounded(path)}\` contains a lone UTF-16 surrogate (half of a character); it cannot be encoded as UTF-8`);
+      }
+      path = childPath(paths[paths.length - 1], key, Array.isArray(this));
+    }
+    const name = path === '' ? 'The request' : `\`${bounded(path)}\``;
+    let primitive = v;
+    if (v instanceof Number) primitive = Number(v);
+    else if (v instanceof String) primitive = String(v);
+    switch (typeof primitive) {
+      case 'number':
+        if (!Number.isFinite(primitive)) {
+          throw badRequest(path, `${name} must be a finite number, not ${primitive} (JSON has no ${primitive})`);
+        }
+        return v;
+      case 'string':
+        if (lonelySurrogate(primitive)) {
+          throw badRequest(path, `${name} contains a lone UTF-16 surrogate (half of a character); it cannot be encoded as UTF-8`);
+        }
+        return v;
+      case 'bigint':
+        throw badRequest(path, `${name} must be a Number, not a BigInt`);
+      case 'function':
+      case 'symbol':
+        throw badRequest(path, `${name} must be JSON data, not ${describe(primitive)}`);
+      case 'undefined':
+        // Absent in an object, as JSON.stringify and openai treat it; an array has no absent items.
+        if (Array.isArray(this)) throw badRequest(path, `${name} is undefined; an array item must have a value`);
+        return v;
+      case 'object':
+        if (v === null || v instanceof Boolean) return v;
+        break;
+      default:
+        return v;
+    }
+    if (v instanceof BigInt) throw badRequest(path, `${name} must be a Number, not a BigInt`);
+    if (v instanceof Map || v instanceof Set || v instanceof ArrayBuffer || ArrayBuffer.isView(v)) {
+      const kind = v instanceof Map ? 'a Map' : v instanceof Set ? 'a Set' : 'a typed array or buffer';
+      throw badRequest(path, `${name} must be a plain object, array or value, not ${kind} (JSON would write it as an object)`);
+    }
+    if (onStack.has(v)) throw badRequest(path, `${name} refers back to an object that contains it (a circular structure)`);
+    if (open.length > MAX_DEPTH) throw badRequest(path, `${name} is nested more than ${MAX_DEPTH} levels deep`);
+    open.push(v);
+    paths.push(path);
+    onStack.add(v);
+    return v;
+  }
+  return JSON.stringify(value, check);
+}
+
+/** `body` itself, which must be an object (not null, not an array). */
+function requestBody(body, method) {
+  if (!isObject(body)) {
+    throw badRequest(null, `${method}(body): the request body must be an object, not ${describe(body)}`);
+  }
+  return body;
+}
+
+function isAbortSignal(signal) {
+  if (typeof AbortSignal === 'function' && signal instanceof AbortSignal) return true;
+  // One from another realm or a polyfill (the openai package accepts those too).
+  return typeof signal === 'object' && signal !== null && typeof signal.aborted === 'boolean' &&
+    typeof signal.addEventListener === 'function' && typeof signal.removeEventListener === 'function';
+}
+
+/** A request's options (`{ signal }`; openai's other options are accepted and ignored). */
+function requestOptions(options, method) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw badOption(`${method}(body, options): options must be an object, not ${describe(options)}`);
+  }
+  const { signal } = options;
+  if (signal === undefined || signal === null) return {};
+  if (!isAbortSignal(signal)) {
+    throw badOption(`${method}(body, options): options.signal must be an AbortSignal, not ${describe(signal)}`);
+  }
+  return { signal };
+}
+
+/** A string argument such as a model id: BadRequestError naming it otherwise. */
+function stringArgument(value, param, method) {
+  if (typeof value !== 'string') {
+    throw badRequest(param, `${method}: \`${param}\` must be a string, not ${describe(value)}`);
+  }
+  if (lonelySurrogate(value)) {
+    throw badRequest(param, `${method}: \`${param}\` contains a lone UTF-16 surrogate (half of a character)`);
+  }
+  return value;
 }
 
 function checkSignal(signal) {
@@ -137,17 +320,21 @@ async function abortable(start, signal) {
 
 /** create() of chat.completions and completions: `stream: true` gives a Stream, otherwise
  * the whole response. `options.signal` aborts; openai's other request options (headers,
- * timeout, ...) are ignored. */
-async function create(startStream, createWhole, body, options) {
-  const { stream, ...params } = body || {};
-  checkSignal(options.signal);
-  const json = requestJson(params);
+ * timeout, ...) are ignored. Every argument is checked before anything starts. */
+async function create(method, startStream, createWhole, body, options) {
+  const { signal } = requestOptions(options, method);
+  const { stream, ...params } = requestBody(body, method);
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+    throw badRequest('stream', `\`stream\` must be a boolean, not ${describe(stream)}`);
+  }
+  const json = toJson(params);
+  checkSignal(signal);
   if (stream) {
     const start = call(() => startStream(json));
     await start; // errors before the first chunk reject create() itself, as in openai
-    return new Stream(start, options.signal);
+    return new Stream(start, signal);
   }
-  return JSON.parse(await abortable((cancel) => createWhole(json, cancel), options.signal));
+  return JSON.parse(await abortable((cancel) => createWhole(json, cancel), signal));
 }
 
 class ChatCompletions {
@@ -156,9 +343,9 @@ class ChatCompletions {
   }
 
   /** `body`: `model`, `messages` and the OpenAI chat parameters. */
-  create(body, options = {}) {
+  create(body, options) {
     const native = this._native;
-    return create((json) => native.chatCompletionsStream(json),
+    return create('chat.completions.create', (json) => native.chatCompletionsStream(json),
       (json, cancel) => native.chatCompletionsCreate(json, cancel), body, options);
   }
 }
@@ -169,9 +356,9 @@ class Completions {
   }
 
   /** `body`: `model`, `prompt` and the OpenAI completion parameters. */
-  create(body, options = {}) {
+  create(body, options) {
     const native = this._native;
-    return create((json) => native.completionsStream(json),
+    return create('completions.create', (json) => native.completionsStream(json),
       (json, cancel) => native.completionsCreate(json, cancel), body, options);
   }
 }
@@ -209,9 +396,10 @@ class Embeddings {
   /** `body`: `model`, `input` (a string or an array of strings), `dimensions`,
    * `encoding_format` ('float' or 'base64'), `user`. The result has the OpenAI shape, and
    * `result.matrix` is `{ data: Float32Array, rows, dims }`: every vector, row-major, uncopied. */
-  async create(body, options = {}) {
-    checkSignal(options.signal);
-    const json = requestJson(body);
+  async create(body, options) {
+    const { signal } = requestOptions(options, 'embeddings.create');
+    const json = toJson(requestBody(body, 'embeddings.create'));
+    checkSignal(signal);
     return embeddingResponse(await call(() => this._native.embeddingsCreate(json)));
   }
 }
@@ -239,6 +427,7 @@ class Models {
   }
 
   async retrieve(model) {
+    stringArgument(model, 'model', 'models.retrieve(model)');
     return JSON.parse(callSync(() => this._native.modelsRetrieve(model)));
   }
 }
@@ -249,16 +438,36 @@ class Predictions {
   }
 
   /** Runs the predictor `tag` on named `inputs`: `{id, tag, created, results, latency, error, logs}`. */
-  async create({ tag, inputs = {} }) {
-    return JSON.parse(await call(() => this._native.predictionsCreate(tag, JSON.stringify(inputs))));
+  async create(body) {
+    const { tag, inputs } = predictionArguments(body, 'predictions.create');
+    return JSON.parse(await call(() => this._native.predictionsCreate(tag, inputs)));
   }
 
-  /** One prediction per partial result: `for await (const p of client.predictions.stream(...))`. */
-  stream({ tag, inputs = {} }, options = {}) {
-    const start = call(() => this._native.predictionsStream(tag, JSON.stringify(inputs)));
+  /** One prediction per partial result: `for await (const p of client.predictions.stream(...))`.
+   * Every error, a bad argument's too, is thrown by the iteration. */
+  stream(body, options) {
+    let start;
+    let signal;
+    try {
+      ({ signal } = requestOptions(options, 'predictions.stream'));
+      const { tag, inputs } = predictionArguments(body, 'predictions.stream');
+      start = call(() => this._native.predictionsStream(tag, inputs));
+    } catch (err) {
+      start = Promise.reject(err);
+    }
     start.catch(() => {}); // reported when iterated
-    return new Stream(start, options.signal);
+    return new Stream(start, signal);
   }
+}
+
+/** `{ tag, inputs }` of a prediction as the addon takes them: the tag, and the inputs' JSON. */
+function predictionArguments(body, method) {
+  const { tag, inputs = {} } = requestBody(body, method);
+  stringArgument(tag, 'tag', method);
+  if (!isObject(inputs)) {
+    throw badRequest('inputs', `${method}: \`inputs\` must be an object of parameter names to values, not ${describe(inputs)}`);
+  }
+  return { tag, inputs: toJson(inputs) };
 }
 
 /** Runs models in this process. `config`: an ingle TOML config file (default: $INGLE_CONFIG,
@@ -266,7 +475,16 @@ class Predictions {
  * options (`apiKey`, `baseURL`, `timeout`, ...) are accepted and ignored. */
 class OpenAI {
   constructor(options = {}) {
+    if (!isObject(options)) throw badOption(`new OpenAI(options): options must be an object, not ${describe(options)}`);
     const { config = null, modelsDir = null } = options;
+    for (const [name, value] of [['config', config], ['modelsDir', modelsDir]]) {
+      if (value !== null && typeof value !== 'string') {
+        throw badOption(`new OpenAI(options): options.${name} must be a path string, not ${describe(value)}`);
+      }
+      if (typeof value === 'string' && lonelySurrogate(value)) {
+        throw badOption(`new OpenAI(options): options.${name} contains a lone UTF-16 surrogate (half of a character)`);
+      }
+    }
     this._native = callSync(() => new NativeClient(config, modelsDir));
     this.chat = { completions: new ChatCompletions(this._native) };
     this.completions = new Completions(this._native);
@@ -277,6 +495,7 @@ class OpenAI {
 
   /** Load figures of a model: active_requests, queued_requests, generated_tokens, cancelled_requests. */
   async metrics(model) {
+    stringArgument(model, 'model', 'metrics(model)');
     return JSON.parse(await call(() => this._native.metrics(model)));
   }
 }

@@ -2,6 +2,9 @@
 //! as OpenAI JSON text, responses and chunks leave as JSON text, and the Python half
 //! (`python/ingle/`) gives them the shapes of the `openai` package. The GIL is released
 //! whenever the core works (loading a model, generating), so other Python threads run.
+//! Arguments arrive checked by `python/ingle/_arguments.py`, the one gate on the Python side:
+//! strings are valid Unicode (no lone surrogate, which a Rust `String` cannot hold), JSON has
+//! no `NaN`, paths have no NUL byte; what is wrong beyond that the core reports, naming it.
 
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
@@ -111,7 +114,8 @@ struct NativeClient {
 #[pymethods]
 impl NativeClient {
     /// `config`: a TOML config file (default: `$INGLE_CONFIG`, else the default model);
-    /// `models_dir`: where relative model paths resolve.
+    /// `models_dir`: where relative model paths resolve. The core checks the whole config
+    /// here (`Client::from_config`), so a bad one raises at construction, not at first use.
     #[new]
     #[pyo3(signature = (config=None, models_dir=None))]
     fn new(config: Option<PathBuf>, models_dir: Option<PathBuf>) -> PyResult<Self> {

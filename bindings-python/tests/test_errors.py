@@ -67,9 +67,11 @@ def test_client_usable_after_errors(client):
     assert r.usage.completion_tokens == 3
 
 
-def test_unserializable_argument_is_a_type_error(client):
-    with pytest.raises(TypeError):
+def test_unserializable_argument_is_a_bad_request(client):
+    # Every error a caller can cause is an ingle.OpenAIError, naming the argument.
+    with pytest.raises(ingle.BadRequestError) as e:
         client.chat.completions.create(model=MODEL, messages=FRANCE, seed=object())
+    assert e.value.param == "seed" and "object" in e.value.message
 
 
 def test_models_dir_argument(tmp_path):

@@ -14,6 +14,7 @@ export async function check(): Promise<void> {
     const c: ChatCompletionChunk = chunk;
     void c;
   }
+  await client.chat.completions.create({ model: 'm', messages }, { signal: null });
   const t: Completion = await client.completions.create({ model: 'm', prompt: 'Once' });
   const m: Model = await client.models.retrieve('m');
   const e: CreateEmbeddingResponse = await client.embeddings.create({ model: 'm', input: ['a', 'b'] });

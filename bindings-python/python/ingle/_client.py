@@ -25,7 +25,8 @@ from typing import (
     overload,
 )
 
-from . import _ingle
+from . import _arguments, _ingle
+from ._arguments import REQUIRED
 from .types import (
     BaseModel,
     ChatCompletion,
@@ -41,26 +42,9 @@ __all__ = ["OpenAI", "AsyncOpenAI", "Stream", "AsyncStream"]
 
 T = TypeVar("T", bound=BaseModel)
 
-# Arguments of the openai client that only shape an HTTP request; meaningless in-process.
-_TRANSPORT_ARGUMENTS = ("extra_headers", "extra_query", "timeout")
-
-
-def _request_json(params: Dict[str, Any]) -> str:
-    extra_body = params.pop("extra_body", None) or {}
-    for name in _TRANSPORT_ARGUMENTS:
-        params.pop(name, None)
-    params.update(extra_body)
-    return json.dumps(params, default=_jsonable)
-
-
-def _jsonable(value: Any) -> Any:
-    """Objects json cannot write: response objects (an earlier reply passed back in
-    ``messages``), pydantic models (the ``openai`` package's own types), other iterables."""
-    if hasattr(value, "model_dump"):
-        return value.model_dump(exclude_none=True)
-    if hasattr(value, "__iter__") and not isinstance(value, (str, bytes)):
-        return list(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+# Every argument crosses into the native module through `_arguments`, which refuses what the
+# engine could not take (a lone surrogate, NaN, an object JSON cannot write, a NUL in a path)
+# with a BadRequestError naming it; the engine checks the rest (a missing `model`, a wrong role).
 
 
 class Stream(Generic[T]):
@@ -166,8 +150,8 @@ class ChatCompletions(_Resource):
         self, *, stream: bool = False, **params: Any
     ) -> Union[ChatCompletion, Stream[ChatCompletionChunk]]:
         """``model``, ``messages`` and the OpenAI chat parameters (see the README's table)."""
-        body = _request_json(params)
-        if stream:
+        body = _arguments.body(params)
+        if _arguments.stream_flag(stream):
             return Stream(self._native.chat_completions_stream(body), ChatCompletionChunk)
         return ChatCompletion.construct(json.loads(self._native.chat_completions_create(body)))  # type: ignore[return-value]
 
@@ -185,8 +169,8 @@ class Completions(_Resource):
     def create(self, *, stream: Literal[False] = ..., **params: Any) -> Completion: ...
     def create(self, *, stream: bool = False, **params: Any) -> Union[Completion, Stream[Completion]]:
         """``model``, ``prompt`` and the OpenAI completion parameters."""
-        body = _request_json(params)
-        if stream:
+        body = _arguments.body(params)
+        if _arguments.stream_flag(stream):
             return Stream(self._native.completions_stream(body), Completion)
         return Completion.construct(json.loads(self._native.completions_create(body)))  # type: ignore[return-value]
 
@@ -197,35 +181,38 @@ class Embeddings(_Resource):
         ``encoding_format`` ("float" or "base64"), ``user``. ``.data[i].embedding`` is a list
         of floats (or a base64 string); ``.to_numpy()`` is every vector as one NumPy array,
         without copying through lists."""
-        return CreateEmbeddingResponse._from_matrix(
-            *self._native.embeddings_create(_request_json(params))
-        )
+        body = _arguments.body(params)
+        return CreateEmbeddingResponse._from_matrix(*self._native.embeddings_create(body))
 
 
 class Models(_Resource):
     def list(self) -> SyncPage[Model]:
         return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
 
-    def retrieve(self, model: str) -> Model:
-        return Model.construct(json.loads(self._native.models_retrieve(model)))  # type: ignore[return-value]
+    def retrieve(self, model: str = REQUIRED) -> Model:
+        text = self._native.models_retrieve(_arguments.text("model", model))
+        return Model.construct(json.loads(text))  # type: ignore[return-value]
 
 
 class Predictions(_Resource):
     """Run any predictor by tag with named inputs (ingle's own API, below the OpenAI one)."""
 
-    def create(self, *, tag: str, inputs: Optional[Dict[str, Any]] = None) -> Prediction:
-        text = self._native.predictions_create(tag, json.dumps(inputs or {}, default=_jsonable))
+    def create(self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None) -> Prediction:
+        tag, body = _arguments.text("tag", tag), _arguments.inputs(inputs)
+        text = self._native.predictions_create(tag, body)
         return Prediction.construct(json.loads(text))  # type: ignore[return-value]
 
-    def stream(self, *, tag: str, inputs: Optional[Dict[str, Any]] = None) -> Stream[Prediction]:
-        native = self._native.predictions_stream(tag, json.dumps(inputs or {}, default=_jsonable))
-        return Stream(native, Prediction)
+    def stream(
+        self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
+    ) -> Stream[Prediction]:
+        tag, body = _arguments.text("tag", tag), _arguments.inputs(inputs)
+        return Stream(self._native.predictions_stream(tag, body), Prediction)
 
 
-def _native_client(config: Union[str, "os.PathLike[str]", None], models_dir: Any) -> Any:
+def _native_client(config: Any, models_dir: Any) -> Any:
+    """The engine's client; an invalid config (or path) raises here, not at the first call."""
     return _ingle.NativeClient(
-        os.fspath(config) if config is not None else None,
-        os.fspath(models_dir) if models_dir is not None else None,
+        _arguments.path("config", config), _arguments.path("models_dir", models_dir)
     )
 
 
@@ -250,10 +237,10 @@ class OpenAI:
         self.models = Models(self._native)
         self.predictions = Predictions(self._native)
 
-    def metrics(self, model: str) -> Dict[str, int]:
+    def metrics(self, model: str = REQUIRED) -> Dict[str, int]:
         """Load figures of a model: ``active_requests``, ``queued_requests``,
         ``generated_tokens``, ``cancelled_requests``."""
-        return json.loads(self._native.metrics(model))  # type: ignore[no-any-return]
+        return json.loads(self._native.metrics(_arguments.text("model", model)))  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Nothing to release early: models are freed with the last client that uses them."""
@@ -284,8 +271,8 @@ class AsyncChatCompletions(_Resource):
     async def create(
         self, *, stream: bool = False, **params: Any
     ) -> Union[ChatCompletion, AsyncStream[ChatCompletionChunk]]:
-        body = _request_json(params)
-        if stream:
+        body = _arguments.body(params)
+        if _arguments.stream_flag(stream):
             native = await _in_thread(self._native.chat_completions_stream, body)
             return AsyncStream(native, ChatCompletionChunk)
         text = await _cancellable(self._native.chat_completions_create, body)
@@ -302,8 +289,8 @@ class AsyncCompletions(_Resource):
     async def create(
         self, *, stream: bool = False, **params: Any
     ) -> Union[Completion, AsyncStream[Completion]]:
-        body = _request_json(params)
-        if stream:
+        body = _arguments.body(params)
+        if _arguments.stream_flag(stream):
             native = await _in_thread(self._native.completions_stream, body)
             return AsyncStream(native, Completion)
         text = await _cancellable(self._native.completions_create, body)
@@ -313,7 +300,7 @@ class AsyncCompletions(_Resource):
 class AsyncEmbeddings(_Resource):
     async def create(self, **params: Any) -> CreateEmbeddingResponse:
         """`Embeddings.create`, run in a worker thread."""
-        body = _request_json(params)
+        body = _arguments.body(params)
         result = await _in_thread(self._native.embeddings_create, body)
         return CreateEmbeddingResponse._from_matrix(*result)
 
@@ -322,20 +309,23 @@ class AsyncModels(_Resource):
     async def list(self) -> SyncPage[Model]:
         return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
 
-    async def retrieve(self, model: str) -> Model:
-        return Model.construct(json.loads(self._native.models_retrieve(model)))  # type: ignore[return-value]
+    async def retrieve(self, model: str = REQUIRED) -> Model:
+        text = self._native.models_retrieve(_arguments.text("model", model))
+        return Model.construct(json.loads(text))  # type: ignore[return-value]
 
 
 class AsyncPredictions(_Resource):
-    async def create(self, *, tag: str, inputs: Optional[Dict[str, Any]] = None) -> Prediction:
-        body = json.dumps(inputs or {}, default=_jsonable)
+    async def create(
+        self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
+    ) -> Prediction:
+        tag, body = _arguments.text("tag", tag), _arguments.inputs(inputs)
         text = await _in_thread(self._native.predictions_create, tag, body)
         return Prediction.construct(json.loads(text))  # type: ignore[return-value]
 
     async def stream(
-        self, *, tag: str, inputs: Optional[Dict[str, Any]] = None
+        self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
     ) -> AsyncStream[Prediction]:
-        body = json.dumps(inputs or {}, default=_jsonable)
+        tag, body = _arguments.text("tag", tag), _arguments.inputs(inputs)
         native = await _in_thread(self._native.predictions_stream, tag, body)
         return AsyncStream(native, Prediction)
 
@@ -358,8 +348,9 @@ class AsyncOpenAI:
         self.models = AsyncModels(self._native)
         self.predictions = AsyncPredictions(self._native)
 
-    async def metrics(self, model: str) -> Dict[str, int]:
-        return json.loads(await _in_thread(self._native.metrics, model))  # type: ignore[no-any-return]
+    async def metrics(self, model: str = REQUIRED) -> Dict[str, int]:
+        text = await _in_thread(self._native.metrics, _arguments.text("model", model))
+        return json.loads(text)  # type: ignore[no-any-return]
 
     async def close(self) -> None:
         """Nothing to release early: models are freed with the last client that uses them."""

@@ -93,3 +93,22 @@ def _from_native(
     cls = _CLASSES.get(kind, InternalServerError)
     body = {"message": message, "type": type, "param": param, "code": code}
     return cls(message, status_code=status_code, body=body, code=code, param=param, type=type)
+
+
+def _invalid_argument(param: Optional[str], message: str) -> BadRequestError:
+    """A ``BadRequestError`` for an argument refused before it reaches the engine, with the
+    fields the engine's own would have."""
+    type = "invalid_request_error"
+    message = _bounded(message, 2048)
+    param = None if param is None else _bounded(param, 256)
+    body = {"message": message, "type": type, "param": param, "code": None}
+    return BadRequestError(message, status_code=400, body=body, code=None, param=param, type=type)
+
+
+def _bounded(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` of UTF-8, marked as cut (as the engine does)."""
+    encoded = text.encode("utf-8", "surrogatepass")
+    if len(encoded) <= max_bytes:
+        return text
+    kept = encoded[: max_bytes - 32].decode("utf-8", "ignore")
+    return f"{kept}…({len(encoded) - len(kept.encode('utf-8', 'surrogatepass'))} more bytes)"

@@ -1,0 +1,281 @@
+"""The one gate between the caller's arguments and the native module.
+
+Everything the client hands to ``ingle._ingle`` goes through here first: request bodies
+(``body``, ``inputs``) as JSON text, model names and tags (``text``), file paths (``path``).
+What the Rust side could not take, or would take wrongly, is a ``BadRequestError`` naming the
+argument, raised before anything crosses:
+
+- a string that is not valid Unicode (a lone surrogate such as ``"\\ud800"``: Python strings may
+  hold one, UTF-8 cannot), wherever it is: an argument, a message's content, a dict key;
+- a float that JSON cannot hold (``nan``, ``inf``): ``json.dumps`` would write ``NaN``, which no
+  JSON parser reads;
+- a value JSON cannot write at all (``object()``, ``bytes``), or a circular structure;
+- an argument of the wrong type where a string or a path is expected;
+- a path with a NUL byte, or that is empty.
+
+Values the engine checks itself (a ``max_tokens`` that is a string, an unknown role, ...) pass
+through: its errors name the parameter too. ``param`` follows the engine's notation:
+``messages[0].content``, ``input[1]``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+
+from ._exceptions import _invalid_argument
+
+__all__ = ["REQUIRED", "body", "inputs", "path", "stream_flag", "text"]
+
+# Deeper than this, a request is refused here, with the path, rather than by the JSON parser
+# (whose own limit is 128 levels).
+_MAX_DEPTH = 128
+# As the engine's errors: quoted text is cut after this many characters, `param` after 256
+# bytes (ingle_core::error).
+_MAX_QUOTED_CHARS = 120
+
+
+class _Required:
+    """The default of an argument that must be given (see ``text``)."""
+
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED: Any = _Required()
+
+
+def text(param: str, value: Any) -> str:
+    """A string argument passed to the native module as is: a model name, a tag."""
+    if isinstance(value, _Required):
+        raise _invalid_argument(param, f"Missing required parameter: {_at(param)}")
+    if not isinstance(value, str):
+        raise _invalid_argument(
+            param, f"Invalid type for {_at(param)}: expected a string, but got {_kind(value)}"
+        )
+    _check_text(param, value)
+    return value
+
+
+def path(param: str, value: Any) -> Optional[str]:
+    """A file path argument (``config``, ``models_dir``): a str, bytes or ``os.PathLike``,
+    not empty, without a NUL byte, and that the file system can encode. ``None`` stays
+    ``None``. A str that came from the file system with undecodable bytes (surrogate-escaped,
+    as ``os.listdir`` returns them) is a valid path; a lone surrogate that is not, is not."""
+    if value is None:
+        return None
+    try:
+        fspath = os.fspath(value)
+    except TypeError:
+        raise _invalid_argument(
+            param,
+            f"Invalid type for {_at(param)}: expected a path (str or os.PathLike), "
+            f"but got {_kind(value)}",
+        ) from None
+    if isinstance(fspath, bytes):
+        encoded, text = fspath, os.fsdecode(fspath)
+    else:
+        try:
+            encoded, text = os.fsencode(fspath), fspath
+        except UnicodeEncodeError as e:
+            raise _invalid_argument(
+                param,
+                f"Invalid value for {_at(param)}: {fspath[e.start]!r} at index {e.start} "
+                "is a lone surrogate, which no file name can hold",
+            ) from None
+    if not encoded:
+        raise _invalid_argument(param, f"Invalid value for {_at(param)}: a path cannot be empty")
+    nul = encoded.find(b"\0")
+    if nul >= 0:
+        raise _invalid_argument(
+            param, f"Invalid value for {_at(param)}: a path cannot hold a NUL byte (at byte {nul})"
+        )
+    return text
+
+
+def body(params: Dict[str, Any]) -> str:
+    """The JSON request body of ``create(**params)``. The openai client's HTTP-only arguments
+    are dropped and ``extra_body`` is merged in, as the openai client does."""
+    extra_body = params.pop("extra_body", None)
+    for name in ("extra_headers", "extra_query", "timeout"):
+        params.pop(name, None)
+    if extra_body is not None:
+        if not isinstance(extra_body, Mapping):
+            raise _invalid_argument(
+                "extra_body",
+                f"Invalid type for `extra_body`: expected a dict, but got {_kind(extra_body)}",
+            )
+        params.update(extra_body)
+    return _dumps(params, "")
+
+
+def inputs(value: Any) -> str:
+    """The JSON of ``predictions.create``'s ``inputs``: each input is named as a parameter."""
+    if value is None:
+        value = {}
+    if not isinstance(value, Mapping):
+        raise _invalid_argument(
+            "inputs", f"Invalid type for `inputs`: expected a dict, but got {_kind(value)}"
+        )
+    return _dumps(value, "")
+
+
+def stream_flag(value: Any) -> bool:
+    """``stream``: a bool (``None`` is False), not merely something truthy."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise _invalid_argument(
+        "stream", f"Invalid type for `stream`: expected a boolean, but got {_kind(value)}"
+    )
+
+
+def _dumps(value: Mapping[str, Any], param: str) -> str:
+    # Checked and made plain first, so json.dumps cannot fail and writes only JSON.
+    plain = _plain(value, param, set(), 0)
+    return json.dumps(plain, allow_nan=False, check_circular=False)
+
+
+def _plain(value: Any, param: str, active: Set[int], depth: int) -> Any:
+    """``value`` as what json writes (dicts, lists, str, int, float, bool, None), checked.
+    Also taken: response objects and pydantic models (``model_dump()``: an earlier reply passed
+    back in ``messages``), other mappings and iterables (tuples, generators, NumPy arrays),
+    numbers such as NumPy scalars."""
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        _check_text(param, value)
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _check_float(param, value)
+    if depth >= _MAX_DEPTH:
+        raise _invalid_argument(
+            param or None,
+            f"Invalid value for {_at(param)}: nested more than {_MAX_DEPTH} levels deep",
+        )
+    if isinstance(value, Mapping):
+        with _Visiting(value, param, active):
+            return {
+                key: _plain(item, name, active, depth + 1)
+                for key, name, item in _items(value, param)
+            }
+    if isinstance(value, (list, tuple)):
+        with _Visiting(value, param, active):
+            return _plain_list(value, param, active, depth)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raise _invalid_argument(
+            param or None,
+            f"Invalid type for {_at(param)}: {_kind(value)} is not text; decode it to a str first",
+        )
+    if callable(getattr(value, "model_dump", None)):
+        return _plain(value.model_dump(exclude_none=True), param, active, depth + 1)
+    if callable(getattr(value, "tolist", None)):  # NumPy arrays and scalars
+        return _plain(value.tolist(), param, active, depth + 1)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return _check_float(param, float(value))
+    if hasattr(value, "__iter__"):
+        return _plain_list(list(value), param, active, depth)
+    raise _invalid_argument(
+        param or None,
+        f"Invalid type for {_at(param)}: {_kind(value)} cannot be written as JSON",
+    )
+
+
+def _plain_list(value: Sequence[Any], param: str, active: Set[int], depth: int) -> List[Any]:
+    return [_plain(item, f"{param}[{i}]", active, depth + 1) for i, item in enumerate(value)]
+
+
+def _items(value: Mapping[Any, Any], param: str) -> Iterable[Any]:
+    """``(key, param of the value, value)``; keys as json writes them (``logit_bias`` takes
+    token ids as ints)."""
+    for key, item in value.items():
+        if isinstance(key, str):
+            if not key.isascii() and not _is_unicode(key):
+                raise _invalid_argument(
+                    param or None,
+                    f"Invalid key {_shown(repr(key))} in {_at(param)}: it holds a lone surrogate, "
+                    "which is not valid Unicode text",
+                )
+            name = f"{param}.{key}" if param else key
+        elif key is None or isinstance(key, (bool, int, float)):
+            if isinstance(key, float):
+                _check_float(param or None, key)
+            key = json.dumps(key)
+            name = f"{param}.{key}" if param else key
+        else:
+            raise _invalid_argument(
+                param or None,
+                f"Invalid type for a key of {_at(param)}: expected a string, but got {_kind(key)}",
+            )
+        yield key, name, item
+
+
+class _Visiting:
+    """Marks a container as being written, to refuse one that contains itself."""
+
+    def __init__(self, value: Any, param: str, active: Set[int]) -> None:
+        self.id, self.param, self.active = id(value), param, active
+
+    def __enter__(self) -> None:
+        if self.id in self.active:
+            raise _invalid_argument(
+                self.param or None,
+                f"Invalid value for {_at(self.param)}: it contains itself (a circular reference)",
+            )
+        self.active.add(self.id)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.active.discard(self.id)
+
+
+def _check_text(param: str, value: str) -> None:
+    if value.isascii():
+        return
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _invalid_argument(
+            param or None,
+            f"Invalid value for {_at(param)}: {value[e.start]!r} at index {e.start} is a lone "
+            "surrogate, which is not valid Unicode text",
+        ) from None
+
+
+def _is_unicode(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _check_float(param: Optional[str], value: float) -> float:
+    if not math.isfinite(value):
+        raise _invalid_argument(
+            param or None,
+            f"Invalid value for {_at(param)}: {value!r} is not a number JSON can hold",
+        )
+    return float(value)
+
+
+def _at(param: Optional[str]) -> str:
+    """Where the problem is, for a message: the parameter, quoted (cut if very long)."""
+    return f"`{_shown(param)}`" if param else "the request"
+
+
+def _shown(text: str) -> str:
+    """At most 120 characters of caller-supplied text, as the engine quotes it."""
+    if len(text) <= _MAX_QUOTED_CHARS:
+        return text
+    rest = len(text[_MAX_QUOTED_CHARS:].encode("utf-8", "surrogatepass"))
+    return f"{text[:_MAX_QUOTED_CHARS]}…({rest} more bytes)"
+
+
+def _kind(value: Any) -> str:
+    return "None" if value is None else type(value).__name__
