@@ -155,3 +155,19 @@ fn a_config_file_registers_its_predictors() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn serve_refuses_nonsense_limits() {
+    for args in [
+        &["serve", "--write-timeout", "0"][..],
+        &["serve", "--idle-timeout", "nan"][..],
+        &["serve", "--header-timeout=-1"][..],
+        &["serve", "--max-connections", "0"][..],
+    ] {
+        let out = ingle(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        let flag = args[1].split('=').next().unwrap();
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
+}

@@ -566,8 +566,9 @@ fn four_stalled_readers_do_not_stop_chat() {
     // Four streams whose clients never read, with a tiny receive window, hold every sequence
     // (parallel = 4) only until the write timeout drops them.
     let server = TestServer::start(Config::default(), short_timeouts());
+    // Greedy: the same 1800 tokens every run (a sampled story may end early).
     let body = format!(
-        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1800, "stream": true}}"#
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1800, "temperature": 0, "stream": true}}"#
     );
     let stalled: Vec<TcpStream> = (0..4)
         .map(|_| {
@@ -601,8 +602,15 @@ fn four_stalled_readers_do_not_stop_chat() {
         "waited {:?}",
         start.elapsed()
     );
-    let metrics = server.client.metrics(MODEL).unwrap();
+    // Each stalled stream is cancelled once its own writes stall, one after the other.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let mut metrics = server.client.metrics(MODEL).unwrap();
+    while metrics.cancelled_requests < 4 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        metrics = server.client.metrics(MODEL).unwrap();
+    }
     assert!(metrics.cancelled_requests >= 4, "{metrics:?}");
+    assert!(metrics.generated_tokens < 4 * 1800, "{metrics:?}");
     drop(stalled);
 }
 

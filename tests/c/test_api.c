@@ -317,9 +317,9 @@ static void test_hostile_input(void) {
           ingle_last_error_json());
     CHECK(other == NULL, "*out must be NULL on failure");
 
-    /* Still answering. */
-    CHECK_STATUS(ingle_chat_completions_create(client, FRANCE_REQUEST(",\"max_tokens\":2"), &out),
-                 INGLE_OK);
+    /* Still answering (under valgrind a generation costs a minute: the tests after this one
+     * generate on the same client). */
+    CHECK_STATUS(ingle_models_retrieve(client, MODEL, &out), INGLE_OK);
     ingle_string_free(out);
 }
 

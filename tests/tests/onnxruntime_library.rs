@@ -130,14 +130,11 @@ fn model_files_missing() {
         .unwrap_err();
     assert_eq!(error.code.as_deref(), Some("model_file_missing"));
     assert!(error.message.contains("gone.onnx"), "{}", error.message);
-    // Options of another backend are refused by name.
+    // Options of another backend are refused by name, when the client is made.
     let config = Config::empty()
-        .predictor(PredictorConfig::embedding("@me/embed", "gone.onnx", "gone.json").n_ctx(10));
-    let error = Client::from_config(&config)
-        .unwrap()
-        .embeddings
-        .create(&EmbeddingRequest::new("@me/embed", "hello"))
-        .unwrap_err();
+        .predictor(PredictorConfig::embedding("@me/embed", "gone.onnx", "gone.json").n_ctx(100));
+    let error = Client::from_config(&config).err().unwrap();
+    assert_eq!(error.param.as_deref(), Some("predictors[0].n_ctx"));
     assert!(
         error
             .message

@@ -348,9 +348,10 @@ impl LlamaPredictor {
             let (role, content) = (field("role")?, field("content")?);
             chat.push(
                 LlamaChatMessage::new(role.to_string(), content.to_string()).map_err(|_| {
+                    // Roles are checked against the known ones, so it is the content.
                     Error::invalid(
-                        format!("messages[{i}]"),
-                        format!("`messages[{i}]` contains a NUL byte"),
+                        format!("messages[{i}].content"),
+                        format!("`messages[{i}].content` contains a NUL byte, which llama.cpp's templates cannot take"),
                     )
                 })?,
             );
