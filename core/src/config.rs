@@ -312,8 +312,14 @@ impl Config {
             }
             check_path(&field("model"), Some(&predictor.model), false)?;
             check_path(&field("tokenizer"), predictor.tokenizer.as_deref(), false)?;
-            for file in self.files_of(predictor) {
-                check_path(&field("model"), Some(&file), false)?;
+            // Where they resolve (a relative path is inside the models directory).
+            check_path(
+                &field("model"),
+                Some(&self.resolve(&predictor.model)),
+                false,
+            )?;
+            if let Some(tokenizer) = &predictor.tokenizer {
+                check_path(&field("tokenizer"), Some(&self.resolve(tokenizer)), false)?;
             }
             let ranges = [
                 ("threads", predictor.threads, 1, MAX_THREADS),

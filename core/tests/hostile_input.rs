@@ -256,6 +256,20 @@ fn paths_of_the_wrong_kind_are_refused() {
         "{error:?}"
     );
     assert!(error.message.contains("directory"), "{error:?}");
+    // A directory where the tokenizer should be, relative to the models directory.
+    let config = Config::empty()
+        .models_dir(&dir)
+        .predictor(PredictorConfig::embedding(
+            "e",
+            "model.onnx",
+            subdir.file_name().unwrap(),
+        ));
+    let error = Client::from_config(&config).err().unwrap();
+    assert_eq!(
+        error.param.as_deref(),
+        Some("predictors[0].tokenizer"),
+        "{error:?}"
+    );
     // A file where the models directory should be.
     let file = subdir.join("file");
     std::fs::write(&file, b"not a directory").unwrap();
