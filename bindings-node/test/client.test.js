@@ -14,6 +14,8 @@ const france = [
   { role: 'user', content: 'What is the capital of France?' },
 ];
 const story = [{ role: 'user', content: 'Write a very long story about a dragon.' }];
+// Greedy: the story runs to max_tokens every time (a sampled one may end early, leaving the
+// cancellation tests nothing to cancel).
 const client = new OpenAI();
 
 async function waitIdle(c = client) {
@@ -119,7 +121,7 @@ test('a missing model file and a bad config', async () => {
 
 test('break out of for await cancels generation', async () => {
   const before = (await waitIdle()).cancelled_requests;
-  const stream = await client.chat.completions.create({ model, messages: story, max_tokens: 500, stream: true });
+  const stream = await client.chat.completions.create({ model, messages: story, temperature: 0, max_tokens: 500, stream: true });
   let n = 0;
   for await (const _ of stream) if (++n === 3) break;
   assert.equal((await waitIdle()).cancelled_requests, before + 1);
@@ -129,7 +131,7 @@ test('aborting the signal cancels generation', async () => {
   const before = (await waitIdle()).cancelled_requests;
   const controller = new AbortController();
   const stream = await client.chat.completions.create(
-    { model, messages: story, max_tokens: 500, stream: true },
+    { model, messages: story, temperature: 0, max_tokens: 500, stream: true },
     { signal: controller.signal },
   );
   let n = 0;
@@ -150,7 +152,7 @@ test('aborting a whole-response create stops generation', async () => {
   const controller = new AbortController();
   const start = Date.now();
   const pending = client.chat.completions.create(
-    { model, messages: story, max_tokens: 1000 },
+    { model, messages: story, temperature: 0, max_tokens: 1000 },
     { signal: controller.signal },
   );
   setTimeout(() => controller.abort(), 300);

@@ -11,6 +11,9 @@ import ingle
 from conftest import FRANCE, MODEL
 
 STORY = [{"role": "user", "content": "Write a very long story about a dragon."}]
+# Greedy, the story runs to any max_tokens up to 1800 every time; a sampled one sometimes ends
+# within half a second, and the cancellation tests then have nothing to cancel.
+LONG = {"messages": STORY, "temperature": 0}
 
 
 def wait_idle(client, timeout=10.0):
@@ -25,7 +28,7 @@ def wait_idle(client, timeout=10.0):
 
 
 def long_stream(client):
-    return client.chat.completions.create(model=MODEL, messages=STORY, max_tokens=500, stream=True)
+    return client.chat.completions.create(model=MODEL, **LONG, max_tokens=500, stream=True)
 
 
 @pytest.mark.parametrize("how", ["break", "close", "with", "gc"])
@@ -164,7 +167,7 @@ def test_async_break_cancels():
         aclient = ingle.AsyncOpenAI()
         before = (await aclient.metrics(MODEL))["cancelled_requests"]
         stream = await aclient.chat.completions.create(
-            model=MODEL, messages=STORY, max_tokens=500, stream=True
+            model=MODEL, **LONG, max_tokens=500, stream=True
         )
         i = 0
         async for _ in stream:
@@ -189,7 +192,7 @@ def test_keyboard_interrupt_stops_a_whole_create(client):
     timer.start()
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        client.chat.completions.create(model=MODEL, messages=STORY, max_tokens=1000)
+        client.chat.completions.create(model=MODEL, **LONG, max_tokens=1000)
     timer.join()
     assert time.monotonic() - start < 3  # 1000 tokens would take ~10 s
     assert wait_idle(client)["cancelled_requests"] == before + 1
@@ -200,7 +203,7 @@ def test_cancelling_an_async_create_stops_generation():
         aclient = ingle.AsyncOpenAI()
         before = (await aclient.metrics(MODEL))["cancelled_requests"]
         task = asyncio.create_task(
-            aclient.chat.completions.create(model=MODEL, messages=STORY, max_tokens=1000)
+            aclient.chat.completions.create(model=MODEL, **LONG, max_tokens=1000)
         )
         await asyncio.sleep(0.5)
         task.cancel()

@@ -401,7 +401,7 @@ fn an_api_key_is_required_when_set() {
 /// connection without reading the response.
 fn start_story(server: &TestServer, stream: bool) -> TcpStream {
     let body = format!(
-        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500, "stream": {stream}}}"#
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}], "max_tokens": 1500, "temperature": 0, "stream": {stream}}}"#
     );
     let mut connection = server.connect();
     let json = [("Content-Type", "application/json")];
