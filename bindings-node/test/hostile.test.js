@@ -14,7 +14,7 @@ const client = new OpenAI();
 
 /** A normal (one-token) request succeeds. */
 async function works() {
-  const r = await client.chat.completions.create({ model, messages: hi, max_tokens: 1 });
+  const r = await client.chat.completions.create({ model, messages: hi, max_tokens: 1, temperature: 0 });
   assert.equal(r.usage.completion_tokens, 1);
 }
 

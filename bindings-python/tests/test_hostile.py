@@ -22,13 +22,13 @@ def user(content):
 
 
 def chat(**params):
-    request = dict(model=MODEL, messages=FRANCE, max_tokens=4)
+    request = dict(model=MODEL, messages=FRANCE, max_tokens=4, temperature=0)
     request.update(params)
     return lambda c: c.chat.completions.create(**request)
 
 
 def chat_without(name):
-    request = dict(model=MODEL, messages=FRANCE, max_tokens=4)
+    request = dict(model=MODEL, messages=FRANCE, max_tokens=4, temperature=0)
     del request[name]
     return lambda c: c.chat.completions.create(**request)
 
@@ -178,7 +178,7 @@ def check(error, cls, param):
 
 
 def still_works(client):
-    r = client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=4)
+    r = client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=4, temperature=0)
     assert r.usage.completion_tokens == 4
 
 
@@ -201,7 +201,7 @@ def test_async(aclient, call, cls, param):
         with pytest.raises(ingle.OpenAIError) as e:
             await call(aclient)
         check(e.value, cls, param)
-        r = await aclient.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=4)
+        r = await aclient.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=4, temperature=0)
         assert r.usage.completion_tokens == 4
 
     asyncio.run(main())
