@@ -288,7 +288,7 @@ impl Config {
     /// their predictor loads (they may be fetched after the client is created).
     pub fn validate(&self) -> Result<()> {
         check_path("models_dir", self.models_dir.as_deref(), true)?;
-        check_path("onnxruntime", self.onnxruntime.as_deref(), false)?;
+        // Files are checked where they resolve (relative ones inside the models directory).
         if let Some(library) = &self.onnxruntime {
             check_path("onnxruntime", Some(&self.resolve(library)), false)?;
         }
@@ -310,9 +310,6 @@ impl Config {
                     format!("Invalid config: the tag `{tag}` is given twice (predictors[{j}] and predictors[{i}])"),
                 ));
             }
-            check_path(&field("model"), Some(&predictor.model), false)?;
-            check_path(&field("tokenizer"), predictor.tokenizer.as_deref(), false)?;
-            // Where they resolve (a relative path is inside the models directory).
             check_path(
                 &field("model"),
                 Some(&self.resolve(&predictor.model)),

@@ -181,7 +181,7 @@ impl ChatCompletions {
         include_usage: bool,
     ) -> Result<ChatCompletionStream> {
         reject_other_fields(&request.other)?;
-        check_stream_options(request.stream, request.stream_options.as_ref())?;
+        check_stream_options(request.stream_options.as_ref())?;
         check_n(request.n)?;
         let messages = chat_messages(&request.messages)?;
         let max_tokens = match (request.max_completion_tokens, request.max_tokens) {
@@ -275,7 +275,7 @@ impl Completions {
 
     fn start(&self, request: &CompletionRequest, include_usage: bool) -> Result<CompletionStream> {
         reject_other_fields(&request.other)?;
-        check_stream_options(request.stream, request.stream_options.as_ref())?;
+        check_stream_options(request.stream_options.as_ref())?;
         check_n(request.n)?;
         let prompt = match &request.prompt {
             Prompt::Text(text) => text.clone(),
@@ -639,7 +639,7 @@ impl Iterator for CompletionStream {
 }
 
 /// `stream_options`: only its known keys, as for the request's own fields.
-fn check_stream_options(_stream: Option<bool>, options: Option<&StreamOptions>) -> Result<()> {
+fn check_stream_options(options: Option<&StreamOptions>) -> Result<()> {
     let Some(options) = options else {
         return Ok(());
     };

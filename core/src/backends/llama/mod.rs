@@ -260,12 +260,10 @@ impl LlamaPredictor {
             .max(crate::config::MIN_N_CTX);
         check_kv_memory(&model, n_ctx, parallel, &config.tag)?;
         let template = match &config.chat_template {
-            Some(text) => {
-                check_chat_template(text)?;
-                Some(LlamaChatTemplate::new(text).map_err(|_| {
-                    Error::invalid("chat_template", "The chat template contains a NUL byte")
-                })?)
-            }
+            // Checked by `backends::validate` above.
+            Some(text) => Some(LlamaChatTemplate::new(text).map_err(|_| {
+                Error::invalid("chat_template", "The chat template contains a NUL byte")
+            })?),
             None => model.chat_template(None).ok(),
         };
         // The longest text one token stands for: a prompt of B bytes is at least
