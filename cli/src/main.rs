@@ -1,10 +1,12 @@
 //! `ingle`: run local models from the command line.
 
 use clap::{Args, Parser, Subcommand};
+use ingle::openai::SpeechRequest;
 use ingle::openai::{
     ChatCompletionRequest, ChatMessage, CompletionRequest, EmbeddingRequest, StopSequences,
 };
-use ingle::{Client, Config, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL};
+use ingle::{Client, Config, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL, DEFAULT_SPEECH_MODEL};
+use std::io::IsTerminal;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,10 +53,29 @@ enum Command {
         #[arg(required = true)]
         texts: Vec<String>,
     },
+    /// Speech: speaks TEXT with a speech model (`audio.speech.create`) into a file or stdout.
+    Speak {
+        #[arg(long, default_value = DEFAULT_SPEECH_MODEL)]
+        model: String,
+        /// A voice of the model, or an OpenAI voice name (alloy, nova, ...: the model's default
+        /// voice unless the config maps it).
+        #[arg(long, default_value = "alloy")]
+        voice: String,
+        /// Speaking speed, 0.25 to 4.0.
+        #[arg(long)]
+        speed: Option<f64>,
+        /// mp3, opus, aac, flac, wav or pcm (default: the output file's extension, else mp3).
+        #[arg(long)]
+        format: Option<String>,
+        /// Output file, or `-` for stdout (audio is written as each sentence is synthesised).
+        #[arg(short = 'o', long, default_value = "-")]
+        output: PathBuf,
+        text: String,
+    },
     /// Lists the registered models.
     Models,
     /// Serves the OpenAI HTTP API (`/v1/chat/completions`, `/v1/completions`,
-    /// `/v1/embeddings`, `/v1/models`) until SIGINT or SIGTERM.
+    /// `/v1/embeddings`, `/v1/audio/speech`, `/v1/models`) until SIGINT or SIGTERM.
     Serve {
         /// Address to listen on (loopback by default; 0.0.0.0 for every interface).
         #[arg(long, default_value = "127.0.0.1")]
@@ -173,6 +194,50 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             ingle_serve::serve_until_signal(client, (host, port).into(), options, |addr| {
                 eprintln!("ingle: serving the OpenAI API on http://{addr}/v1 (Ctrl-C stops)");
             })?;
+        }
+        Command::Speak {
+            model,
+            voice,
+            speed,
+            format,
+            output,
+            text,
+        } => {
+            let to_stdout = output.as_os_str() == "-";
+            // `-o story.wav` means wav, unless --format says otherwise.
+            let format = format.or_else(|| {
+                let extension = output.extension()?.to_str()?.to_ascii_lowercase();
+                ingle::audio::AudioFormat::parse(&extension)
+                    .ok()
+                    .map(|f| f.name().to_string())
+            });
+            let request = SpeechRequest {
+                speed,
+                response_format: format,
+                ..SpeechRequest::new(model, text, voice)
+            };
+            if to_stdout {
+                if out.is_terminal() {
+                    return Err("will not write audio to a terminal: give -o FILE, or pipe \
+                                stdout into a player (ingle speak ... | ffplay -)"
+                        .into());
+                }
+                for chunk in client.audio.speech.stream(&request)? {
+                    out.write_all(&chunk?)?;
+                    out.flush()?;
+                }
+            } else {
+                // A file gets the exact headers of a whole response.
+                let audio = client.audio.speech.create(&request)?;
+                std::fs::write(&output, &audio.bytes)
+                    .map_err(|e| format!("cannot write {}: {e}", output.display()))?;
+                eprintln!(
+                    "ingle: wrote {} ({}, {} bytes)",
+                    output.display(),
+                    audio.content_type,
+                    audio.bytes.len()
+                );
+            }
         }
         Command::Models => {
             for model in client.models.list().data {

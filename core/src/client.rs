@@ -2,18 +2,19 @@
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::openai::{Chat, Completions, Embeddings, Models};
+use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models};
 use crate::predict::{last_prediction, Inputs, Metrics, Prediction, PredictionStream, Predictor};
 use crate::registry::Registry;
 use std::sync::Arc;
 
 /// Runs models in-process. `client.chat.completions.create(..)`, `client.completions`,
-/// `client.embeddings`, `client.models`, and the lower-level `client.predictions`.
+/// `client.embeddings`, `client.audio.speech`, `client.models`, and the lower-level `client.predictions`.
 #[derive(Clone)]
 pub struct Client {
     pub chat: Chat,
     pub completions: Completions,
     pub embeddings: Embeddings,
+    pub audio: AudioApi,
     pub models: Models,
     pub predictions: Predictions,
     registry: Arc<Registry>,
@@ -35,6 +36,7 @@ impl Client {
             chat: Chat::new(Arc::clone(&registry)),
             completions: Completions::new(Arc::clone(&registry)),
             embeddings: Embeddings::new(Arc::clone(&registry)),
+            audio: AudioApi::new(Arc::clone(&registry)),
             models: Models::new(Arc::clone(&registry)),
             predictions: Predictions {
                 registry: Arc::clone(&registry),
@@ -79,6 +81,6 @@ impl Predictions {
         let predictor = self.registry.get(tag)?;
         let inputs = predictor.signature().validate(inputs)?;
         let outputs = predictor.predict(inputs)?;
-        Ok(PredictionStream::new(tag, outputs))
+        Ok(PredictionStream::new(tag, predictor.signature(), outputs))
     }
 }

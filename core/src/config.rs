@@ -26,6 +26,7 @@
 
 use crate::error::{Error, Result};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The tag of the model ingle serves when no config is given.
@@ -38,6 +39,10 @@ pub const DEFAULT_EMBEDDING_MODEL: &str = "@local/all-minilm-l6-v2";
 /// Its ONNX graph (all-MiniLM-L6-v2, int8) and tokenizer, inside the models directory.
 pub const DEFAULT_EMBEDDING_FILE: &str = "all-minilm-l6-v2/model.onnx";
 pub const DEFAULT_EMBEDDING_TOKENIZER: &str = "all-minilm-l6-v2/tokenizer.json";
+/// The tag of the speech voice, registered by default when its files are in the models
+/// directory, and its Piper model (its config is the same path + `.json`).
+pub const DEFAULT_SPEECH_MODEL: &str = "@local/piper-en-us-joe-medium";
+pub const DEFAULT_SPEECH_FILE: &str = "piper/en_US-joe-medium.onnx";
 /// The ONNX Runtime library `scripts/fetch-models` installs, inside the models directory.
 pub const DEFAULT_ONNXRUNTIME_FILE: &str = "onnxruntime/libonnxruntime.so.1.31.1";
 /// What a user runs to download the default models.
@@ -64,6 +69,8 @@ pub enum Backend {
     /// mean-pooled and L2-normalised, as sentence-transformers does).
     #[serde(rename = "onnx-embedding")]
     OnnxEmbedding,
+    /// ONNX Runtime, for Piper text-to-speech voices (VITS), phonemized by espeak-ng.
+    Piper,
 }
 
 impl Backend {
@@ -72,6 +79,7 @@ impl Backend {
         match self {
             Backend::Llama => "llama",
             Backend::OnnxEmbedding => "onnx-embedding",
+            Backend::Piper => "piper",
         }
     }
 }
@@ -106,6 +114,13 @@ pub struct PredictorConfig {
     /// inputs are truncated. Default 256, all-MiniLM-L6-v2's window.
     #[serde(default)]
     pub max_length: Option<u32>,
+    /// The `.onnx.json` of a Piper voice; default: the model path + `.json`.
+    #[serde(default)]
+    pub voice_config: Option<PathBuf>,
+    /// OpenAI voice names (`alloy`, `nova`, ...) to voices of a speech model. A name not
+    /// listed speaks with the model's default voice.
+    #[serde(default)]
+    pub voices: BTreeMap<String, String>,
     /// Register the predictor only when its files exist (how the default embedding model is
     /// listed only once `scripts/fetch-models` has fetched it).
     #[serde(default)]
@@ -124,8 +139,24 @@ impl PredictorConfig {
             chat_template: None,
             tokenizer: None,
             max_length: None,
+            voice_config: None,
+            voices: BTreeMap::new(),
             if_present: false,
         }
+    }
+
+    /// A Piper voice on ONNX Runtime: its `.onnx` (the `.onnx.json` beside it).
+    pub fn speech(tag: impl Into<String>, model: impl Into<PathBuf>) -> Self {
+        PredictorConfig {
+            backend: Backend::Piper,
+            ..PredictorConfig::llama(tag, model)
+        }
+    }
+
+    /// Speaks the OpenAI voice `openai_name` (`alloy`, ...) with the model's voice `voice`.
+    pub fn voice(mut self, openai_name: impl Into<String>, voice: impl Into<String>) -> Self {
+        self.voices.insert(openai_name.into(), voice.into());
+        self
     }
 
     /// A sentence-embedding model on ONNX Runtime: its ONNX graph and its `tokenizer.json`.
@@ -202,6 +233,9 @@ impl Default for Config {
                     DEFAULT_EMBEDDING_TOKENIZER,
                 )
                 .if_present(),
+            )
+            .predictor(
+                PredictorConfig::speech(DEFAULT_SPEECH_MODEL, DEFAULT_SPEECH_FILE).if_present(),
             )
     }
 }
@@ -318,6 +352,13 @@ impl Config {
             if let Some(tokenizer) = &predictor.tokenizer {
                 check_path(&field("tokenizer"), Some(&self.resolve(tokenizer)), false)?;
             }
+            if let Some(voice_config) = &predictor.voice_config {
+                check_path(
+                    &field("voice_config"),
+                    Some(&self.resolve(voice_config)),
+                    false,
+                )?;
+            }
             let ranges = [
                 ("threads", predictor.threads, 1, MAX_THREADS),
                 ("parallel", predictor.parallel, 1, MAX_PARALLEL),
@@ -371,12 +412,16 @@ impl Config {
         dir.join(path)
     }
 
-    /// Every file `predictor` needs (the model, and a tokenizer if it has one).
+    /// Every file `predictor` needs (the model, a tokenizer, a voice config).
     pub fn files_of(&self, predictor: &PredictorConfig) -> Vec<PathBuf> {
-        std::iter::once(&predictor.model)
+        let mut files: Vec<PathBuf> = std::iter::once(&predictor.model)
             .chain(&predictor.tokenizer)
             .map(|p| self.resolve(p))
-            .collect()
+            .collect();
+        if predictor.backend == Backend::Piper {
+            files.push(crate::backends::onnx::voice_config_path(self, predictor));
+        }
+        files
     }
 
     /// Where the ONNX Runtime library is: the config's `onnxruntime`, else `$ORT_DYLIB_PATH`,

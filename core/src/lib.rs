@@ -19,6 +19,7 @@
 //! (tags → lazily loaded predictors), [`backends`] (llama.cpp, ONNX Runtime), [`openai`] (the OpenAI
 //! methods, mapped onto predictors by annotation), [`Client`] (the front door).
 
+pub mod audio;
 pub mod backends;
 mod client;
 pub mod config;
@@ -30,7 +31,9 @@ pub mod registry;
 mod value;
 
 pub use client::{Client, Predictions};
-pub use config::{Config, PredictorConfig, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL};
+pub use config::{
+    Config, PredictorConfig, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL, DEFAULT_SPEECH_MODEL,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use predict::{
     inputs_from_json, Annotation, FnPredictor, GenerationOption, Inputs, Metrics, OutputStream,
@@ -52,5 +55,6 @@ mod tests {
         assert_send::<crate::PredictionStream>();
         assert_send::<crate::openai::ChatCompletionStream>();
         assert_send::<crate::openai::CompletionStream>();
+        assert_send::<crate::openai::SpeechStream>();
     }
 }

@@ -3,6 +3,7 @@
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::predict::{unix_now, Predictor};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
 type Loader = Box<dyn Fn() -> Result<Arc<dyn Predictor>> + Send + Sync>;
@@ -29,6 +30,8 @@ pub struct ModelInfo {
 #[derive(Default)]
 pub struct Registry {
     entries: RwLock<Vec<Arc<Entry>>>,
+    /// Per tag, OpenAI voice names → the model's voices (the config's `voices`).
+    voice_aliases: RwLock<HashMap<String, BTreeMap<String, String>>>,
 }
 
 impl Registry {
@@ -38,6 +41,13 @@ impl Registry {
         for predictor in &config.predictors {
             if predictor.if_present && !config.files_of(predictor).iter().all(|f| f.is_file()) {
                 continue;
+            }
+            if !predictor.voices.is_empty() {
+                registry
+                    .voice_aliases
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(predictor.tag.clone(), predictor.voices.clone());
             }
             let (config, predictor) = (config.clone(), predictor.clone());
             let tag = predictor.tag.clone();
@@ -96,6 +106,12 @@ impl Registry {
         let predictor = (entry.loader)()?;
         *loaded = Some(Arc::clone(&predictor));
         Ok(predictor)
+    }
+
+    /// The voice of `tag`'s model that the config gives the OpenAI voice `name`, if any.
+    pub fn voice_alias(&self, tag: &str, name: &str) -> Option<String> {
+        let aliases = self.voice_aliases.read().unwrap_or_else(|e| e.into_inner());
+        aliases.get(tag)?.get(name).cloned()
     }
 
     pub fn list(&self) -> Vec<ModelInfo> {

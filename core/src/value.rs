@@ -190,7 +190,8 @@ impl Value {
     }
 
     /// Converts to JSON. A tensor becomes `{"dtype", "shape", "data"}` with `data` the base64 of
-    /// its little-endian bytes (never an array of numbers); audio has no JSON form (an error).
+    /// its little-endian bytes (never an array of numbers); audio becomes
+    /// `{"dtype": "float32", "sample_rate", "channels", "data"}` the same way.
     pub fn to_json(&self) -> Result<serde_json::Value> {
         use serde_json::Value as J;
         Ok(match self {
@@ -213,11 +214,16 @@ impl Value {
                     "data": base64::engine::general_purpose::STANDARD.encode(&t.data),
                 })
             }
-            Value::Audio(_) => {
-                return Err(Error::internal(format!(
-                    "a {} value has no JSON form",
-                    self.type_name()
-                )))
+            // Like a tensor: the raw float32 samples in base64, never a list of numbers.
+            Value::Audio(a) => {
+                use base64::Engine as _;
+                let bytes: Vec<u8> = a.samples.iter().flat_map(|s| s.to_le_bytes()).collect();
+                serde_json::json!({
+                    "dtype": "float32",
+                    "sample_rate": a.sample_rate,
+                    "channels": a.channels,
+                    "data": base64::engine::general_purpose::STANDARD.encode(bytes),
+                })
             }
         })
     }

@@ -27,7 +27,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::BodyExt;
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
-use ingle::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest};
+use ingle::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest, SpeechRequest};
 use ingle::{Client, Error, ErrorKind};
 use std::convert::Infallible;
 use std::future::Future;
@@ -167,6 +167,7 @@ fn router(state: AppState) -> Router {
         .route("/chat/completions", post(chat_completions))
         .route("/completions", post(completions))
         .route("/embeddings", post(embeddings))
+        .route("/audio/speech", post(audio_speech))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route(
@@ -539,6 +540,87 @@ async fn embeddings(State(state): State<AppState>, request: Request) -> Response
     .await
 }
 
+/// `POST /v1/audio/speech`: the audio is sent as it is synthesised, sentence by sentence (the
+/// streaming forms of wav and flac, whose headers cannot know the length), or as SSE events with
+/// `stream_format: "sse"`. The first sentence is synthesised before the response starts, so an
+/// error there is an ordinary error response; a later one cuts the body short (audio) or ends
+/// it with an error event (SSE). A client that goes away stops synthesis at the next sentence.
+async fn audio_speech(State(state): State<AppState>, request: Request) -> Response {
+    let request = match parse_body(&state, request, SpeechRequest::from_json).await {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    type Started = ingle::Result<(&'static str, bool, Vec<u8>)>;
+    let (started_tx, started_rx) = oneshot::channel::<Started>();
+    let (chunks_tx, chunks_rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    let shutting_down = Arc::clone(&state.shutting_down);
+    tokio::task::spawn_blocking(move || {
+        let mut stream = match state.client.audio.speech.stream(&request) {
+            Ok(stream) => stream,
+            Err(error) => {
+                let _ = started_tx.send(Err(error));
+                return;
+            }
+        };
+        let sse = request.stream_format.as_deref() == Some("sse");
+        let first = match stream.next() {
+            Some(Ok(bytes)) => bytes,
+            Some(Err(error)) => {
+                let _ = started_tx.send(Err(error));
+                return;
+            }
+            None => Vec::new(),
+        };
+        if started_tx
+            .send(Ok((stream.content_type(), sse, first)))
+            .is_err()
+        {
+            return;
+        }
+        for chunk in stream {
+            if chunks_tx.is_closed() {
+                return; // the client disconnected: dropping the stream stops synthesis
+            }
+            let failure = |error: &Error| {
+                if sse {
+                    Ok(Bytes::from(format!("data: {}\n\n", error.to_openai())))
+                } else {
+                    // No way to say it inside audio bytes: cut the body short.
+                    Err(std::io::Error::other(error.message.clone()))
+                }
+            };
+            if shutting_down.load(Ordering::Acquire) {
+                let error = Error::new(ErrorKind::Model, "The server is shutting down")
+                    .with_code("server_shutdown");
+                let _ = chunks_tx.blocking_send(failure(&error));
+                return;
+            }
+            let item = match chunk {
+                Ok(bytes) => Ok(Bytes::from(bytes)),
+                Err(error) => {
+                    let _ = chunks_tx.blocking_send(failure(&error));
+                    return;
+                }
+            };
+            if chunks_tx.blocking_send(item).is_err() {
+                return;
+            }
+        }
+    });
+    match started_rx.await {
+        Ok(Ok((content_type, _sse, first))) => {
+            let rest = futures_util::stream::unfold(chunks_rx, |mut rx| async move {
+                rx.recv().await.map(|item| (item, rx))
+            });
+            let first = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from(first))]);
+            let body = axum::body::Body::from_stream(futures_util::StreamExt::chain(first, rest));
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+        Ok(Err(error)) => core_error(error),
+        Err(_) => core_error(Error::internal("The request stopped before it started")),
+    }
+}
+
 /// The OpenAPI description of the served routes.
 pub fn openapi() -> serde_json::Value {
     let error = serde_json::json!({"$ref": "#/components/schemas/Error"});
@@ -587,6 +669,19 @@ pub fn openapi() -> serde_json::Value {
             "/chat/completions": post("Create a chat completion", &["model", "messages"], "A `chat.completion`, or with `stream: true` `chat.completion.chunk` events", true),
             "/completions": post("Create a text completion", &["model", "prompt"], "A `text_completion`, or with `stream: true` its chunks as events", true),
             "/embeddings": post("Create embeddings", &["model", "input"], "A `list` of `embedding` objects", false),
+            "/audio/speech": {"post": {
+                "summary": "Create speech",
+                "requestBody": json_body(object(&["model", "input", "voice"])),
+                "responses": {
+                    "200": {"description": "The audio, sent as it is synthesised (or SSE events with `stream_format: sse`)", "content": {
+                        "audio/mpeg": {}, "audio/ogg": {}, "audio/aac": {}, "audio/flac": {}, "audio/wav": {}, "audio/pcm": {},
+                        "text/event-stream": {"schema": {"type": "string", "description": "`speech.audio.delta` events, then `speech.audio.done`"}},
+                    }},
+                    "400": {"description": "Invalid request", "content": {"application/json": {"schema": error}}},
+                    "404": {"description": "Unknown model", "content": {"application/json": {"schema": error}}},
+                    "500": {"description": "Model or server error", "content": {"application/json": {"schema": error}}},
+                },
+            }},
         },
         "components": {
             "schemas": {

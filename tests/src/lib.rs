@@ -1,11 +1,14 @@
 //! Helpers for the end-to-end tests: clients on the real default model.
 
 use ingle::openai::{ChatCompletionRequest, ChatMessage};
-use ingle::{Client, Config, PredictorConfig, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL};
+use ingle::{
+    Client, Config, PredictorConfig, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL, DEFAULT_SPEECH_MODEL,
+};
 use std::sync::OnceLock;
 
 pub const MODEL: &str = DEFAULT_MODEL;
 pub const EMBEDDING_MODEL: &str = DEFAULT_EMBEDDING_MODEL;
+pub const SPEECH_MODEL: &str = DEFAULT_SPEECH_MODEL;
 
 /// The default config, after checking the model is there (so a missing model fails clearly).
 pub fn config() -> Config {

@@ -1,5 +1,6 @@
 //! Engines that run models. Each turns a [`PredictorConfig`] into a [`Predictor`].
 
+pub mod espeak;
 pub mod llama;
 pub mod onnx;
 
@@ -16,6 +17,7 @@ pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Pred
             &config.model_path(predictor),
         )?)),
         Backend::OnnxEmbedding => Ok(Arc::new(onnx::EmbeddingPredictor::load(config, predictor)?)),
+        Backend::Piper => Ok(Arc::new(onnx::SpeechPredictor::load(config, predictor)?)),
     }
 }
 
@@ -43,6 +45,19 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
             }
             Ok(())
         }
+        Backend::Piper => {
+            reject_options(predictor, onnx::SPEECH_UNUSED_OPTIONS)?;
+            if let Some(alias) = predictor.voices.keys().find(|a| a.trim().is_empty()) {
+                return Err(Error::invalid(
+                    "voices",
+                    format!(
+                        "`voices` has an empty name (`{}`)",
+                        crate::error::shown(alias)
+                    ),
+                ));
+            }
+            Ok(())
+        }
     }
 }
 
@@ -55,6 +70,8 @@ pub(crate) fn reject_options(predictor: &PredictorConfig, options: &[&str]) -> R
         "chat_template" => predictor.chat_template.is_some(),
         "tokenizer" => predictor.tokenizer.is_some(),
         "max_length" => predictor.max_length.is_some(),
+        "voice_config" => predictor.voice_config.is_some(),
+        "voices" => !predictor.voices.is_empty(),
         _ => false,
     };
     match options.iter().find(|o| given(o)) {

@@ -1,5 +1,5 @@
-//! The OpenAI interface: `chat.completions`, `completions`, `embeddings` and `models`, mapped
-//! onto predictors.
+//! The OpenAI interface: `chat.completions`, `completions`, `embeddings`, `audio.speech` and
+//! `models`, mapped onto predictors.
 //!
 //! A request's `model` names a predictor tag. Its parameters are found by **annotation**, never by
 //! name: chat needs an input annotated [`Annotation::ChatMessages`], text completion one annotated
@@ -8,9 +8,11 @@
 //! which. Non-streaming responses are the streamed chunks folded into one object, so both agree.
 
 mod embeddings;
+mod speech;
 mod types;
 
 pub use embeddings::*;
+pub use speech::*;
 pub use types::*;
 
 use crate::error::{shown, Error, Result};

@@ -143,16 +143,32 @@ pub struct PredictionStream {
     created: i64,
     start: Instant,
     outputs: Option<OutputStream>,
+    /// Outputs that are deltas (text or audio since the last partial output), which
+    /// [`last_prediction`] joins into the whole.
+    deltas: Vec<usize>,
 }
 
 impl PredictionStream {
-    pub(crate) fn new(tag: &str, outputs: OutputStream) -> Self {
+    pub(crate) fn new(tag: &str, signature: &Signature, outputs: OutputStream) -> Self {
+        let deltas = signature
+            .outputs
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| {
+                matches!(
+                    p.annotation,
+                    Annotation::TextDelta | Annotation::Audio { .. }
+                )
+            })
+            .map(|(i, _)| i)
+            .collect();
         PredictionStream {
             id: random_id("pred_"),
             tag: tag.to_string(),
             created: unix_now(),
             start: Instant::now(),
             outputs: Some(outputs),
+            deltas,
         }
     }
 
@@ -188,17 +204,48 @@ impl Iterator for PredictionStream {
     }
 }
 
-/// Drains a stream into its final prediction (the last partial one, or the first failure).
+/// Drains a stream into its final prediction: the last partial one (or the first failure),
+/// with delta outputs (text, audio) joined over every partial output, so a generator's final
+/// value is the whole text or audio.
 pub(crate) fn last_prediction(stream: PredictionStream) -> Prediction {
     let mut fallback = stream.prediction(None, None);
-    let mut last = None;
+    let deltas = stream.deltas.clone();
+    let mut joined: Vec<Option<Value>> = vec![None; deltas.len()];
+    let mut last: Option<Prediction> = None;
     for prediction in stream {
+        if let Some(results) = &prediction.results {
+            for (slot, &i) in joined.iter_mut().zip(&deltas) {
+                join(slot, results.get(i));
+            }
+        }
         last = Some(prediction);
     }
-    last.unwrap_or_else(|| {
+    let Some(mut last) = last else {
         fallback.error = Some(Error::model("the predictor produced no output"));
-        fallback
-    })
+        return fallback;
+    };
+    if let Some(results) = last.results.as_mut() {
+        for (value, &i) in joined.into_iter().zip(&deltas) {
+            if let (Some(value), Some(slot)) = (value, results.get_mut(i)) {
+                *slot = value;
+            }
+        }
+    }
+    last
+}
+
+/// Appends a delta to what came before it (texts concatenate, audio samples follow).
+fn join(whole: &mut Option<Value>, delta: Option<&Value>) {
+    match (whole.as_mut(), delta) {
+        (_, None | Some(Value::Null)) => {}
+        (Some(Value::String(text)), Some(Value::String(more))) => text.push_str(more),
+        (Some(Value::Audio(audio)), Some(Value::Audio(more)))
+            if audio.sample_rate == more.sample_rate && audio.channels == more.channels =>
+        {
+            audio.samples.extend_from_slice(&more.samples)
+        }
+        (_, Some(delta)) => *whole = Some(delta.clone()),
+    }
 }
 
 type EagerFn = dyn Fn(Inputs) -> Result<Outputs> + Send + Sync;

@@ -64,7 +64,7 @@ pub fn default_threads() -> u32 {
 }
 
 /// Config options this backend has no use for.
-pub const UNUSED_OPTIONS: &[&str] = &["tokenizer", "max_length"];
+pub const UNUSED_OPTIONS: &[&str] = &["tokenizer", "max_length", "voice_config", "voices"];
 
 /// The threads a predictor runs with: what its config asks, capped at the CPUs this process
 /// may run on. More threads than cores only contend (64 threads on 2 cores took minutes for

@@ -33,7 +33,13 @@ pub const DEFAULT_MAX_LENGTH: u32 = 256;
 /// Most texts one request may embed (the OpenAI API's limit too).
 pub const MAX_INPUTS: usize = 2048;
 /// Config options this backend has no use for.
-pub const EMBEDDING_UNUSED_OPTIONS: &[&str] = &["n_ctx", "parallel", "chat_template"];
+pub const EMBEDDING_UNUSED_OPTIONS: &[&str] = &[
+    "n_ctx",
+    "parallel",
+    "chat_template",
+    "voice_config",
+    "voices",
+];
 /// Texts run through the model at once; more are split into sub-batches of this size.
 const SUB_BATCH: usize = 32;
 /// Most tokens of one sub-batch, padding included. This bounds the working memory of any
@@ -74,15 +80,6 @@ pub struct EmbeddingPredictor {
     embedded: AtomicU64,
 }
 
-fn missing_file(what: &str, path: &Path, tag: &str) -> Error {
-    Error::model(format!(
-        "The {what} {} for `{tag}` does not exist; run `{}` to download it",
-        path.display(),
-        crate::config::FETCH_COMMAND
-    ))
-    .with_code("model_file_missing")
-}
-
 impl EmbeddingPredictor {
     /// Loads the model (or shares the one already loaded from the same files).
     pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
@@ -97,17 +94,7 @@ impl EmbeddingPredictor {
             )
         })?;
         for (what, path) in [("model file", &model_path), ("tokenizer", &tokenizer_path)] {
-            if path.is_dir() {
-                return Err(Error::model(format!(
-                    "The {what} {} of `{}` is a directory, not a file",
-                    path.display(),
-                    crate::error::shown(tag)
-                ))
-                .with_code("model_file_invalid"));
-            }
-            if !path.is_file() {
-                return Err(missing_file(what, path, tag));
-            }
+            super::check_file(what, path, tag)?;
         }
         let threads = crate::backends::llama::capped_threads(predictor.threads, tag) as usize;
         let max_length = predictor.max_length.unwrap_or(DEFAULT_MAX_LENGTH) as usize;

@@ -1,5 +1,5 @@
-//! ONNX Runtime (via `ort`, loaded at run time from a `libonnxruntime.so`): embeddings now,
-//! speech and transcription later.
+//! ONNX Runtime (via `ort`, loaded at run time from a `libonnxruntime.so`): embeddings and
+//! speech (Piper voices).
 //!
 //! The library is loaded once per process, and one ONNX Runtime environment serves every
 //! session (ONNX Runtime allows one). A failed load is not remembered: fetching the library
@@ -7,8 +7,14 @@
 //! every client of the process.
 
 mod embedding;
+mod speech;
+mod stretch;
 
 pub use embedding::{EmbeddingPredictor, DEFAULT_MAX_LENGTH, EMBEDDING_UNUSED_OPTIONS, MAX_INPUTS};
+pub use speech::{
+    voice_config_path, SpeechPredictor, MAX_INPUT_CHARS, MAX_SPEED, MIN_SPEED,
+    SPEECH_UNUSED_OPTIONS,
+};
 
 use crate::config::FETCH_COMMAND;
 use crate::error::{Error, Result};
@@ -91,4 +97,25 @@ pub(crate) fn ort_error<E: std::fmt::Display>(
     doing: impl std::fmt::Display,
 ) -> impl FnOnce(E) -> Error {
     move |e| Error::model(format!("{doing}: {e}"))
+}
+
+/// A model file `tag` needs: an error naming it when it is missing or a directory.
+pub(crate) fn check_file(what: &str, path: &Path, tag: &str) -> Result<()> {
+    if path.is_dir() {
+        return Err(Error::model(format!(
+            "The {what} {} of `{}` is a directory, not a file",
+            path.display(),
+            crate::error::shown(tag)
+        ))
+        .with_code("model_file_invalid"));
+    }
+    if !path.is_file() {
+        return Err(Error::model(format!(
+            "The {what} {} for `{}` does not exist; run `{FETCH_COMMAND}` to download it",
+            path.display(),
+            crate::error::shown(tag)
+        ))
+        .with_code("model_file_missing"));
+    }
+    Ok(())
 }
