@@ -88,7 +88,7 @@ fn models_lists_the_default_tags() {
     assert!(out.status.success());
     assert_eq!(
         stdout(&out),
-        "@local/smollm2-135m-instruct\n@local/all-minilm-l6-v2\n"
+        "@local/smollm2-135m-instruct\n@local/all-minilm-l6-v2\n@local/piper-en-us-joe-medium\n"
     );
 }
 
@@ -170,4 +170,41 @@ fn serve_refuses_nonsense_limits() {
         let flag = args[1].split('=').next().unwrap();
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn speak_writes_a_file_or_streams_to_stdout() {
+    let dir = std::env::temp_dir().join(format!("ingle-speak-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("hello.wav");
+    // The format comes from the extension.
+    let out = ingle(&[
+        "speak",
+        "-o",
+        file.to_str().unwrap(),
+        "Hello there. Goodbye.",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let wav = std::fs::read(&file).unwrap();
+    assert_eq!((&wav[..4], &wav[8..12]), (&b"RIFF"[..], &b"WAVE"[..]));
+    let data_bytes = u32::from_le_bytes(wav[40..44].try_into().unwrap()) as usize;
+    assert_eq!(data_bytes, wav.len() - 44, "a file gets exact sizes");
+    // stdout (a pipe here) gets the audio as it is made.
+    let out = ingle(&[
+        "speak", "--format", "pcm", "--speed", "2", "--voice", "joe", "-o", "-", "Hi.",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout.len() > 4800 && out.stdout.len() % 2 == 0);
+    let out = ingle(&["speak", "--voice", "nobody", "-o", "-", "Hi."]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("voice"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -829,3 +829,169 @@ fn every_refusal_is_an_openai_error_object() {
     check(&reply, 400, Some("messages[0].content"));
     still_serves(&server);
 }
+
+const SPEECH: &str = "@local/piper-en-us-joe-medium";
+
+fn speech(extra: &str) -> String {
+    format!(
+        r#"{{"model": "{SPEECH}", "input": "Hello there. The quick brown fox jumps over the lazy dog. Good night.", "voice": "alloy"{extra}}}"#
+    )
+}
+
+/// The raw body bytes of a chunked response, and how many chunks it came in.
+fn chunks_of(raw: &[u8]) -> (Vec<u8>, usize) {
+    let head_end = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let mut rest = &raw[head_end..];
+    let (mut body, mut count) = (Vec::new(), 0);
+    loop {
+        let line_end = rest.windows(2).position(|w| w == b"\r\n").unwrap();
+        let size =
+            usize::from_str_radix(std::str::from_utf8(&rest[..line_end]).unwrap(), 16).unwrap();
+        if size == 0 {
+            return (body, count);
+        }
+        body.extend_from_slice(&rest[line_end + 2..line_end + 2 + size]);
+        count += 1;
+        rest = &rest[line_end + 2 + size + 2..];
+    }
+}
+
+#[test]
+fn speech_is_sent_sentence_by_sentence_with_its_content_type() {
+    let server = TestServer::default();
+    for (format, content_type, magic) in [
+        ("wav", "audio/wav", &b"RIFF"[..]),
+        ("mp3", "audio/mpeg", &b"ID3"[..]),
+        ("flac", "audio/flac", &b"fLaC"[..]),
+        ("opus", "audio/ogg", &b"OggS"[..]),
+    ] {
+        let mut stream = server.connect();
+        let body = speech(&format!(r#", "response_format": "{format}""#));
+        send(
+            &mut stream,
+            "POST",
+            "/v1/audio/speech",
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        );
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        let head =
+            String::from_utf8_lossy(&raw[..raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap()])
+                .to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 200"), "{head}");
+        assert!(
+            head.contains(&format!("content-type: {content_type}")),
+            "{head}"
+        );
+        let (audio, chunks) = chunks_of(&raw);
+        assert!(chunks >= 3, "{format}: {chunks} chunks for three sentences");
+        if format == "mp3" {
+            // LAME writes no ID3 tag: frames start with the sync word.
+            assert_eq!((audio[0], audio[1] & 0xE0), (0xFF, 0xE0), "{format}");
+        } else {
+            assert_eq!(&audio[..magic.len()], magic, "{format}");
+        }
+    }
+}
+
+#[test]
+fn speech_as_server_sent_events() {
+    let server = TestServer::default();
+    let reply = server.post_json(
+        "/v1/audio/speech",
+        &speech(r#", "stream_format": "sse", "response_format": "pcm""#),
+    );
+    assert_eq!(reply.status, 200);
+    assert!(
+        reply.headers.contains("content-type: text/event-stream"),
+        "{}",
+        reply.headers
+    );
+    let events: Vec<serde_json::Value> = reply
+        .body
+        .split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| serde_json::from_str(e.trim().strip_prefix("data: ").unwrap()).unwrap())
+        .collect();
+    let (done, deltas) = events.split_last().unwrap();
+    assert!(deltas.len() >= 3 && deltas.iter().all(|d| d["type"] == "speech.audio.delta"));
+    assert_eq!(done["type"], "speech.audio.done");
+    assert!(
+        done["usage"]["total_tokens"].as_u64().unwrap() > 0,
+        "{done}"
+    );
+}
+
+#[test]
+fn bad_speech_requests_are_400_naming_the_parameter() {
+    let server = TestServer::default();
+    for (field, value, param) in [
+        ("voice", serde_json::json!("nobody"), "voice"),
+        ("speed", serde_json::json!(9), "speed"),
+        (
+            "response_format",
+            serde_json::json!("ogg"),
+            "response_format",
+        ),
+        ("stream_format", serde_json::json!("json"), "stream_format"),
+        ("instructions", serde_json::json!("whisper"), "instructions"),
+        ("input", serde_json::json!(""), "input"),
+        ("input", serde_json::json!(3), "input"),
+        ("pitch", serde_json::json!(2), "pitch"),
+    ] {
+        let mut body: serde_json::Value = serde_json::from_str(&speech("")).unwrap();
+        body[field] = value;
+        let reply = server.post_json("/v1/audio/speech", &body.to_string());
+        assert_eq!(reply.status, 400, "{field}: {}", reply.body);
+        assert_eq!(reply.error()["param"], param, "{field}: {}", reply.body);
+    }
+    let reply = server.post_json(
+        "/v1/audio/speech",
+        &speech("").replace(SPEECH, "@nobody/nothing"),
+    );
+    assert_eq!(reply.status, 404);
+    let mut stream = server.connect();
+    let body = speech(r#", "response_format": "wav""#);
+    send(
+        &mut stream,
+        "POST",
+        "/v1/audio/speech",
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    assert!(raw.starts_with(b"HTTP/1.1 200"), "still serving");
+}
+
+#[test]
+fn a_client_that_leaves_stops_synthesis() {
+    let server = TestServer::default();
+    let paragraph = "One. Two is here. Three is here now. Four comes next. Five is near. Six. Seven. Eight. Nine. Ten.";
+    let body = format!(
+        r#"{{"model": "{SPEECH}", "input": "{paragraph}", "voice": "alloy", "response_format": "pcm"}}"#
+    );
+    let mut stream = server.connect();
+    send(
+        &mut stream,
+        "POST",
+        "/v1/audio/speech",
+        &[("Content-Type", "application/json")],
+        body.as_bytes(),
+    );
+    let mut first = [0u8; 1024];
+    let n = stream.read(&mut first).unwrap();
+    assert!(n > 0 && first.starts_with(b"HTTP/1.1 200"));
+    drop(stream);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = server.client.metrics(SPEECH).unwrap();
+        if metrics.cancelled_requests == 1 && metrics.active_requests == 0 {
+            assert!(metrics.generated_tokens < 10, "{metrics:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{metrics:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -11,6 +11,7 @@ URL = os.environ["INGLE_SERVE_URL"]
 KEY = os.environ["INGLE_SERVE_KEY"]
 CHAT = "@local/smollm2-135m-instruct"
 EMBED = "@local/all-minilm-l6-v2"
+SPEECH = "@local/piper-en-us-joe-medium"
 FRANCE = [{"role": "user", "content": "What is the capital of France?"}]
 
 
@@ -57,7 +58,7 @@ def test_embeddings_float_and_base64(client):
 
 def test_models(client):
     ids = [m.id for m in client.models.list()]
-    assert ids == [CHAT, EMBED]
+    assert ids == [CHAT, EMBED, SPEECH]
     assert client.models.retrieve(CHAT).id == CHAT
 
 
@@ -72,3 +73,50 @@ def test_errors(client):
     wrong = openai.OpenAI(base_url=URL, api_key="wrong", max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         wrong.models.list()
+
+
+PARAGRAPH = (
+    "Hello from the local inference library. It runs open models inside your own process. "
+    "Nothing is sent over the network."
+)
+
+
+def test_speech_create(client):
+    audio = client.audio.speech.create(model=SPEECH, voice="alloy", input=PARAGRAPH, response_format="wav")
+    assert audio.response.headers["content-type"] == "audio/wav"
+    # The wav is streamed (its sizes say "unknown"): read the frames the data holds.
+    data = audio.content
+    assert data[:4] == b"RIFF" and data[8:12] == b"WAVE"
+    rate, channels, bits = struct.unpack("<I", data[24:28])[0], data[22], data[34]
+    assert (rate, channels, bits) == (22050, 1, 16)
+    seconds = (len(data) - 44) / 2 / rate
+    assert 4.0 < seconds < 12.0
+    mp3 = client.audio.speech.create(model=SPEECH, voice="nova", input="Hi there.", speed=1.5)
+    assert mp3.response.headers["content-type"] == "audio/mpeg" and mp3.content[:2] in (b"\xff\xf3", b"\xff\xf2", b"\xff\xfb")
+
+
+def test_speech_streamed_to_file(client, tmp_path):
+    path = tmp_path / "speech.flac"
+    with client.audio.speech.with_streaming_response.create(
+        model=SPEECH, voice="alloy", input=PARAGRAPH, response_format="flac"
+    ) as response:
+        assert response.headers["content-type"] == "audio/flac"
+        response.stream_to_file(path)
+    assert path.read_bytes()[:4] == b"fLaC" and path.stat().st_size > 10_000
+    chunks = []
+    with client.audio.speech.with_streaming_response.create(
+        model=SPEECH, voice="alloy", input=PARAGRAPH, response_format="pcm", stream_format="sse"
+    ) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        chunks = list(response.iter_lines())
+    events = [line for line in chunks if line.startswith("data: ")]
+    assert '"speech.audio.done"' in events[-1] and len(events) >= 4
+
+
+def test_speech_errors(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.audio.speech.create(model=SPEECH, voice="nobody", input="Hi.")
+    assert e.value.body["param"] == "voice"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.audio.speech.create(model=SPEECH, voice="alloy", input="Hi.", speed=9)
+    assert e.value.body["param"] == "speed"

@@ -144,7 +144,14 @@ fn models_list_and_retrieve() {
     let list = shared().models.list();
     assert_eq!(list.object, "list");
     let ids: Vec<&str> = list.data.iter().map(|m| m.id.as_str()).collect();
-    assert_eq!(ids, [MODEL, ingle::DEFAULT_EMBEDDING_MODEL]);
+    assert_eq!(
+        ids,
+        [
+            MODEL,
+            ingle::DEFAULT_EMBEDDING_MODEL,
+            ingle::DEFAULT_SPEECH_MODEL
+        ]
+    );
     let model = shared().models.retrieve(MODEL).unwrap();
     assert_eq!(
         (model.object.as_str(), model.owned_by.as_str()),

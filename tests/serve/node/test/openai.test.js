@@ -36,11 +36,34 @@ test('embeddings', async () => {
 test('models and errors', async () => {
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);
-  assert.deepEqual(ids, [chat, '@local/all-minilm-l6-v2']);
+  assert.deepEqual(ids, [chat, '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium']);
   assert.equal((await client.models.retrieve(chat)).id, chat);
   await assert.rejects(client.chat.completions.create({ model: '@no/such', messages }), OpenAI.NotFoundError);
   await assert.rejects(
     client.chat.completions.create({ model: chat, messages, max_tokens: 0 }),
     (err) => err instanceof OpenAI.BadRequestError && err.status === 400,
+  );
+});
+
+test('audio.speech: bytes with their content type, streamed as they are made', async () => {
+  const speech = '@local/piper-en-us-joe-medium';
+  const input = 'Hello from the local inference library. It runs open models inside your own process. Nothing is sent over the network.';
+  const response = await client.audio.speech.create({ model: speech, voice: 'alloy', input, response_format: 'wav' });
+  assert.equal(response.headers.get('content-type'), 'audio/wav');
+  const bytes = Buffer.from(await response.arrayBuffer());
+  assert.equal(bytes.subarray(0, 4).toString(), 'RIFF');
+  assert.equal(bytes.readUInt32LE(24), 22050);
+  const streamed = await client.audio.speech.create({ model: speech, voice: 'nova', input, response_format: 'opus' });
+  assert.equal(streamed.headers.get('content-type'), 'audio/ogg');
+  let chunks = 0;
+  let total = 0;
+  for await (const chunk of streamed.body) {
+    chunks += 1;
+    total += chunk.length;
+  }
+  assert.ok(chunks >= 1 && total > 1000, `${chunks} chunks, ${total} bytes`);
+  await assert.rejects(
+    client.audio.speech.create({ model: speech, voice: 'alloy', input: 'Hi.', response_format: 'ogg' }),
+    (e) => e.status === 400 && e.param === 'response_format',
   );
 });
