@@ -37,6 +37,11 @@ pub const MIN_SPEED: f64 = 0.25;
 pub const MAX_SPEED: f64 = 4.0;
 /// Most characters of one input (OpenAI's limit).
 pub const MAX_INPUT_CHARS: usize = 4096;
+/// Most phonemes synthesised in one model run (about 10 s of speech). The decoder's working
+/// memory grows with the length of the run (one unpunctuated 4096-character input, about
+/// 3300 phonemes, took 4.9 GB in one run), so longer sentences are split at clause
+/// boundaries, and clauses between words. Ordinary sentences are far shorter.
+const MAX_RUN_PHONEMES: usize = 250;
 /// Samples per acoustic frame of a Piper VITS decoder: what `output_tokens` counts.
 const HOP_LENGTH: usize = 256;
 
@@ -277,16 +282,35 @@ impl VoiceModel {
         let clauses = espeak::clauses(text, &self.config.espeak.voice)?;
         let mut sentences = Vec::new();
         let mut phonemes = String::new();
+        let mut flush = |phonemes: &mut String| {
+            // A sentence of only punctuation has nothing to say.
+            if phonemes.chars().any(|c| !" .,?!:;".contains(c)) {
+                sentences.push(self.phoneme_ids(phonemes));
+            }
+            phonemes.clear();
+        };
         let last = clauses.len().saturating_sub(1);
         for (i, clause) in clauses.iter().enumerate() {
-            phonemes.push_str(&clause.phonemes);
-            phonemes.push_str(clause.terminator.punctuation);
-            if clause.terminator.ends_sentence || i == last {
-                // A sentence of only punctuation has nothing to say.
-                if phonemes.chars().any(|c| !" .,?!:;".contains(c)) {
-                    sentences.push(self.phoneme_ids(&phonemes));
+            let clause_text = format!("{}{}", clause.phonemes, clause.terminator.punctuation);
+            // A sentence too long for one run ends at a clause boundary instead.
+            let length = |text: &str| text.chars().count();
+            if !phonemes.is_empty() && length(&phonemes) + length(&clause_text) > MAX_RUN_PHONEMES {
+                flush(&mut phonemes);
+            }
+            if length(&clause_text) > MAX_RUN_PHONEMES {
+                // Even one clause is too long (espeak-ng cuts unpunctuated text only every
+                // 800 bytes): split it between words.
+                for word in clause_text.split_inclusive(' ') {
+                    if !phonemes.is_empty() && length(&phonemes) + length(word) > MAX_RUN_PHONEMES {
+                        flush(&mut phonemes);
+                    }
+                    phonemes.push_str(word);
                 }
-                phonemes.clear();
+            } else {
+                phonemes.push_str(&clause_text);
+            }
+            if clause.terminator.ends_sentence || i == last {
+                flush(&mut phonemes);
             }
         }
         Ok(sentences)
