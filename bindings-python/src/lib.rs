@@ -1,14 +1,16 @@
 //! `ingle._ingle`: the native half of the Python package. Conversion only: requests arrive
-//! as OpenAI JSON text, responses and chunks leave as JSON text, and the Python half
-//! (`python/ingle/`) gives them the shapes of the `openai` package. The GIL is released
-//! whenever the core works (loading a model, generating), so other Python threads run.
+//! as OpenAI JSON text, responses and chunks leave as JSON text (numbers and audio as `bytes`:
+//! embedding matrices, speech files and samples), and the Python half (`python/ingle/`) gives
+//! them the shapes of the `openai` package. The GIL is released whenever the core works
+//! (loading a model, generating, synthesising), so other Python threads run.
 //! Arguments arrive checked by `python/ingle/_arguments.py`, the one gate on the Python side:
 //! strings are valid Unicode (no lone surrogate, which a Rust `String` cannot hold), JSON has
 //! no `NaN`, paths have no NUL byte; what is wrong beyond that the core reports, naming it.
 
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat,
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, SpeechRequest,
+    SpeechStream,
 };
 use ingle_core::{inputs_from_json, Client, Config, Error};
 use pyo3::prelude::*;
@@ -97,7 +99,7 @@ impl<'a> StopCheck<'a> {
     }
 
     /// The call's result: the interrupt if there was one, else `result`.
-    fn finish(self, result: ingle_core::Result<String>) -> PyResult<String> {
+    fn finish<T>(self, result: ingle_core::Result<T>) -> PyResult<T> {
         match self.interrupt {
             Some(interrupt) => Err(interrupt),
             None => result.map_err(py_err),
@@ -222,6 +224,77 @@ impl NativeClient {
         ))
     }
 
+    /// Whole speech: `(content, content_type, samples, sample_rate, channels)`. `content` is
+    /// the encoded file (exact wav/flac headers), or with `stream_format: "sse"` every event
+    /// of the stream; `samples` is `bytes` of the model's float32 samples (native byte order,
+    /// interleaved when `channels > 1`) at `sample_rate`, or `None` for SSE. The GIL is
+    /// released while synthesising; `cancel` (or Ctrl-C) stops it before the next sentence.
+    #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (request, cancel=None))]
+    fn audio_speech_create<'py>(
+        &self,
+        py: Python<'py>,
+        request: String,
+        cancel: Option<Py<CancelFlag>>,
+    ) -> PyResult<(
+        Bound<'py, PyBytes>,
+        &'static str,
+        Option<Bound<'py, PyBytes>>,
+        u32,
+        u16,
+    )> {
+        let speech = &self.client.audio.speech;
+        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let result = py.detach(|| {
+            let request = SpeechRequest::from_json(&request)?;
+            if request.sse()? {
+                let stream = speech.stream(&request)?;
+                let content_type = stream.content_type();
+                let mut content = Vec::new();
+                for chunk in stream {
+                    if check.stop() {
+                        return Err(Error::cancelled("The request was cancelled"));
+                    }
+                    content.extend_from_slice(&chunk?);
+                }
+                return Ok((content, content_type, None));
+            }
+            let audio = speech.create_until(&request, || check.stop())?;
+            Ok((audio.bytes, audio.content_type, Some(audio.raw)))
+        });
+        let (content, content_type, raw) = check.finish(result)?;
+        let content = PyBytes::new(py, &content);
+        let Some(raw) = raw else {
+            return Ok((content, content_type, None, 0, 0));
+        };
+        let samples = PyBytes::new_with(py, raw.samples.len() * 4, |buffer| {
+            for (out, x) in buffer.chunks_exact_mut(4).zip(&raw.samples) {
+                out.copy_from_slice(&x.to_ne_bytes());
+            }
+            Ok(())
+        })?;
+        Ok((
+            content,
+            content_type,
+            Some(samples),
+            raw.sample_rate,
+            raw.channels,
+        ))
+    }
+
+    /// Speech as it is synthesised. A bad request raises here, before any audio.
+    fn audio_speech_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeSpeechStream> {
+        py.detach(|| {
+            let request = SpeechRequest::from_json(&request)?;
+            self.client.audio.speech.stream(&request)
+        })
+        .map(|stream| NativeSpeechStream {
+            content_type: stream.content_type(),
+            stream: Closable::new(stream),
+        })
+        .map_err(py_err)
+    }
+
     fn models_list(&self) -> PyResult<String> {
         to_json_text(&self.client.models.list()).map_err(py_err)
     }
@@ -279,20 +352,67 @@ impl NativeClient {
     }
 }
 
+/// A running core stream that any thread may close, also while another waits for its next
+/// item (asyncio does that): the waiting call returns its item, then the stream ends. Dropping
+/// the core stream stops its work (generation, synthesis).
+struct Closable<I> {
+    inner: Mutex<Option<I>>,
+    closed: AtomicBool,
+}
+
+impl<T, I: Iterator<Item = ingle_core::Result<T>> + Send> Closable<I> {
+    fn new(stream: I) -> Self {
+        Closable {
+            inner: Mutex::new(Some(stream)),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The next item, waiting without the GIL; `None` at the end, or once closed.
+    fn next(&self, py: Python<'_>) -> PyResult<Option<T>>
+    where
+        T: Send,
+    {
+        let item = py.detach(|| {
+            let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+            if self.closed.load(Ordering::Acquire) {
+                *inner = None; // stops the work
+            }
+            let item = inner.as_mut()?.next();
+            if !matches!(item, Some(Ok(_))) || self.closed.load(Ordering::Acquire) {
+                *inner = None; // the end, an error, or closed while waiting
+            }
+            item
+        });
+        item.transpose().map_err(py_err)
+    }
+
+    /// Stops the work. Safe to call more than once, and from any thread.
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        // If a thread is waiting for an item it holds the lock, and drops the stream itself.
+        if let Ok(mut inner) = self.inner.try_lock() {
+            *inner = None;
+        }
+    }
+
+    fn closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+}
+
 /// A running stream. Iterating yields JSON texts; `close()` or dropping it stops generation.
 /// It may be closed from another thread while one is waiting in `__next__` (asyncio does
 /// that): the waiting call returns its item, then the stream ends.
 #[pyclass(frozen, module = "ingle._ingle")]
 struct NativeStream {
-    inner: Mutex<Option<JsonTextStream>>,
-    closed: AtomicBool,
+    stream: Closable<JsonTextStream>,
 }
 
 impl NativeStream {
     fn new(stream: JsonTextStream) -> Self {
         NativeStream {
-            inner: Mutex::new(Some(stream)),
-            closed: AtomicBool::new(false),
+            stream: Closable::new(stream),
         }
     }
 }
@@ -305,32 +425,54 @@ impl NativeStream {
 
     /// The next JSON text, or `None` at the end (`StopIteration`).
     fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        let item = py.detach(|| {
-            let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            if self.closed.load(Ordering::Acquire) {
-                *inner = None; // cancels generation
-            }
-            let item = inner.as_mut()?.next();
-            if !matches!(item, Some(Ok(_))) || self.closed.load(Ordering::Acquire) {
-                *inner = None; // the end, an error, or closed while waiting
-            }
-            item
-        });
-        item.transpose().map_err(py_err)
+        self.stream.next(py)
     }
 
     /// Stops generation. Safe to call more than once, and from any thread.
     fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        // If a thread is waiting for an item it holds the lock, and drops the stream itself.
-        if let Ok(mut inner) = self.inner.try_lock() {
-            *inner = None;
-        }
+        self.stream.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.stream.closed()
+    }
+}
+
+/// Speech as it is synthesised: iterating yields `bytes` (encoded audio, or SSE-framed events),
+/// a sentence at a time; `close()` or dropping it stops synthesis before the next sentence.
+/// Closable from any thread, as `NativeStream`.
+#[pyclass(frozen, module = "ingle._ingle")]
+struct NativeSpeechStream {
+    stream: Closable<SpeechStream>,
+    content_type: &'static str,
+}
+
+#[pymethods]
+impl NativeSpeechStream {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next chunk of bytes, or `None` at the end (`StopIteration`).
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        Ok(self.stream.next(py)?.map(|bytes| PyBytes::new(py, &bytes)))
+    }
+
+    /// Stops synthesis. Safe to call more than once, and from any thread.
+    fn close(&self) {
+        self.stream.close();
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.stream.closed()
+    }
+
+    /// The MIME type of the bytes: the audio format's, or `text/event-stream` for SSE.
+    #[getter]
+    fn content_type(&self) -> &'static str {
+        self.content_type
     }
 }
 
@@ -339,6 +481,7 @@ impl NativeStream {
 fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeClient>()?;
     m.add_class::<NativeStream>()?;
+    m.add_class::<NativeSpeechStream>()?;
     m.add_class::<CancelFlag>()?;
     m.add("__version__", ingle_core::VERSION)?;
     Ok(())

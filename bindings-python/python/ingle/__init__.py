@@ -8,6 +8,7 @@
 """
 
 from . import types
+from ._arguments import NOT_GIVEN
 from ._client import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from ._exceptions import (
     APIError,
@@ -16,20 +17,31 @@ from ._exceptions import (
     InternalServerError,
     NotFoundError,
     OpenAIError,
+    StreamAlreadyConsumed,
 )
 from ._ingle import __version__
+from ._response import (
+    AsyncStreamedBinaryAPIResponse,
+    HttpxBinaryResponseContent,
+    StreamedBinaryAPIResponse,
+)
 
 __all__ = [
     "OpenAI",
     "AsyncOpenAI",
     "Stream",
     "AsyncStream",
+    "HttpxBinaryResponseContent",
+    "StreamedBinaryAPIResponse",
+    "AsyncStreamedBinaryAPIResponse",
+    "NOT_GIVEN",
     "OpenAIError",
     "APIError",
     "APIStatusError",
     "BadRequestError",
     "NotFoundError",
     "InternalServerError",
+    "StreamAlreadyConsumed",
     "types",
     "__version__",
 ]

@@ -11,7 +11,9 @@ argument, raised before anything crosses:
   JSON parser reads;
 - a value JSON cannot write at all (``object()``, ``bytes``), or a circular structure;
 - an argument of the wrong type where a string or a path is expected;
-- a path with a NUL byte, or that is empty.
+- a path with a NUL byte, or that is empty;
+- for ``audio.speech.create``: a ``voice``, ``input``, ... that is not a string, a ``speed``
+  that is not a number.
 
 Values the engine checks itself (a ``max_tokens`` that is a string, an unknown role, ...) pass
 through: its errors name the parameter too. ``param`` follows the engine's notation:
@@ -28,7 +30,17 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
 
 from ._exceptions import _invalid_argument
 
-__all__ = ["REQUIRED", "body", "inputs", "path", "stream_flag", "text"]
+__all__ = [
+    "NOT_GIVEN",
+    "REQUIRED",
+    "body",
+    "chunk_size",
+    "inputs",
+    "path",
+    "speech",
+    "stream_flag",
+    "text",
+]
 
 # Deeper than this, a request is refused here, with the path, rather than by the JSON parser
 # (whose own limit is 128 levels).
@@ -46,6 +58,28 @@ class _Required:
 
 
 REQUIRED: Any = _Required()
+
+
+class _NotGiven:
+    """The default of an optional argument left out (``openai``'s ``NOT_GIVEN``/``omit``): it is
+    not sent, and the engine's default applies."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN: Any = _NotGiven()
+
+
+def _given(value: Any) -> bool:
+    # `None` is left out too, and so are the openai package's own sentinels (code written for
+    # it may pass `openai.NOT_GIVEN` or `openai.omit` along).
+    if value is None or isinstance(value, _NotGiven):
+        return False
+    return type(value).__name__ not in ("NotGiven", "Omit")
 
 
 def text(param: str, value: Any) -> str:
@@ -130,6 +164,50 @@ def stream_flag(value: Any) -> bool:
     raise _invalid_argument(
         "stream", f"Invalid type for `stream`: expected a boolean, but got {_kind(value)}"
     )
+
+
+def speech(params: Dict[str, Any]) -> str:
+    """The JSON request body of ``audio.speech.create``. ``model``, ``input`` and ``voice`` are
+    required strings (a custom voice object ``{"id": ...}`` is refused: ingle has none);
+    ``instructions``, ``response_format`` and ``stream_format`` are strings and ``speed`` a
+    finite number when given. Arguments not given (``NOT_GIVEN``, ``None``) are left out. The
+    engine checks the values (an unknown voice, a speed out of range)."""
+    for name in ("model", "input", "voice"):
+        value = params[name]
+        text(name, REQUIRED if value is not None and not _given(value) else value)
+    for name in ("instructions", "response_format", "stream_format"):
+        if _given(params.get(name)):
+            text(name, params[name])
+    speed = params.get("speed")
+    if _given(speed):
+        if isinstance(speed, bool) or not isinstance(speed, numbers.Real):
+            raise _invalid_argument(
+                "speed", f"Invalid type for `speed`: expected a number, but got {_kind(speed)}"
+            )
+        try:
+            as_float = float(speed)
+        except OverflowError:  # an int beyond any float
+            raise _invalid_argument(
+                "speed", "Invalid value for `speed`: the number is too large"
+            ) from None
+        params["speed"] = _check_float("speed", as_float)
+    return body({name: value for name, value in params.items() if _given(value)})
+
+
+def chunk_size(value: Any) -> Optional[int]:
+    """``iter_bytes(chunk_size)``: ``None`` (chunks as they come) or a positive int."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _invalid_argument(
+            "chunk_size",
+            f"Invalid type for `chunk_size`: expected an integer, but got {_kind(value)}",
+        )
+    if value < 1:
+        raise _invalid_argument(
+            "chunk_size", f"Invalid value for `chunk_size`: {int(value)}; it must be at least 1"
+        )
+    return int(value)
 
 
 def _dumps(value: Mapping[str, Any], param: str) -> str:

@@ -26,7 +26,14 @@ from typing import (
 )
 
 from . import _arguments, _ingle
-from ._arguments import REQUIRED
+from ._arguments import NOT_GIVEN, REQUIRED
+from ._response import (
+    AsyncResponseContextManager,
+    AsyncStreamedBinaryAPIResponse,
+    HttpxBinaryResponseContent,
+    ResponseContextManager,
+    StreamedBinaryAPIResponse,
+)
 from .types import (
     BaseModel,
     ChatCompletion,
@@ -185,6 +192,121 @@ class Embeddings(_Resource):
         return CreateEmbeddingResponse._from_matrix(*self._native.embeddings_create(body))
 
 
+ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
+StreamFormat = Literal["sse", "audio"]
+
+
+def _speech_body(
+    model: Any,
+    input: Any,
+    voice: Any,
+    instructions: Any,
+    response_format: Any,
+    speed: Any,
+    stream_format: Any,
+    extra: Dict[str, Any],
+) -> str:
+    params = dict(
+        model=model,
+        input=input,
+        voice=voice,
+        instructions=instructions,
+        response_format=response_format,
+        speed=speed,
+        stream_format=stream_format,
+    )
+    params.update(extra)
+    return _arguments.speech(params)
+
+
+def _binary_content(result: Any) -> HttpxBinaryResponseContent:
+    return HttpxBinaryResponseContent(*result)
+
+
+class Speech(_Resource):
+    """``client.audio.speech``: text to speech."""
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.with_streaming_response = SpeechWithStreamingResponse(self)
+
+    def create(
+        self,
+        *,
+        input: str = REQUIRED,
+        model: str = REQUIRED,
+        voice: str = REQUIRED,
+        instructions: str = NOT_GIVEN,
+        response_format: ResponseFormat = NOT_GIVEN,
+        speed: float = NOT_GIVEN,
+        stream_format: StreamFormat = NOT_GIVEN,
+        **extra: Any,
+    ) -> HttpxBinaryResponseContent:
+        """Speaks ``input`` (1 to 4096 characters) with ``model`` (such as
+        ``"@local/piper-en-us-joe-medium"``) in ``voice`` (one of the model's, or any OpenAI
+        voice name: ``alloy``, ``ash``, ... map to the model's default). ``response_format``:
+        ``mp3`` (default), ``opus``, ``aac``, ``flac``, ``wav`` or ``pcm`` (raw 16-bit
+        little-endian mono at 24 kHz); ``speed``: 0.25 to 4.0; ``stream_format="sse"`` makes
+        the content server-sent events of base64 audio. ``instructions`` are refused by models
+        that cannot follow them (all local ones so far).
+
+        Returns the whole file once synthesised (the GIL is released meanwhile), and the
+        samples it was encoded from: ``r.write_to_file(path)``, ``r.content``,
+        ``r.to_numpy()`` at ``r.sample_rate``. Ctrl-C stops the synthesis before its next
+        sentence; for audio as it is produced, use ``with_streaming_response.create(...)``."""
+        body = _speech_body(
+            model, input, voice, instructions, response_format, speed, stream_format, extra
+        )
+        return _binary_content(self._native.audio_speech_create(body))
+
+
+class SpeechWithStreamingResponse:
+    """``client.audio.speech.with_streaming_response``."""
+
+    def __init__(self, speech: Speech) -> None:
+        self._speech = speech
+
+    def create(
+        self,
+        *,
+        input: str = REQUIRED,
+        model: str = REQUIRED,
+        voice: str = REQUIRED,
+        instructions: str = NOT_GIVEN,
+        response_format: ResponseFormat = NOT_GIVEN,
+        speed: float = NOT_GIVEN,
+        stream_format: StreamFormat = NOT_GIVEN,
+        **extra: Any,
+    ) -> ResponseContextManager[StreamedBinaryAPIResponse]:
+        """``Speech.create``'s arguments; the audio comes as it is synthesised, a sentence at a
+        time::
+
+            with client.audio.speech.with_streaming_response.create(
+                model=..., voice="alloy", input=text, response_format="wav"
+            ) as response:
+                response.stream_to_file("speech.wav")   # or: for chunk in response.iter_bytes()
+
+        The request starts when the ``with`` block is entered (a bad argument raises there);
+        leaving it stops synthesis."""
+        native = self._speech._native
+
+        def request() -> StreamedBinaryAPIResponse:
+            body = _speech_body(
+                model, input, voice, instructions, response_format, speed, stream_format, extra
+            )
+            return StreamedBinaryAPIResponse(native.audio_speech_stream(body))
+
+        return ResponseContextManager(request)
+
+
+class Audio(_Resource):
+    """``client.audio``."""
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.speech = Speech(native)
+
+
 class Models(_Resource):
     def list(self) -> SyncPage[Model]:
         return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
@@ -234,6 +356,7 @@ class OpenAI:
         self.chat = Chat(self._native)
         self.completions = Completions(self._native)
         self.embeddings = Embeddings(self._native)
+        self.audio = Audio(self._native)
         self.models = Models(self._native)
         self.predictions = Predictions(self._native)
 
@@ -305,6 +428,75 @@ class AsyncEmbeddings(_Resource):
         return CreateEmbeddingResponse._from_matrix(*result)
 
 
+class AsyncSpeech(_Resource):
+    """``client.audio.speech`` of ``AsyncOpenAI``."""
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.with_streaming_response = AsyncSpeechWithStreamingResponse(self)
+
+    async def create(
+        self,
+        *,
+        input: str = REQUIRED,
+        model: str = REQUIRED,
+        voice: str = REQUIRED,
+        instructions: str = NOT_GIVEN,
+        response_format: ResponseFormat = NOT_GIVEN,
+        speed: float = NOT_GIVEN,
+        stream_format: StreamFormat = NOT_GIVEN,
+        **extra: Any,
+    ) -> HttpxBinaryResponseContent:
+        """`Speech.create`, synthesised in a worker thread. Cancelling the awaiting task stops
+        the synthesis before its next sentence."""
+        body = _speech_body(
+            model, input, voice, instructions, response_format, speed, stream_format, extra
+        )
+        return _binary_content(await _cancellable(self._native.audio_speech_create, body))
+
+
+class AsyncSpeechWithStreamingResponse:
+    """``client.audio.speech.with_streaming_response`` of ``AsyncOpenAI``."""
+
+    def __init__(self, speech: AsyncSpeech) -> None:
+        self._speech = speech
+
+    def create(
+        self,
+        *,
+        input: str = REQUIRED,
+        model: str = REQUIRED,
+        voice: str = REQUIRED,
+        instructions: str = NOT_GIVEN,
+        response_format: ResponseFormat = NOT_GIVEN,
+        speed: float = NOT_GIVEN,
+        stream_format: StreamFormat = NOT_GIVEN,
+        **extra: Any,
+    ) -> AsyncResponseContextManager[AsyncStreamedBinaryAPIResponse]:
+        """``async with ... as response: async for chunk in response.iter_bytes(): ...``: the
+        audio as it is synthesised, each chunk awaited in a worker thread. Leaving the block,
+        or cancelling the task, stops synthesis."""
+        native = self._speech._native
+
+        async def request() -> AsyncStreamedBinaryAPIResponse:
+            body = _speech_body(
+                model, input, voice, instructions, response_format, speed, stream_format, extra
+            )
+            return AsyncStreamedBinaryAPIResponse(
+                await _in_thread(native.audio_speech_stream, body)
+            )
+
+        return AsyncResponseContextManager(request)
+
+
+class AsyncAudio(_Resource):
+    """``client.audio`` of ``AsyncOpenAI``."""
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.speech = AsyncSpeech(native)
+
+
 class AsyncModels(_Resource):
     async def list(self) -> SyncPage[Model]:
         return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
@@ -345,6 +537,7 @@ class AsyncOpenAI:
         self.chat = AsyncChat(self._native)
         self.completions = AsyncCompletions(self._native)
         self.embeddings = AsyncEmbeddings(self._native)
+        self.audio = AsyncAudio(self._native)
         self.models = AsyncModels(self._native)
         self.predictions = AsyncPredictions(self._native)
 

@@ -12,6 +12,7 @@ __all__ = [
     "BadRequestError",
     "NotFoundError",
     "InternalServerError",
+    "StreamAlreadyConsumed",
 ]
 
 
@@ -67,6 +68,18 @@ class NotFoundError(APIStatusError):
 
 class InternalServerError(APIStatusError):
     """The model failed to load or run, or ingle hit a bug (500)."""
+
+
+class StreamAlreadyConsumed(OpenAIError):
+    """A streamed response's content was asked for after it was iterated (``iter_bytes()``
+    then ``read()``, or a second ``iter_bytes()``): a stream is read once. Call ``read()``
+    first to keep the content, as with ``openai``."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Attempted to read or stream content, but the content has already been streamed. "
+            "Call `.read()` before iterating to keep the whole content."
+        )
 
 
 _CLASSES = {

@@ -163,9 +163,20 @@ pub struct Speech {
 impl Speech {
     /// Synthesises the whole input and encodes it (headers with exact lengths).
     pub fn create(&self, request: &SpeechRequest) -> Result<SpeechAudio> {
+        self.create_until(request, || false)
+    }
+
+    /// [`Self::create`] with a `stop` check before each sentence: once it says so, synthesis
+    /// stops and the call returns a [`crate::ErrorKind::Cancelled`] error (a dropped HTTP
+    /// request, a cancelled asyncio task, Ctrl-C in Python).
+    pub fn create_until(
+        &self,
+        request: &SpeechRequest,
+        stop: impl FnMut() -> bool,
+    ) -> Result<SpeechAudio> {
         let format = request.format()?;
         request.sse()?;
-        let raw = self.create_samples(request)?;
+        let raw = self.create_samples_until(request, stop)?;
         let mono = to_mono(&raw.samples, raw.channels);
         let sample_rate = match format {
             // What OpenAI's pcm is, and a rate Opus can code.
@@ -185,12 +196,27 @@ impl Speech {
     /// The same request answered with the raw samples, not encoded (`response_format` and
     /// `stream_format` are checked but have nothing to choose).
     pub fn create_samples(&self, request: &SpeechRequest) -> Result<SpeechSamples> {
+        self.create_samples_until(request, || false)
+    }
+
+    /// [`Self::create_samples`] with a `stop` check before each sentence.
+    pub fn create_samples_until(
+        &self,
+        request: &SpeechRequest,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<SpeechSamples> {
         request.format()?;
         request.sse()?;
         let mut run = self.start(request)?;
         let mut samples = Vec::new();
         let mut rate_channels = None;
-        while let Some(audio) = run.next_audio()? {
+        loop {
+            if stop() {
+                return Err(Error::cancelled("The request was cancelled"));
+            }
+            let Some(audio) = run.next_audio()? else {
+                break;
+            };
             rate_channels.get_or_insert((audio.sample_rate, audio.channels));
             samples.extend_from_slice(&audio.samples);
         }
