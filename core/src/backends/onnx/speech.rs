@@ -22,7 +22,7 @@ use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// Config options this backend has no use for.
 pub const SPEECH_UNUSED_OPTIONS: &[&str] = &[
@@ -93,8 +93,8 @@ struct VoiceModel {
     /// The voices, in speaker-id order; the first is the default.
     voices: Vec<(String, i64)>,
     /// How long a sentence lasts at each length scale, relative to scale 1 (see
-    /// [`VoiceModel::calibrate_speed`]).
-    lengths: SpeedCurve,
+    /// [`VoiceModel::calibrate_speed`]); measured when a speed other than 1 is first asked for.
+    lengths: OnceLock<SpeedCurve>,
 }
 
 /// A Piper voice: text, voice and speed in, float32 audio out, sentence by sentence.
@@ -203,14 +203,13 @@ impl SpeechPredictor {
             }
         }
         let takes_speaker = inputs.contains(&"sid");
-        let mut model = VoiceModel {
+        let model = VoiceModel {
             session: Mutex::new(session),
             config: voice,
             takes_speaker,
             voices,
-            lengths: SpeedCurve::default(),
+            lengths: OnceLock::new(),
         };
-        model.lengths = model.calibrate_speed()?;
         Ok(SpeechPredictor {
             tag: tag.clone(),
             signature: signature(
@@ -334,7 +333,7 @@ impl VoiceModel {
     }
 
     /// Measures how long one sentence lasts, without duration noise, at each of
-    /// [`CALIBRATION_SCALES`] (six short runs at load, about 0.3 s).
+    /// [`CALIBRATION_SCALES`] (six short runs, about 0.3 s, once per loaded voice).
     fn calibrate_speed(&self) -> Result<SpeedCurve> {
         let ids = self.sentences("The quick brown fox jumps over the lazy dog, then rests.")?;
         let ids = ids
@@ -361,7 +360,18 @@ impl VoiceModel {
     /// One model run: the audio of one sentence, `speed` times as fast as the voice speaks.
     fn synthesise(&self, ids: &[i64], speaker: i64, speed: f32) -> Result<Vec<f32>> {
         let inference = &self.config.inference;
-        let (scale, stretch) = self.lengths.scale_for(1.0 / speed);
+        let (scale, stretch) = if speed == 1.0 {
+            (1.0, 1.0)
+        } else {
+            let curve = match self.lengths.get() {
+                Some(curve) => curve,
+                None => {
+                    let curve = self.calibrate_speed()?;
+                    self.lengths.get_or_init(|| curve)
+                }
+            };
+            curve.scale_for(1.0 / speed)
+        };
         let scales = [
             inference.noise_scale,
             inference.length_scale * scale,
