@@ -190,6 +190,10 @@ impl SpeechPredictor {
             .map_err(ort_error(loading()))?
             .with_inter_threads(1)
             .map_err(ort_error(loading()))?
+            // Idle threads sleep instead of spinning: as fast on a quiet machine (1.58 vs 1.61 s
+            // for a paragraph), 18% faster when another process or model wants the cores.
+            .with_intra_op_spinning(false)
+            .map_err(ort_error(loading()))?
             .commit_from_file(&model_path)
             .map_err(ort_error(loading()))?;
         let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
