@@ -98,6 +98,30 @@ export interface EmbeddingCreateParams<F extends EmbeddingEncoding = 'float'> {
   user?: string;
 }
 
+/** The voices of the OpenAI API: each speaks with the model's voice the config gives it, else the
+ * model's default voice. */
+export type SpeechVoice =
+  | 'alloy' | 'ash' | 'ballad' | 'coral' | 'echo' | 'fable' | 'onyx' | 'nova' | 'sage' | 'shimmer'
+  | 'verse' | 'marin' | 'cedar';
+
+export interface SpeechCreateParams {
+  /** A speech model, e.g. `@local/piper-en-us-joe-medium`. */
+  model: string;
+  /** The text to speak: 1 to 4096 characters. */
+  input: string;
+  /** One of the model's voices (`joe`), or an OpenAI voice name. */
+  voice: (string & {}) | SpeechVoice;
+  /** Default `mp3`. `pcm` is 16-bit little-endian mono at 24 kHz, as OpenAI sends it. */
+  response_format?: 'mp3' | 'opus' | 'aac' | 'flac' | 'wav' | 'pcm';
+  /** 0.25 to 4.0; default 1.0. */
+  speed?: number;
+  /** `audio` (default): the body is the audio file. `sse`: server-sent events
+   * (`speech.audio.delta` with base64 audio, then `speech.audio.done` with usage). */
+  stream_format?: 'sse' | 'audio';
+  /** Refused by models that cannot follow them (none can yet). */
+  instructions?: string;
+}
+
 export interface Model {
   id: string;
   created: number;
@@ -232,6 +256,20 @@ export declare class OpenAI {
       body: EmbeddingCreateParams<F>,
       options?: RequestOptions | null,
     ): Promise<CreateEmbeddingResponse<F>>;
+  };
+  audio: {
+    speech: {
+      /** Resolves, once the first sentence is synthesised, to a fetch `Response` (as openai's
+       * does): `content-type` is the format's (`audio/mpeg`, `audio/ogg`, `audio/aac`,
+       * `audio/flac`, `audio/wav`, `audio/pcm`; `text/event-stream` for `stream_format: 'sse'`).
+       * Its `body` delivers the audio sentence by sentence as it is synthesised, in the
+       * streaming forms of the formats (as the OpenAI API sends them: wav and flac headers do
+       * not know the length); `arrayBuffer()` waits for all of it. A bad request rejects with
+       * BadRequestError naming the field (`input`, `voice`, `speed`, `response_format`, ...).
+       * Aborting `options.signal`, or `response.body.cancel()`, stops synthesis before the next
+       * sentence; after an abort, reading the body throws APIUserAbortError. */
+      create(body: SpeechCreateParams, options?: RequestOptions | null): Promise<Response>;
+    };
   };
   models: {
     /** Awaitable for the page, and iterable: `for await (const m of client.models.list())`. */

@@ -404,6 +404,102 @@ class Embeddings {
   }
 }
 
+/** Starts `start` (a Promise of a native stream); aborting `signal` meanwhile rejects at once
+ * with APIUserAbortError, and the stream is closed when it arrives. */
+async function abortableStart(start, signal) {
+  if (!signal) return start;
+  let onAbort;
+  const aborted = new Promise((_, reject) => {
+    onAbort = () => {
+      start.then((native) => native.close(), () => {});
+      reject(new APIUserAbortError());
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([start, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** A fetch `Response` whose body streams the native speech: the bytes pulled at the start, then
+ * one `next()` per read on the libuv thread pool (synthesis runs at most a sentence ahead of
+ * the reader). Aborting `signal`, `body.cancel()` or the end of the audio closes the native
+ * stream, which stops synthesis before the next sentence; an abort errors the body with
+ * APIUserAbortError, a failure in a later sentence with the engine's error. */
+function speechResponse(native, signal) {
+  const first = native.takeFirst();
+  let finished = false;
+  let onAbort;
+  const finish = () => {
+    finished = true;
+    native.close();
+    if (signal) signal.removeEventListener('abort', onAbort);
+  };
+  const body = new ReadableStream({
+    start(controller) {
+      if (signal) {
+        onAbort = () => {
+          if (finished) return;
+          finish();
+          controller.error(new APIUserAbortError());
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (first) controller.enqueue(first);
+    },
+    async pull(controller) {
+      let chunk;
+      try {
+        chunk = await call(() => native.next());
+      } catch (err) {
+        if (!finished) {
+          finish();
+          controller.error(err);
+        }
+        return;
+      }
+      if (finished) return; // aborted while this sentence was synthesised
+      if (chunk === null) {
+        finish();
+        controller.close();
+      } else {
+        controller.enqueue(chunk);
+      }
+    },
+    cancel() {
+      if (!finished) finish();
+    },
+  });
+  return new Response(body, { status: 200, headers: { 'content-type': native.contentType } });
+}
+
+class Speech {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** `body`: `model`, `input`, `voice` (one of the model's voices, or an OpenAI voice name),
+   * `response_format` ('mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'), `speed` (0.25 to 4),
+   * `stream_format` ('audio' or 'sse'), `instructions`. Resolves to a fetch `Response`, as
+   * openai's does, once the first sentence is synthesised: `await response.arrayBuffer()` for
+   * the whole file, or read `response.body` to get the audio as it is made. A bad request
+   * rejects with BadRequestError naming the field; `options.signal` stops synthesis. */
+  async create(body, options) {
+    const { signal } = requestOptions(options, 'audio.speech.create');
+    const json = toJson(requestBody(body, 'audio.speech.create'));
+    checkSignal(signal);
+    const start = call(() => this._native.audioSpeechStream(json));
+    const native = await abortableStart(start, signal);
+    if (signal && signal.aborted) {
+      native.close();
+      throw new APIUserAbortError();
+    }
+    return speechResponse(native, signal);
+  }
+}
+
 class Models {
   constructor(native) {
     this._native = native;
@@ -489,6 +585,7 @@ class OpenAI {
     this.chat = { completions: new ChatCompletions(this._native) };
     this.completions = new Completions(this._native);
     this.embeddings = new Embeddings(this._native);
+    this.audio = { speech: new Speech(this._native) };
     this.models = new Models(this._native);
     this.predictions = new Predictions(this._native);
   }

@@ -4,6 +4,8 @@
  * Requests and responses are the OpenAI JSON: a chat completion request in, a
  * `chat.completion` object (or `chat.completion.chunk` objects, streamed) out.
  * Embeddings also come as a raw float32 matrix (ingle_embeddings_create_matrix).
+ * Speech (audio.speech) comes as encoded audio bytes, whole or streamed, or as
+ * raw float32 samples.
  *
  * Ownership
  *   - Strings you pass in are borrowed for the duration of the call only.
@@ -13,7 +15,9 @@
  *     ingle_last_error_json) belong to ingle: never free them.
  *   - Chunks given to a callback are valid only during that call.
  *   - An IngleEmbeddingMatrix is yours: free it, data included, with
- *     ingle_embedding_matrix_free().
+ *     ingle_embedding_matrix_free(). Likewise IngleSpeechAudio with
+ *     ingle_speech_audio_free() and IngleSpeechSamples with
+ *     ingle_speech_samples_free().
  *   - A client is yours from ingle_client_create() until ingle_client_free().
  *
  * Threading
@@ -136,6 +140,69 @@ typedef struct IngleEmbeddingMatrix {
   size_t prompt_tokens;
 } IngleEmbeddingMatrix;
 
+/**
+ * Speech as an audio file: the encoded bytes of `ingle_audio_speech_create`, e.g. a whole
+ * `.wav` or `.mp3` file. Free it, `data` included, with one call to `ingle_speech_audio_free`.
+ */
+typedef struct IngleSpeechAudio {
+  /**
+   * `len` bytes of the encoded audio (the request's `response_format`), owned by the struct.
+   */
+  const uint8_t *data;
+  /**
+   * The number of bytes.
+   */
+  size_t len;
+  /**
+   * The MIME type the OpenAI API answers with: `"audio/mpeg"` (mp3), `"audio/ogg"` (opus),
+   * `"audio/aac"`, `"audio/flac"`, `"audio/wav"` or `"audio/pcm"`. NUL-terminated, owned by
+   * the struct.
+   */
+  const char *content_type;
+  /**
+   * The sample rate of the encoded audio in Hz: 24000 for `pcm` (16-bit little-endian mono,
+   * as OpenAI sends it) and `opus`, otherwise the model's (22050 for the default voice).
+   */
+  uint32_t sample_rate;
+} IngleSpeechAudio;
+
+/**
+ * Receives one chunk of streamed speech: `len` bytes of audio (`len > 0`), in the order they
+ * play, NOT NUL-terminated; the chunks together are one file of the request's
+ * `response_format` (in its streaming form: wav and flac headers cannot know the length), or,
+ * with `"stream_format": "sse"`, server-sent events (`data: {...}\n\n` text). Called
+ * synchronously on the calling thread, once per chunk (about a sentence of audio each);
+ * `chunk` is valid only during the call. Return 0 to go on, or non-zero to stop synthesis
+ * (`ingle_audio_speech_stream` then returns `INGLE_ERROR_CANCELLED`). The same rules as
+ * `IngleChunkCallback` otherwise.
+ */
+typedef int32_t (*IngleAudioCallback)(const uint8_t *chunk, size_t len, void *user_data);
+
+/**
+ * Speech as numbers: the float32 samples the model produced, before any encoding. From
+ * `ingle_audio_speech_create_samples`; free it, `samples` included, with one call to
+ * `ingle_speech_samples_free`.
+ */
+typedef struct IngleSpeechSamples {
+  /**
+   * `frames * channels` floats in [-1, 1], interleaved when `channels > 1`, owned by the
+   * struct.
+   */
+  const float *samples;
+  /**
+   * Samples per channel: the duration is `frames / sample_rate` seconds.
+   */
+  size_t frames;
+  /**
+   * 1 for the default voice.
+   */
+  uint16_t channels;
+  /**
+   * In Hz, the model's own rate (22050 for the default voice).
+   */
+  uint32_t sample_rate;
+} IngleSpeechSamples;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -223,6 +290,51 @@ enum IngleStatus ingle_embeddings_create_matrix(struct IngleClient *client,
  * Frees a matrix from `ingle_embeddings_create_matrix` and its data. NULL is a no-op.
  */
 void ingle_embedding_matrix_free(struct IngleEmbeddingMatrix *matrix);
+
+/**
+ * Speech: `request_json` is an OpenAI speech request (`{"model": "@local/piper-en-us-joe-medium",
+ * "input": "Hello there.", "voice": "alloy", "response_format": "wav", "speed": 1.0}`; `voice` is
+ * one of the model's voices (`"joe"`) or any OpenAI voice name, `response_format` is `mp3`
+ * (default), `opus`, `aac`, `flac`, `wav` or `pcm`, `speed` 0.25 to 4). `*out` receives the whole
+ * encoded file (headers with exact lengths), to free with `ingle_speech_audio_free` (NULL on
+ * failure). Errors name the field at fault in `ingle_last_error_json()`'s `param`.
+ */
+enum IngleStatus ingle_audio_speech_create(struct IngleClient *client,
+                                           const char *request_json,
+                                           struct IngleSpeechAudio **out);
+
+/**
+ * Frees audio from `ingle_audio_speech_create`, its data and content type. NULL is a no-op.
+ */
+void ingle_speech_audio_free(struct IngleSpeechAudio *audio);
+
+/**
+ * Streams speech as it is synthesised, sentence by sentence: `on_chunk` receives the encoded
+ * bytes (see `IngleAudioCallback`) for the same request as `ingle_audio_speech_create`, plus
+ * `"stream_format": "sse"` for server-sent events. Errors in the request are returned before
+ * any chunk. Returns when the audio ends, fails, or `on_chunk` returns non-zero
+ * (`INGLE_ERROR_CANCELLED`: synthesis stops before the next sentence). `user_data` is passed to
+ * `on_chunk` untouched.
+ */
+enum IngleStatus ingle_audio_speech_stream(struct IngleClient *client,
+                                           const char *request_json,
+                                           IngleAudioCallback on_chunk,
+                                           void *user_data);
+
+/**
+ * The same request as `ingle_audio_speech_create`, answered with the model's float32 samples
+ * instead of an encoded file (`response_format` is checked but has nothing to choose).
+ * `*out` receives them, to free with `ingle_speech_samples_free` (NULL on failure).
+ */
+enum IngleStatus ingle_audio_speech_create_samples(struct IngleClient *client,
+                                                   const char *request_json,
+                                                   struct IngleSpeechSamples **out);
+
+/**
+ * Frees samples from `ingle_audio_speech_create_samples`, the samples included. NULL is a
+ * no-op.
+ */
+void ingle_speech_samples_free(struct IngleSpeechSamples *samples);
 
 /**
  * The models of the client's configuration: `*out_json` receives

@@ -6,9 +6,10 @@
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
+    SpeechRequest, SpeechStream,
 };
 use ingle_core::{inputs_from_json, Client, Config, Error};
-use napi::bindgen_prelude::{AsyncTask, Float32Array};
+use napi::bindgen_prelude::{AsyncTask, Float32Array, Uint8Array};
 use napi::{Env, Status, Task};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -120,6 +121,45 @@ impl Task for Job<(EmbeddingMatrix, EncodingFormat)> {
             base64: format == EncodingFormat::Base64,
             data: Float32Array::new(m.data),
         })
+    }
+}
+
+/// A started speech stream and its first bytes (pulled before the stream is handed to JS, so an
+/// error in the first sentence rejects `audio.speech.create` itself).
+type StartedSpeech = (SpeechStream, Option<Vec<u8>>);
+
+impl Task for Job<StartedSpeech> {
+    type Output = StartedSpeech;
+    type JsValue = NativeSpeechStream;
+
+    fn compute(&mut self) -> napi::Result<StartedSpeech> {
+        self.run()
+    }
+
+    fn resolve(
+        &mut self,
+        _env: Env,
+        (stream, first): StartedSpeech,
+    ) -> napi::Result<Self::JsValue> {
+        Ok(NativeSpeechStream {
+            content_type: stream.content_type(),
+            inner: Arc::new(Mutex::new(Some(stream))),
+            first: Mutex::new(first),
+            closed: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+impl Task for Job<Option<Vec<u8>>> {
+    type Output = Option<Vec<u8>>;
+    type JsValue = Option<Uint8Array>;
+
+    fn compute(&mut self) -> napi::Result<Option<Vec<u8>>> {
+        self.run()
+    }
+
+    fn resolve(&mut self, _env: Env, bytes: Option<Vec<u8>>) -> napi::Result<Option<Uint8Array>> {
+        Ok(bytes.map(Uint8Array::new))
     }
 }
 
@@ -283,6 +323,19 @@ impl NativeClient {
         })
     }
 
+    /// Starts speech (`audio.speech.create`): resolves once the first bytes are synthesised
+    /// (about a sentence), or rejects with the request's error.
+    #[napi(ts_return_type = "Promise<NativeSpeechStream>")]
+    pub fn audio_speech_stream(&self, request: String) -> AsyncTask<Job<StartedSpeech>> {
+        let client = self.client.clone();
+        AsyncTask::new(Job(Some(Box::new(move || {
+            let request = SpeechRequest::from_json(&request)?;
+            let mut stream = client.audio.speech.stream(&request)?;
+            let first = stream.next().transpose()?;
+            Ok((stream, first))
+        }))))
+    }
+
     /// Load figures of a model as JSON, loading it if needed.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn metrics(&self, model: String) -> AsyncTask<Job<Option<String>>> {
@@ -336,6 +389,63 @@ impl NativeStream {
         if let Ok(mut inner) = self.inner.try_lock() {
             *inner = None;
         }
+    }
+}
+
+/// Speech being synthesised: `takeFirst()` gives the bytes pulled when it started, then each
+/// `next()` resolves to the next bytes (about a sentence of audio), or `null` at the end.
+/// `close()` (or garbage collection) stops synthesis, even while a `next()` is pending: that
+/// call resolves with its bytes, and the stream then ends.
+#[napi]
+pub struct NativeSpeechStream {
+    inner: Arc<Mutex<Option<SpeechStream>>>,
+    first: Mutex<Option<Vec<u8>>>,
+    closed: Arc<AtomicBool>,
+    content_type: &'static str,
+}
+
+#[napi]
+impl NativeSpeechStream {
+    /// The `Content-Type` of the bytes: the audio format's, or `text/event-stream` for SSE.
+    #[napi(getter)]
+    pub fn content_type(&self) -> &'static str {
+        self.content_type
+    }
+
+    /// The first bytes, once; `null` afterwards.
+    #[napi]
+    pub fn take_first(&self) -> Option<Uint8Array> {
+        let mut first = self.first.lock().unwrap_or_else(PoisonError::into_inner);
+        first.take().map(Uint8Array::new)
+    }
+
+    #[napi(ts_return_type = "Promise<Uint8Array | null>")]
+    pub fn next(&self) -> AsyncTask<Job<Option<Vec<u8>>>> {
+        let (inner, closed) = (Arc::clone(&self.inner), Arc::clone(&self.closed));
+        AsyncTask::new(Job(Some(Box::new(move || {
+            let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
+            if closed.load(Ordering::Acquire) {
+                *inner = None; // stops synthesis
+            }
+            let item = inner.as_mut().and_then(Iterator::next);
+            if !matches!(item, Some(Ok(_))) || closed.load(Ordering::Acquire) {
+                *inner = None; // the end, an error, or closed while waiting
+            }
+            item.transpose()
+        }))))
+    }
+
+    /// Stops synthesis before the next sentence. Safe to call more than once.
+    #[napi]
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        if let Ok(mut inner) = self.inner.try_lock() {
+            *inner = None;
+        }
+        self.first
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 }
 

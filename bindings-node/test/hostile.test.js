@@ -9,6 +9,7 @@ const { OpenAI, OpenAIError, APIError, BadRequestError, APIUserAbortError } = re
 
 const model = '@local/smollm2-135m-instruct';
 const embedder = '@local/all-minilm-l6-v2';
+const voice = '@local/piper-en-us-joe-medium';
 const hi = [{ role: 'user', content: 'Hi' }];
 const client = new OpenAI();
 
@@ -129,6 +130,7 @@ test('a body that is not an object', async () => {
     await rejects(`completions ${label}`, () => client.completions.create(body), { param: null, match: words });
     await rejects(`embeddings ${label}`, () => client.embeddings.create(body), { param: null, match: words });
     await rejects(`predictions ${label}`, () => client.predictions.create(body), { param: null, match: words });
+    await rejects(`speech ${label}`, () => client.audio.speech.create(body), { param: null, match: words });
   }
   await rejects('no arguments', () => client.chat.completions.create(), { param: null, match: /chat\.completions\.create/ });
 });
@@ -144,6 +146,8 @@ test('bad request options are OpenAIErrors naming the option, before anything st
       () => client.completions.create({ model, prompt: 'Once', max_tokens: 4 }, { signal }), /options\.signal/);
     await option(`embeddings ${label}`,
       () => client.embeddings.create({ model: embedder, input: 'a' }, { signal }), /options\.signal/);
+    await option(`speech ${label}`,
+      () => client.audio.speech.create({ model: voice, input: 'a', voice: 'joe' }, { signal }), /options\.signal/);
     await option(`predictions stream ${label}`, async () => {
       for await (const _ of client.predictions.stream({ tag: model, inputs: { prompt: 'a' } }, { signal }));
     }, /options\.signal/);
@@ -193,6 +197,16 @@ test('missing or wrong-typed arguments of every method', async () => {
     ['embeddings model a function', { model() {}, input: 'a' }, 'model'],
   ]) {
     await rejects(label, () => client.embeddings.create(params), { param });
+  }
+  for (const [label, params, param] of [
+    ['speech {}', {}, 'model'],
+    ['speech input a lone surrogate', { model: voice, input: 'a\uD800', voice: 'joe' }, 'input'],
+    ['speech speed Infinity', { model: voice, input: 'a', voice: 'joe', speed: Infinity }, 'speed'],
+    ['speech speed BigInt', { model: voice, input: 'a', voice: 'joe', speed: 1n }, 'speed'],
+    ['speech voice an object', { model: voice, input: 'a', voice: { id: 'joe' } }, 'voice'],
+    ['speech input an array', { model: voice, input: ['a'], voice: 'joe' }, 'input'],
+  ]) {
+    await rejects(label, () => client.audio.speech.create(params), { param });
   }
   assert.equal((await client.embeddings.create({ model: embedder, input: 'still works' })).data.length, 1);
 });

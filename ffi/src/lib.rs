@@ -15,7 +15,9 @@
 #![allow(clippy::missing_safety_doc)]
 
 use ingle_core::json_text::to_json_text;
-use ingle_core::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest};
+use ingle_core::openai::{
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, SpeechRequest,
+};
 use ingle_core::{inputs_from_json, Client, Config, Error, ErrorKind, Prediction};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -74,6 +76,39 @@ pub struct IngleEmbeddingMatrix {
     pub prompt_tokens: usize,
 }
 
+/// Speech as an audio file: the encoded bytes of `ingle_audio_speech_create`, e.g. a whole
+/// `.wav` or `.mp3` file. Free it, `data` included, with one call to `ingle_speech_audio_free`.
+#[repr(C)]
+pub struct IngleSpeechAudio {
+    /// `len` bytes of the encoded audio (the request's `response_format`), owned by the struct.
+    pub data: *const u8,
+    /// The number of bytes.
+    pub len: usize,
+    /// The MIME type the OpenAI API answers with: `"audio/mpeg"` (mp3), `"audio/ogg"` (opus),
+    /// `"audio/aac"`, `"audio/flac"`, `"audio/wav"` or `"audio/pcm"`. NUL-terminated, owned by
+    /// the struct.
+    pub content_type: *const c_char,
+    /// The sample rate of the encoded audio in Hz: 24000 for `pcm` (16-bit little-endian mono,
+    /// as OpenAI sends it) and `opus`, otherwise the model's (22050 for the default voice).
+    pub sample_rate: u32,
+}
+
+/// Speech as numbers: the float32 samples the model produced, before any encoding. From
+/// `ingle_audio_speech_create_samples`; free it, `samples` included, with one call to
+/// `ingle_speech_samples_free`.
+#[repr(C)]
+pub struct IngleSpeechSamples {
+    /// `frames * channels` floats in [-1, 1], interleaved when `channels > 1`, owned by the
+    /// struct.
+    pub samples: *const f32,
+    /// Samples per channel: the duration is `frames / sample_rate` seconds.
+    pub frames: usize,
+    /// 1 for the default voice.
+    pub channels: u16,
+    /// In Hz, the model's own rate (22050 for the default voice).
+    pub sample_rate: u32,
+}
+
 /// Receives one chunk of a stream: `chunk_json` is the chunk's JSON, NUL-terminated, `len` bytes
 /// long (without the NUL). It is called synchronously on the thread that called the streaming
 /// function, once per chunk, in order. `chunk_json` is valid only during the call: copy what you
@@ -83,6 +118,17 @@ pub struct IngleEmbeddingMatrix {
 pub type IngleChunkCallback = Option<
     unsafe extern "C" fn(chunk_json: *const c_char, len: usize, user_data: *mut c_void) -> i32,
 >;
+
+/// Receives one chunk of streamed speech: `len` bytes of audio (`len > 0`), in the order they
+/// play, NOT NUL-terminated; the chunks together are one file of the request's
+/// `response_format` (in its streaming form: wav and flac headers cannot know the length), or,
+/// with `"stream_format": "sse"`, server-sent events (`data: {...}\n\n` text). Called
+/// synchronously on the calling thread, once per chunk (about a sentence of audio each);
+/// `chunk` is valid only during the call. Return 0 to go on, or non-zero to stop synthesis
+/// (`ingle_audio_speech_stream` then returns `INGLE_ERROR_CANCELLED`). The same rules as
+/// `IngleChunkCallback` otherwise.
+pub type IngleAudioCallback =
+    Option<unsafe extern "C" fn(chunk: *const u8, len: usize, user_data: *mut c_void) -> i32>;
 
 /// Why a call failed: the status it returns and the error behind `ingle_last_error`.
 struct Failure {
@@ -208,6 +254,26 @@ fn callback_arg(
     callback: IngleChunkCallback,
 ) -> FfiResult<unsafe extern "C" fn(*const c_char, usize, *mut c_void) -> i32> {
     callback.ok_or_else(|| Failure::null_argument("on_chunk"))
+}
+
+fn audio_callback_arg(
+    callback: IngleAudioCallback,
+) -> FfiResult<unsafe extern "C" fn(*const u8, usize, *mut c_void) -> i32> {
+    callback.ok_or_else(|| Failure::null_argument("on_chunk"))
+}
+
+/// Gives C a boxed slice it frees with [`take_slice`].
+fn give_slice<T>(items: Vec<T>) -> (*const T, usize) {
+    let len = items.len();
+    (Box::into_raw(items.into_boxed_slice()) as *const T, len)
+}
+
+/// Frees a slice from [`give_slice`].
+unsafe fn take_slice<T>(data: *const T, len: usize) {
+    drop(Box::from_raw(ptr::slice_from_raw_parts_mut(
+        data as *mut T,
+        len,
+    )));
 }
 
 fn to_json_string(value: &impl Serialize) -> FfiResult<String> {
@@ -400,7 +466,7 @@ pub unsafe extern "C" fn ingle_embeddings_create_matrix(
         let client = client_arg(client)?;
         let request = EmbeddingRequest::from_json(str_arg(request_json, "request_json")?)?;
         let matrix = client.embeddings.create_matrix(&request)?;
-        let data = Box::into_raw(matrix.data.into_boxed_slice()) as *const f32;
+        let (data, _) = give_slice(matrix.data);
         *out = Box::into_raw(Box::new(IngleEmbeddingMatrix {
             data,
             rows: matrix.rows,
@@ -416,11 +482,117 @@ pub unsafe extern "C" fn ingle_embeddings_create_matrix(
 pub unsafe extern "C" fn ingle_embedding_matrix_free(matrix: *mut IngleEmbeddingMatrix) {
     if !matrix.is_null() {
         let matrix = Box::from_raw(matrix);
-        let len = matrix.rows * matrix.dims;
-        drop(Box::from_raw(ptr::slice_from_raw_parts_mut(
-            matrix.data as *mut f32,
+        take_slice(matrix.data, matrix.rows * matrix.dims);
+    }
+}
+
+/// Speech: `request_json` is an OpenAI speech request (`{"model": "@local/piper-en-us-joe-medium",
+/// "input": "Hello there.", "voice": "alloy", "response_format": "wav", "speed": 1.0}`; `voice` is
+/// one of the model's voices (`"joe"`) or any OpenAI voice name, `response_format` is `mp3`
+/// (default), `opus`, `aac`, `flac`, `wav` or `pcm`, `speed` 0.25 to 4). `*out` receives the whole
+/// encoded file (headers with exact lengths), to free with `ingle_speech_audio_free` (NULL on
+/// failure). Errors name the field at fault in `ingle_last_error_json()`'s `param`.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_audio_speech_create(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    out: *mut *mut IngleSpeechAudio,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out, "out")?;
+        let client = client_arg(client)?;
+        let request = SpeechRequest::from_json(str_arg(request_json, "request_json")?)?;
+        let audio = client.audio.speech.create(&request)?;
+        let content_type = c_string_lossy(audio.content_type.to_string()).into_raw();
+        let (data, len) = give_slice(audio.bytes);
+        *out = Box::into_raw(Box::new(IngleSpeechAudio {
+            data,
             len,
-        )));
+            content_type,
+            sample_rate: audio.sample_rate,
+        }));
+        Ok(())
+    })
+}
+
+/// Frees audio from `ingle_audio_speech_create`, its data and content type. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_speech_audio_free(audio: *mut IngleSpeechAudio) {
+    if !audio.is_null() {
+        let audio = Box::from_raw(audio);
+        take_slice(audio.data, audio.len);
+        drop(CString::from_raw(audio.content_type as *mut c_char));
+    }
+}
+
+/// Streams speech as it is synthesised, sentence by sentence: `on_chunk` receives the encoded
+/// bytes (see `IngleAudioCallback`) for the same request as `ingle_audio_speech_create`, plus
+/// `"stream_format": "sse"` for server-sent events. Errors in the request are returned before
+/// any chunk. Returns when the audio ends, fails, or `on_chunk` returns non-zero
+/// (`INGLE_ERROR_CANCELLED`: synthesis stops before the next sentence). `user_data` is passed to
+/// `on_chunk` untouched.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_audio_speech_stream(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    on_chunk: IngleAudioCallback,
+    user_data: *mut c_void,
+) -> IngleStatus {
+    ffi_call(|| {
+        let client = client_arg(client)?;
+        let on_chunk = audio_callback_arg(on_chunk)?;
+        let request = SpeechRequest::from_json(str_arg(request_json, "request_json")?)?;
+        // Each chunk is dropped, and with the stream the synthesis, on the way out.
+        for chunk in client.audio.speech.stream(&request)? {
+            let chunk = chunk?;
+            match on_chunk(chunk.as_ptr(), chunk.len(), user_data) {
+                0 => {}
+                returned => return Err(Failure::cancelled(returned)),
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The same request as `ingle_audio_speech_create`, answered with the model's float32 samples
+/// instead of an encoded file (`response_format` is checked but has nothing to choose).
+/// `*out` receives them, to free with `ingle_speech_samples_free` (NULL on failure).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_audio_speech_create_samples(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    out: *mut *mut IngleSpeechSamples,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out, "out")?;
+        let client = client_arg(client)?;
+        let request = SpeechRequest::from_json(str_arg(request_json, "request_json")?)?;
+        let raw = client.audio.speech.create_samples(&request)?;
+        let channels = raw.channels.max(1);
+        let frames = raw.samples.len() / channels as usize;
+        let mut samples = raw.samples;
+        samples.truncate(frames * channels as usize); // whole frames only
+        let (samples, _) = give_slice(samples);
+        *out = Box::into_raw(Box::new(IngleSpeechSamples {
+            samples,
+            frames,
+            channels,
+            sample_rate: raw.sample_rate,
+        }));
+        Ok(())
+    })
+}
+
+/// Frees samples from `ingle_audio_speech_create_samples`, the samples included. NULL is a
+/// no-op.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_speech_samples_free(samples: *mut IngleSpeechSamples) {
+    if !samples.is_null() {
+        let samples = Box::from_raw(samples);
+        take_slice(
+            samples.samples,
+            samples.frames * samples.channels.max(1) as usize,
+        );
     }
 }
 

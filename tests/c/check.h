@@ -27,7 +27,7 @@ static int check_failures = 0;
 /* The decoded JSON string value of the first `"key":"..."` in `json`, malloc'd; NULL when the
  * key is absent or not a string. Handles the escapes serde_json writes (\" \\ \/ \n \t \r \b \f
  * \uXXXX, surrogate pairs included). */
-static char *json_string(const char *json, const char *key) {
+static inline char *json_string(const char *json, const char *key) {
     char pattern[128];
     snprintf(pattern, sizeof pattern, "\"%s\":\"", key);
     const char *p = strstr(json, pattern);
@@ -79,7 +79,7 @@ typedef struct {
     char finish_reason[32];
 } Collector;
 
-static int32_t collect_chunk(const char *chunk, size_t len, void *user_data) {
+static inline int32_t collect_chunk(const char *chunk, size_t len, void *user_data) {
     Collector *c = (Collector *)user_data;
     c->chunks++;
     if (strlen(chunk) != len || len < 2 || chunk[0] != '{' || chunk[len - 1] != '}') c->bad_chunks++;
