@@ -550,7 +550,7 @@ async fn audio_speech(State(state): State<AppState>, request: Request) -> Respon
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
-    type Started = ingle::Result<(&'static str, bool, Vec<u8>)>;
+    type Started = ingle::Result<(&'static str, Vec<u8>)>;
     let (started_tx, started_rx) = oneshot::channel::<Started>();
     let (chunks_tx, chunks_rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     let shutting_down = Arc::clone(&state.shutting_down);
@@ -562,7 +562,7 @@ async fn audio_speech(State(state): State<AppState>, request: Request) -> Respon
                 return;
             }
         };
-        let sse = request.stream_format.as_deref() == Some("sse");
+        let sse = stream.is_sse();
         let first = match stream.next() {
             Some(Ok(bytes)) => bytes,
             Some(Err(error)) => {
@@ -571,10 +571,7 @@ async fn audio_speech(State(state): State<AppState>, request: Request) -> Respon
             }
             None => Vec::new(),
         };
-        if started_tx
-            .send(Ok((stream.content_type(), sse, first)))
-            .is_err()
-        {
+        if started_tx.send(Ok((stream.content_type(), first))).is_err() {
             return;
         }
         for chunk in stream {
@@ -608,7 +605,7 @@ async fn audio_speech(State(state): State<AppState>, request: Request) -> Respon
         }
     });
     match started_rx.await {
-        Ok(Ok((content_type, _sse, first))) => {
+        Ok(Ok((content_type, first))) => {
             let rest = futures_util::stream::unfold(chunks_rx, |mut rx| async move {
                 rx.recv().await.map(|item| (item, rx))
             });

@@ -85,6 +85,22 @@ impl TestServer {
         Reply::parse(&raw)
     }
 
+    /// POSTs JSON and returns the whole raw response (head and chunked body), for binary
+    /// bodies that `Reply` (text) cannot hold.
+    fn post_json_raw(&self, path: &str, body: &str) -> Vec<u8> {
+        let mut stream = self.connect();
+        send(
+            &mut stream,
+            "POST",
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        );
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        raw
+    }
+
     fn post_json(&self, path: &str, body: &str) -> Reply {
         self.request(
             "POST",
@@ -865,17 +881,8 @@ fn speech_is_sent_sentence_by_sentence_with_its_content_type() {
         ("flac", "audio/flac", &b"fLaC"[..]),
         ("opus", "audio/ogg", &b"OggS"[..]),
     ] {
-        let mut stream = server.connect();
         let body = speech(&format!(r#", "response_format": "{format}""#));
-        send(
-            &mut stream,
-            "POST",
-            "/v1/audio/speech",
-            &[("Content-Type", "application/json")],
-            body.as_bytes(),
-        );
-        let mut raw = Vec::new();
-        stream.read_to_end(&mut raw).unwrap();
+        let raw = server.post_json_raw("/v1/audio/speech", &body);
         let head =
             String::from_utf8_lossy(&raw[..raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap()])
                 .to_ascii_lowercase();
@@ -951,17 +958,7 @@ fn bad_speech_requests_are_400_naming_the_parameter() {
         &speech("").replace(SPEECH, "@nobody/nothing"),
     );
     assert_eq!(reply.status, 404);
-    let mut stream = server.connect();
-    let body = speech(r#", "response_format": "wav""#);
-    send(
-        &mut stream,
-        "POST",
-        "/v1/audio/speech",
-        &[("Content-Type", "application/json")],
-        body.as_bytes(),
-    );
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
+    let raw = server.post_json_raw("/v1/audio/speech", &speech(r#", "response_format": "wav""#));
     assert!(raw.starts_with(b"HTTP/1.1 200"), "still serving");
 }
 

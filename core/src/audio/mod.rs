@@ -70,6 +70,19 @@ impl AudioFormat {
         }
     }
 
+    /// The rate audio made at `sample_rate` is encoded at: 24000 for pcm (what OpenAI sends) and
+    /// opus (which has no 22.05 kHz mode), else `sample_rate` unless the codec cannot code it
+    /// (mp3, aac: the next rate up that it can).
+    pub fn output_rate(self, sample_rate: u32) -> u32 {
+        match self {
+            AudioFormat::Pcm => 24_000,
+            AudioFormat::Opus => opus::RATE,
+            AudioFormat::Mp3 => supported_rate(sample_rate, &mp3::RATES),
+            AudioFormat::Aac => supported_rate(sample_rate, &aac::RATES),
+            AudioFormat::Flac | AudioFormat::Wav => sample_rate,
+        }
+    }
+
     /// The HTTP `Content-Type` OpenAI answers with.
     pub fn content_type(self) -> &'static str {
         match self {
@@ -113,13 +126,7 @@ impl Encoder {
         if sample_rate == 0 {
             return Err(Error::internal("audio sample rate 0"));
         }
-        let output_rate = match format {
-            AudioFormat::Pcm => 24_000,      // what OpenAI sends
-            AudioFormat::Opus => opus::RATE, // Opus has no 22.05 kHz mode
-            AudioFormat::Mp3 => supported_rate(sample_rate, &mp3::RATES),
-            AudioFormat::Aac => supported_rate(sample_rate, &aac::RATES),
-            AudioFormat::Flac | AudioFormat::Wav => sample_rate,
-        };
+        let output_rate = format.output_rate(sample_rate);
         let codec: Box<dyn Codec> = match format {
             AudioFormat::Pcm => Box::new(Pcm),
             AudioFormat::Wav => Box::new(wav::Wav::new(output_rate)),

@@ -178,11 +178,7 @@ impl Speech {
         request.sse()?;
         let raw = self.create_samples_until(request, stop)?;
         let mono = to_mono(&raw.samples, raw.channels);
-        let sample_rate = match format {
-            // What OpenAI's pcm is, and a rate Opus can code.
-            AudioFormat::Pcm | AudioFormat::Opus => 24_000,
-            _ => raw.sample_rate,
-        };
+        let sample_rate = format.output_rate(raw.sample_rate);
         let bytes = crate::audio::encode(format, raw.sample_rate, &mono)?;
         Ok(SpeechAudio {
             bytes,
@@ -478,6 +474,11 @@ impl SpeechStream {
 
     pub fn format(&self) -> AudioFormat {
         self.format
+    }
+
+    /// Whether the chunks are SSE events (`stream_format: "sse"`) rather than audio bytes.
+    pub fn is_sse(&self) -> bool {
+        self.sse
     }
 
     /// Bytes as the caller receives them: raw, or wrapped in a delta event.
