@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int check_failures = 0;
 
@@ -96,6 +97,39 @@ static inline int32_t collect_chunk(const char *chunk, size_t len, void *user_da
     }
     if (strstr(chunk, "\"usage\":{")) c->usage_chunks++;
     return c->stop_after && c->chunks >= c->stop_after ? 1 : 0;
+}
+
+/* A named test of a test program's table. */
+typedef struct {
+    const char *name;
+    void (*run)(void);
+} Test;
+
+/* Runs the tests named in argv (every test when none is), printing each with its time; the
+ * exit status of the program: 0 when every check passed. Needs _POSIX_C_SOURCE for
+ * clock_gettime, defined before the first include. */
+static inline int run_tests(const Test *tests, size_t count, int argc, char **argv) {
+    int ran = 0;
+    for (size_t i = 0; i < count; i++) {
+        int selected = argc < 2;
+        for (int a = 1; a < argc; a++) selected |= strcmp(argv[a], tests[i].name) == 0;
+        if (!selected) continue;
+        int before = check_failures;
+        struct timespec start, end;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        tests[i].run();
+        clock_gettime(CLOCK_MONOTONIC, &end);
+        ran++;
+        printf("%s %s (%.1f s)\n", check_failures == before ? "ok  " : "FAIL", tests[i].name,
+               (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9);
+        fflush(stdout);
+    }
+    if (ran == 0) {
+        fprintf(stderr, "no test matched\n");
+        return 1;
+    }
+    printf("%d tests, %d failed checks\n", ran, check_failures);
+    return check_failures == 0 ? 0 : 1;
 }
 
 #endif

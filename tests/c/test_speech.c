@@ -286,11 +286,6 @@ static void test_speech_threads(void) {
     }
 }
 
-typedef struct {
-    const char *name;
-    void (*run)(void);
-} Test;
-
 static const Test tests[] = {
     {"speech_create", test_speech_create},
     {"speech_stream", test_speech_stream},
@@ -309,26 +304,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "cannot create the client: %s\n", ingle_last_error());
         return 1;
     }
-    int ran = 0;
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        int selected = argc < 2;
-        for (int a = 1; a < argc; a++) selected |= strcmp(argv[a], tests[i].name) == 0;
-        if (!selected) continue;
-        int before = check_failures;
-        struct timespec start, end;
-        clock_gettime(CLOCK_MONOTONIC, &start);
-        tests[i].run();
-        clock_gettime(CLOCK_MONOTONIC, &end);
-        ran++;
-        printf("%s %s (%.1f s)\n", check_failures == before ? "ok  " : "FAIL", tests[i].name,
-               (double)(end.tv_sec - start.tv_sec) + (double)(end.tv_nsec - start.tv_nsec) / 1e9);
-        fflush(stdout);
-    }
+    int status = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
     ingle_client_free(client);
-    if (ran == 0) {
-        fprintf(stderr, "no test matched\n");
-        return 1;
-    }
-    printf("%d tests, %d failed checks\n", ran, check_failures);
-    return check_failures == 0 ? 0 : 1;
+    return status;
 }
