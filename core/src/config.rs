@@ -43,6 +43,10 @@ pub const DEFAULT_EMBEDDING_TOKENIZER: &str = "all-minilm-l6-v2/tokenizer.json";
 /// directory, and its Piper model (its config is the same path + `.json`).
 pub const DEFAULT_SPEECH_MODEL: &str = "@local/piper-en-us-joe-medium";
 pub const DEFAULT_SPEECH_FILE: &str = "piper/en_US-joe-medium.onnx";
+/// The tag of the transcription model, registered by default when its files are in the models
+/// directory, and its CTranslate2 `model.bin` (`config.json` and `tokenizer.json` beside it).
+pub const DEFAULT_TRANSCRIPTION_MODEL: &str = "@local/whisper-tiny-en";
+pub const DEFAULT_TRANSCRIPTION_FILE: &str = "whisper-tiny-en/model.bin";
 /// The ONNX Runtime library `scripts/fetch-models` installs, inside the models directory.
 pub const DEFAULT_ONNXRUNTIME_FILE: &str = "onnxruntime/libonnxruntime.so.1.31.1";
 /// What a user runs to download the default models.
@@ -71,6 +75,9 @@ pub enum Backend {
     OnnxEmbedding,
     /// ONNX Runtime, for Piper text-to-speech voices (VITS), phonemized by espeak-ng.
     Piper,
+    /// ONNX Runtime, for Whisper speech-to-text: a CTranslate2 `model.bin` (as faster-whisper
+    /// uses) turned into encoder and decoder graphs at load.
+    Whisper,
 }
 
 impl Backend {
@@ -80,6 +87,7 @@ impl Backend {
             Backend::Llama => "llama",
             Backend::OnnxEmbedding => "onnx-embedding",
             Backend::Piper => "piper",
+            Backend::Whisper => "whisper",
         }
     }
 }
@@ -149,6 +157,15 @@ impl PredictorConfig {
     pub fn speech(tag: impl Into<String>, model: impl Into<PathBuf>) -> Self {
         PredictorConfig {
             backend: Backend::Piper,
+            ..PredictorConfig::llama(tag, model)
+        }
+    }
+
+    /// A Whisper model on ONNX Runtime: its CTranslate2 `model.bin` (`config.json` and
+    /// `tokenizer.json` beside it).
+    pub fn transcription(tag: impl Into<String>, model: impl Into<PathBuf>) -> Self {
+        PredictorConfig {
+            backend: Backend::Whisper,
             ..PredictorConfig::llama(tag, model)
         }
     }
@@ -236,6 +253,13 @@ impl Default for Config {
             )
             .predictor(
                 PredictorConfig::speech(DEFAULT_SPEECH_MODEL, DEFAULT_SPEECH_FILE).if_present(),
+            )
+            .predictor(
+                PredictorConfig::transcription(
+                    DEFAULT_TRANSCRIPTION_MODEL,
+                    DEFAULT_TRANSCRIPTION_FILE,
+                )
+                .if_present(),
             )
     }
 }
@@ -420,6 +444,9 @@ impl Config {
             .collect();
         if predictor.backend == Backend::Piper {
             files.push(crate::backends::onnx::voice_config_path(self, predictor));
+        }
+        if predictor.backend == Backend::Whisper {
+            files.extend(crate::backends::onnx::whisper_files(&self.model_path(predictor)));
         }
         files
     }

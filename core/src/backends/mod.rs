@@ -18,6 +18,7 @@ pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Pred
         )?)),
         Backend::OnnxEmbedding => Ok(Arc::new(onnx::EmbeddingPredictor::load(config, predictor)?)),
         Backend::Piper => Ok(Arc::new(onnx::SpeechPredictor::load(config, predictor)?)),
+        Backend::Whisper => Ok(Arc::new(onnx::TranscriptionPredictor::load(config, predictor)?)),
     }
 }
 
@@ -58,6 +59,7 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
             }
             Ok(())
         }
+        Backend::Whisper => reject_options(predictor, onnx::TRANSCRIPTION_UNUSED_OPTIONS),
     }
 }
 

@@ -35,6 +35,15 @@ pub enum Annotation {
     AudioSpeed { min: f64, max: f64 },
     /// Audio in or out.
     Audio { sample_rate: u32 },
+    /// The language of audio to transcribe (an ISO-639-1 code or an English name) (input).
+    TranscriptionLanguage,
+    /// Text that conditions a transcription: spelling, names, style (input).
+    TranscriptionPrompt,
+    /// Whether to time each word of a transcription (input, bool).
+    TranscriptionWordTimestamps,
+    /// One transcribed segment: `{id, seek, start, end, text, tokens, temperature,
+    /// avg_logprob, compression_ratio, no_speech_prob, words}` (output, null when none).
+    TranscriptionSegment,
     /// Chat messages: a list of `{role, content}` dicts (input).
     ChatMessages,
     /// A raw text prompt to continue (input).

@@ -9,12 +9,15 @@
 mod embedding;
 mod speech;
 mod stretch;
+pub mod whisper;
 
 pub use embedding::{EmbeddingPredictor, DEFAULT_MAX_LENGTH, EMBEDDING_UNUSED_OPTIONS, MAX_INPUTS};
 pub use speech::{
     voice_config_path, SpeechPredictor, MAX_INPUT_CHARS, MAX_SPEED, MIN_SPEED,
     SPEECH_UNUSED_OPTIONS,
 };
+
+pub use whisper::{whisper_files, TranscriptionPredictor, TRANSCRIPTION_UNUSED_OPTIONS};
 
 use crate::config::FETCH_COMMAND;
 use crate::error::{Error, Result};

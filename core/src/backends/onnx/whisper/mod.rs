@@ -1,0 +1,327 @@
+//! Whisper speech-to-text on ONNX Runtime, from CTranslate2 weights.
+//!
+//! The weights are the `model.bin` faster-whisper loads (CTranslate2's format); ingle reads it
+//! (`ct2.rs`), builds an encoder graph and a decoder graph with a KV cache from it
+//! (`graphs.rs`, written with the small protobuf writer in `onnx_proto.rs`) and hands them to
+//! ONNX Runtime at load: nothing converts the model beforehand, and no Python is involved.
+//! `mel.rs` computes Whisper's log-mel, `transcribe.rs` runs Whisper's long-form decoding and
+//! `words.rs` its word timings.
+
+mod ct2;
+mod graphs;
+mod mel;
+mod model;
+mod onnx_proto;
+mod transcribe;
+mod words;
+
+pub use graphs::Precision;
+pub use transcribe::{compression_ratio, Options, Segment, Word};
+
+use super::environment;
+use crate::config::{Config, PredictorConfig};
+use crate::error::{Error, Result};
+use crate::predict::{
+    Annotation, GenerationOption, Inputs, Metrics, OutputStream, Parameter, Predictor,
+    PredictorKind, Signature,
+};
+use crate::value::{Value, ValueType};
+use model::WhisperModel;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Config options a Whisper predictor has no use for.
+pub const TRANSCRIPTION_UNUSED_OPTIONS: &[&str] = &[
+    "n_ctx",
+    "parallel",
+    "chat_template",
+    "tokenizer",
+    "max_length",
+    "voice_config",
+    "voices",
+];
+
+/// The rate Whisper hears at.
+pub const SAMPLE_RATE: u32 = mel::SAMPLE_RATE as u32;
+
+/// The languages an English-only model accepts, as `language`.
+pub const ENGLISH: [&str; 2] = ["en", "english"];
+
+/// The files of a Whisper model whose `model.bin` is `model`.
+pub fn whisper_files(model: &Path) -> Vec<PathBuf> {
+    let dir = model.parent().unwrap_or(Path::new("."));
+    vec![dir.join("config.json"), dir.join("tokenizer.json")]
+}
+
+/// Whisper: 16 kHz audio in, text out, segment by segment.
+pub struct TranscriptionPredictor {
+    tag: String,
+    signature: Signature,
+    model: Arc<WhisperModel>,
+    active: Arc<AtomicUsize>,
+    windows: Arc<AtomicU64>,
+    cancelled: Arc<AtomicU64>,
+}
+
+/// The signature of a Whisper predictor.
+pub fn signature() -> Signature {
+    Signature {
+        inputs: vec![
+            Parameter::new("audio", ValueType::Audio)
+                .describe("Speech to transcribe: float32 samples (resampled to 16 kHz mono).")
+                .annotated(Annotation::Audio {
+                    sample_rate: SAMPLE_RATE,
+                }),
+            Parameter::new("language", ValueType::String)
+                .optional()
+                .describe("The language of the audio: `en` (this model is English-only).")
+                .annotated(Annotation::TranscriptionLanguage),
+            Parameter::new("prompt", ValueType::String)
+                .optional()
+                .describe("Text that conditions the first window: names, spelling, style.")
+                .annotated(Annotation::TranscriptionPrompt),
+            Parameter::new("temperature", ValueType::Float)
+                .default_value(0.0)
+                .range(Some(0.0), Some(1.0))
+                .describe("First sampling temperature; raised by 0.2 when a window fails Whisper's checks.")
+                .annotated(Annotation::Generation(GenerationOption::Temperature)),
+            Parameter::new("word_timestamps", ValueType::Bool)
+                .default_value(false)
+                .describe("Time each word (from cross-attention alignment).")
+                .annotated(Annotation::TranscriptionWordTimestamps),
+        ],
+        outputs: vec![
+            Parameter::new("text", ValueType::String)
+                .describe("The text of the segment.")
+                .annotated(Annotation::TextDelta),
+            Parameter::new("segment", ValueType::Dict)
+                .optional()
+                .describe("The segment with its times, tokens and scores (null on the last output).")
+                .annotated(Annotation::TranscriptionSegment),
+            Parameter::new("usage", ValueType::Dict)
+                .optional()
+                .describe("`{seconds}` of audio, on the last output.")
+                .annotated(Annotation::Usage),
+        ],
+    }
+}
+
+impl TranscriptionPredictor {
+    pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
+        crate::backends::validate(predictor)?;
+        let tag = &predictor.tag;
+        let model_path = config.model_path(predictor);
+        super::check_file("model file", &model_path, tag)?;
+        for file in whisper_files(&model_path) {
+            super::check_file("model file", &file, tag)?;
+        }
+        let threads = crate::backends::llama::capped_threads(predictor.threads, tag) as usize;
+        let environment = environment(&config.onnxruntime_path())?;
+        let dir = model_path.parent().unwrap_or(Path::new("."));
+        let model = WhisperModel::load(&environment, dir, threads, precision())?;
+        Ok(TranscriptionPredictor {
+            tag: tag.clone(),
+            signature: signature(),
+            model: Arc::new(model),
+            active: Arc::default(),
+            windows: Arc::default(),
+            cancelled: Arc::default(),
+        })
+    }
+}
+
+/// The precision of the linear layers: int8 unless `INGLE_WHISPER_PRECISION=float32`.
+/// int8 runs beckett.wav in 0.15 s against 0.43 s in float32 (2 cores) with the same text;
+/// float32 reproduces CTranslate2's float32 tokens exactly (docs/architecture.md).
+pub fn precision() -> Precision {
+    match std::env::var("INGLE_WHISPER_PRECISION").as_deref() {
+        Ok("float32") => Precision::Float32,
+        _ => Precision::Int8,
+    }
+}
+
+/// `audio` as mono 16 kHz samples (averaging channels, resampling with a band-limited
+/// resampler).
+pub fn to_mono_16k(audio: &crate::value::Audio, param: &str) -> Result<Vec<f32>> {
+    let channels = audio.channels.max(1) as usize;
+    if audio.sample_rate == 0 {
+        return Err(Error::invalid(param, format!("`{param}` has a sample rate of 0")));
+    }
+    let mono: Vec<f32> = if channels == 1 {
+        audio.samples.clone()
+    } else {
+        audio
+            .samples
+            .chunks(channels)
+            .map(|frame| frame.iter().sum::<f32>() / channels as f32)
+            .collect()
+    };
+    if let Some(i) = mono.iter().position(|x| !x.is_finite()) {
+        return Err(Error::invalid(
+            param,
+            format!("`{param}` has a sample that is not a finite number (at {i})"),
+        ));
+    }
+    if audio.sample_rate == SAMPLE_RATE {
+        return Ok(mono);
+    }
+    let mut resampler = crate::audio::resample::Resampler::new(audio.sample_rate, SAMPLE_RATE)?;
+    let mut out = resampler.process(&mono);
+    out.extend(resampler.finish());
+    Ok(out)
+}
+
+/// Checks `language` for an English-only model.
+pub fn check_language(language: Option<&str>, param: &str) -> Result<()> {
+    match language.map(str::trim) {
+        None | Some("") => Ok(()),
+        Some(l) if ENGLISH.iter().any(|e| e.eq_ignore_ascii_case(l)) => Ok(()),
+        Some(l) => Err(Error::invalid(
+            param,
+            format!(
+                "`{param}` is `{}`, but this Whisper model is English-only: use `en` (or leave \
+                 `{param}` out)",
+                crate::error::shown(l)
+            ),
+        )),
+    }
+}
+
+impl Predictor for TranscriptionPredictor {
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+
+    fn kind(&self) -> PredictorKind {
+        PredictorKind::Generator
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+        let Some(Value::Audio(audio)) = inputs.get("audio") else {
+            return Err(Error::invalid("audio", "`audio` is required: float32 samples"));
+        };
+        check_language(inputs.get("language").and_then(Value::as_str), "language")?;
+        let samples = to_mono_16k(audio, "audio")?;
+        if samples.is_empty() {
+            return Err(Error::invalid("audio", "`audio` has no samples"));
+        }
+        let options = Options {
+            temperature: inputs.get("temperature").and_then(Value::as_f64).unwrap_or(0.0),
+            prompt: inputs.get("prompt").and_then(Value::as_str).map(str::to_string),
+            word_timestamps: matches!(inputs.get("word_timestamps"), Some(Value::Bool(true))),
+        };
+        let transcriber = transcribe::Transcriber::new(Arc::clone(&self.model), samples, options);
+        self.active.fetch_add(1, Ordering::Relaxed);
+        Ok(Box::new(Transcription {
+            duration: transcriber.duration(),
+            transcriber,
+            finished: false,
+            counted_windows: 0,
+            active: Arc::clone(&self.active),
+            windows: Arc::clone(&self.windows),
+            cancelled: Arc::clone(&self.cancelled),
+        }))
+    }
+
+    fn metrics(&self) -> Metrics {
+        Metrics {
+            active_requests: self.active.load(Ordering::Relaxed),
+            queued_requests: 0,
+            generated_tokens: self.windows.load(Ordering::Relaxed),
+            cancelled_requests: self.cancelled.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A segment as the predictor outputs it (and `verbose_json` shows it).
+pub fn segment_value(segment: &Segment) -> Value {
+    let round = |x: f64| Value::Float((x * 1e6).round() / 1e6);
+    let words: Vec<Value> = segment
+        .words
+        .iter()
+        .map(|w| {
+            Value::Dict(BTreeMap::from([
+                ("word".to_string(), Value::from(w.word.clone())),
+                ("start".to_string(), round(w.start)),
+                ("end".to_string(), round(w.end)),
+                ("probability".to_string(), round(w.probability)),
+            ]))
+        })
+        .collect();
+    Value::Dict(BTreeMap::from([
+        ("id".to_string(), Value::from(segment.id as i64)),
+        ("seek".to_string(), Value::from(segment.seek as i64)),
+        ("start".to_string(), round(segment.start)),
+        ("end".to_string(), round(segment.end)),
+        ("text".to_string(), Value::from(segment.text.clone())),
+        (
+            "tokens".to_string(),
+            Value::List(segment.tokens.iter().map(|&t| Value::from(t as i64)).collect()),
+        ),
+        ("temperature".to_string(), round(segment.temperature)),
+        ("avg_logprob".to_string(), round(segment.avg_logprob)),
+        ("compression_ratio".to_string(), round(segment.compression_ratio)),
+        ("no_speech_prob".to_string(), round(segment.no_speech_prob)),
+        ("words".to_string(), Value::List(words)),
+    ]))
+}
+
+/// One prediction: segments as windows are decoded, then a last output with the usage.
+struct Transcription {
+    transcriber: transcribe::Transcriber,
+    duration: f64,
+    finished: bool,
+    counted_windows: usize,
+    active: Arc<AtomicUsize>,
+    windows: Arc<AtomicU64>,
+    cancelled: Arc<AtomicU64>,
+}
+
+impl Iterator for Transcription {
+    type Item = Result<Vec<Value>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        let next = self.transcriber.next();
+        let windows = self.transcriber.windows;
+        self.windows
+            .fetch_add((windows - self.counted_windows) as u64, Ordering::Relaxed);
+        self.counted_windows = windows;
+        match next {
+            Some(Ok(segment)) => Some(Ok(vec![
+                Value::from(segment.text.clone()),
+                segment_value(&segment),
+                Value::Null,
+            ])),
+            Some(Err(error)) => {
+                self.finished = true;
+                Some(Err(error))
+            }
+            None => {
+                self.finished = true;
+                let usage = Value::Dict(BTreeMap::from([(
+                    "seconds".to_string(),
+                    Value::Float(self.duration),
+                )]));
+                Some(Ok(vec![Value::from(String::new()), Value::Null, usage]))
+            }
+        }
+    }
+}
+
+impl Drop for Transcription {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        self.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
