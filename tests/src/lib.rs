@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 pub const MODEL: &str = DEFAULT_MODEL;
 pub const EMBEDDING_MODEL: &str = DEFAULT_EMBEDDING_MODEL;
 pub const SPEECH_MODEL: &str = DEFAULT_SPEECH_MODEL;
+pub const TRANSCRIPTION_MODEL: &str = ingle::config::DEFAULT_TRANSCRIPTION_MODEL;
 
 /// The default config, after checking the model is there (so a missing model fails clearly).
 pub fn config() -> Config {

@@ -7,17 +7,22 @@
 //! caller encodes the whole signal before sending ([`Encoder::new`] with `streaming: false`), the
 //! bytes are held until [`Encoder::finish`], which patches the header with the exact length
 //! (WAV sizes, FLAC total samples and MD5, the MP3 LAME tag with its gapless delay and padding).
+//!
+//! Speech input goes the other way: [`decode_to_mono`] turns an uploaded audio file into mono
+//! samples at the rate a transcription model wants.
 
 mod aac;
+pub mod decode;
 mod flac;
 mod mp3;
 mod opus;
-mod resample;
+pub(crate) mod resample;
 mod wav;
 
 #[cfg(test)]
 mod tests;
 
+pub use decode::{decode_to_mono, DecodedAudio, SUPPORTED_AUDIO_FORMATS};
 pub use resample::Resampler;
 
 use crate::error::{shown, Error, Result};

@@ -9,10 +9,12 @@
 
 mod embeddings;
 mod speech;
+mod transcription;
 mod types;
 
 pub use embeddings::*;
 pub use speech::*;
+pub use transcription::*;
 pub use types::*;
 
 use crate::error::{shown, Error, Result};

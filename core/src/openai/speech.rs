@@ -144,12 +144,20 @@ pub struct SpeechUsage {
 #[derive(Clone)]
 pub struct AudioApi {
     pub speech: Speech,
+    pub transcriptions: super::Transcriptions,
+    pub translations: super::Translations,
 }
 
 impl AudioApi {
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
         AudioApi {
-            speech: Speech { registry },
+            speech: Speech {
+                registry: Arc::clone(&registry),
+            },
+            transcriptions: super::Transcriptions {
+                registry: Arc::clone(&registry),
+            },
+            translations: super::Translations { registry },
         }
     }
 }

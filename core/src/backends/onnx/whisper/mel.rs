@@ -100,10 +100,6 @@ impl MelFilters {
         }
     }
 
-    pub fn n_mels(&self) -> usize {
-        self.n_mels
-    }
-
     /// The mel power of frame `frame` of `audio` (frames are centred on `frame * HOP`; the
     /// signal is reflected at its start and zero past its end), into `out` [n_mels].
     fn frame_power(&self, audio: &[f32], frame: usize, scratch: &mut Scratch, out: &mut [f32]) {

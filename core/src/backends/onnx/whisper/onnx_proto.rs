@@ -6,7 +6,6 @@
 pub const FLOAT: i64 = 1;
 pub const INT8: i64 = 3;
 pub const INT64: i64 = 7;
-pub const BOOL: i64 = 9;
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
@@ -41,7 +40,6 @@ pub enum Attr<'a> {
     Int(&'a str, i64),
     Ints(&'a str, &'a [i64]),
     Float(&'a str, f32),
-    Str(&'a str, &'a str),
 }
 
 impl Attr<'_> {
@@ -64,11 +62,6 @@ impl Attr<'_> {
                 bytes(&mut out, 1, name.as_bytes());
                 float(&mut out, 2, *v);
                 int(&mut out, 20, 1);
-            }
-            Attr::Str(name, v) => {
-                bytes(&mut out, 1, name.as_bytes());
-                bytes(&mut out, 4, v.as_bytes());
-                int(&mut out, 20, 3);
             }
         }
         out

@@ -1,0 +1,643 @@
+//! `audio.transcriptions.create`: audio in (an uploaded file's bytes, or raw samples), text out,
+//! on any predictor whose signature has an input annotated [`Annotation::Audio`] and an output
+//! annotated [`Annotation::TextDelta`]. `language`, `prompt`, `temperature` and word timestamps
+//! need inputs annotated [`Annotation::TranscriptionLanguage`],
+//! [`Annotation::TranscriptionPrompt`], `Generation(Temperature)` and
+//! [`Annotation::TranscriptionWordTimestamps`]; `srt`, `vtt` and `verbose_json` need an output
+//! annotated [`Annotation::TranscriptionSegment`].
+//!
+//! Response formats are OpenAI's: `json` `{text, usage}`, `text`, `srt`, `vtt` and
+//! `verbose_json` `{task, language, duration, text, segments, words, usage}`; `stream: true`
+//! gives `transcript.text.delta` events (one per segment) and a `transcript.text.done`.
+
+use super::OtherFields;
+use crate::audio::decode_to_mono;
+use crate::error::{shown, Error, Result};
+use crate::predict::{Annotation, GenerationOption, Inputs, OutputStream, Signature};
+use crate::registry::Registry;
+use crate::value::{Audio, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::sync::Arc;
+
+/// The response formats of `audio.transcriptions`.
+pub const TRANSCRIPTION_FORMATS: [&str; 5] = ["json", "text", "srt", "verbose_json", "vtt"];
+
+/// `audio.transcriptions.create` arguments (all but `file`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptionRequest {
+    pub model: String,
+    /// The language of the audio (ISO-639-1, e.g. `en`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
+    /// Text to guide the model's style or continue a previous segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// `json` (default), `text`, `srt`, `verbose_json` or `vtt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<String>,
+    /// 0 to 1: the first sampling temperature (raised while a window fails Whisper's checks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// `segment` and/or `word`; needs `verbose_json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_granularities: Option<Vec<String>>,
+    /// Send the text as events while it is transcribed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// Every other field (`include`, `chunking_strategy`, ...): rejected by name.
+    #[serde(flatten)]
+    pub other: OtherFields,
+}
+
+impl TranscriptionRequest {
+    pub fn new(model: impl Into<String>) -> Self {
+        TranscriptionRequest {
+            model: model.into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn response_format(mut self, format: impl Into<String>) -> Self {
+        self.response_format = Some(format.into());
+        self
+    }
+
+    pub fn timestamp_granularities(mut self, granularities: &[&str]) -> Self {
+        self.timestamp_granularities = Some(granularities.iter().map(|g| g.to_string()).collect());
+        self
+    }
+
+    pub fn language(mut self, language: impl Into<String>) -> Self {
+        self.language = Some(language.into());
+        self
+    }
+
+    pub fn prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.prompt = Some(prompt.into());
+        self
+    }
+
+    pub fn temperature(mut self, temperature: f64) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
+
+    /// Parses the JSON form of the request's fields; an error names the field at fault.
+    pub fn from_json(json: &str) -> Result<Self> {
+        super::types::from_json(json)
+    }
+
+    /// The response format, checked (default `json`).
+    pub fn format(&self) -> Result<&str> {
+        match self.response_format.as_deref() {
+            None => Ok("json"),
+            Some(f) if TRANSCRIPTION_FORMATS.contains(&f) => Ok(f),
+            Some(other) => Err(Error::invalid(
+                "response_format",
+                format!(
+                    "Invalid value for `response_format`: '{}'; supported values are {}",
+                    shown(other),
+                    TRANSCRIPTION_FORMATS.map(|f| format!("'{f}'")).join(", ")
+                ),
+            )),
+        }
+    }
+
+    /// (segments, words) asked for by `timestamp_granularities`.
+    fn granularities(&self, format: &str) -> Result<(bool, bool)> {
+        let Some(list) = &self.timestamp_granularities else {
+            return Ok((true, false));
+        };
+        let param = "timestamp_granularities";
+        if list.is_empty() {
+            return Ok((true, false));
+        }
+        if let Some(bad) = list.iter().find(|g| *g != "segment" && *g != "word") {
+            return Err(Error::invalid(
+                param,
+                format!(
+                    "Invalid value in `{param}`: '{}'; supported values are 'segment' and 'word'",
+                    shown(bad)
+                ),
+            ));
+        }
+        if format != "verbose_json" {
+            return Err(Error::invalid(
+                param,
+                format!(
+                    "`{param}` needs `response_format` 'verbose_json' (it is '{format}')"
+                ),
+            ));
+        }
+        Ok((
+            list.iter().any(|g| g == "segment"),
+            list.iter().any(|g| g == "word"),
+        ))
+    }
+}
+
+/// The audio to transcribe: an uploaded file's bytes (any format [`decode_to_mono`] reads),
+/// or float32 samples at any rate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TranscriptionAudio {
+    File {
+        bytes: Vec<u8>,
+        /// Only a hint for the container (its extension).
+        filename: Option<String>,
+    },
+    Samples(Audio),
+}
+
+impl TranscriptionAudio {
+    pub fn file(bytes: impl Into<Vec<u8>>, filename: Option<&str>) -> Self {
+        TranscriptionAudio::File {
+            bytes: bytes.into(),
+            filename: filename.map(str::to_string),
+        }
+    }
+
+    /// Interleaved float32 samples.
+    pub fn samples(samples: Vec<f32>, sample_rate: u32, channels: u16) -> Self {
+        TranscriptionAudio::Samples(Audio {
+            samples,
+            sample_rate,
+            channels,
+        })
+    }
+}
+
+/// `{type: "duration", seconds}`.
+fn usage(seconds: f64) -> serde_json::Value {
+    json!({"type": "duration", "seconds": (seconds * 1000.0).round() / 1000.0})
+}
+
+/// A whole transcription in the requested format.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TranscriptionResponse {
+    /// `json`, `text`, `srt`, `verbose_json` or `vtt`.
+    pub format: String,
+    /// The response body: JSON for `json` and `verbose_json`, else the text.
+    pub body: String,
+    /// `application/json`, `text/plain; charset=utf-8` or `text/vtt; charset=utf-8`.
+    pub content_type: &'static str,
+    /// The whole text.
+    pub text: String,
+    /// Seconds of audio.
+    pub duration: f64,
+}
+
+impl TranscriptionResponse {
+    /// The body as JSON (`json` and `verbose_json` only).
+    pub fn json(&self) -> Option<serde_json::Value> {
+        serde_json::from_str(&self.body).ok()
+    }
+}
+
+/// One event of a streamed transcription.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TranscriptionEvent {
+    /// `{"type": "transcript.text.delta", "delta"}`: the text of a segment.
+    Delta(String),
+    /// `{"type": "transcript.text.done", "text", "usage"}`.
+    Done { text: String, seconds: f64 },
+}
+
+impl TranscriptionEvent {
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            TranscriptionEvent::Delta(delta) => {
+                json!({"type": "transcript.text.delta", "delta": delta})
+            }
+            TranscriptionEvent::Done { text, seconds } => {
+                json!({"type": "transcript.text.done", "text": text, "usage": usage(*seconds)})
+            }
+        }
+    }
+}
+
+/// `client.audio.transcriptions`.
+#[derive(Clone)]
+pub struct Transcriptions {
+    pub(crate) registry: Arc<Registry>,
+}
+
+/// A started transcription: where its text and segments are.
+struct Run {
+    outputs: OutputStream,
+    text: usize,
+    segment: Option<usize>,
+    duration: f64,
+    /// Nothing sent yet: the first text loses its leading space (Whisper's segments start
+    /// with one; OpenAI's text does not).
+    at_start: bool,
+}
+
+impl Run {
+    /// The next segment: (its text, its segment dict if the predictor gives one).
+    fn next_segment(&mut self) -> Result<Option<(String, Option<serde_json::Value>)>> {
+        loop {
+            let Some(outputs) = self.outputs.next().transpose()? else {
+                return Ok(None);
+            };
+            let mut text = match outputs.get(self.text) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => {
+                    return Err(Error::internal(format!(
+                        "the transcription predictor's text output is {}",
+                        other.type_name()
+                    )))
+                }
+            };
+            let segment = match self.segment.and_then(|i| outputs.get(i)) {
+                Some(Value::Null) | None => None,
+                Some(value) => Some(value.to_json()?),
+            };
+            if self.at_start {
+                text = text.trim_start().to_string();
+            }
+            if text.is_empty() && segment.is_none() {
+                continue;
+            }
+            if !text.is_empty() {
+                self.at_start = false;
+            }
+            return Ok(Some((text, segment)));
+        }
+    }
+}
+
+fn hms(seconds: f64, decimal: char) -> String {
+    let ms = (seconds.max(0.0) * 1000.0).round() as u64;
+    format!(
+        "{:02}:{:02}:{:02}{decimal}{:03}",
+        ms / 3_600_000,
+        ms / 60_000 % 60,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
+fn cue_text(segment: &serde_json::Value) -> String {
+    segment["text"]
+        .as_str()
+        .unwrap_or("")
+        .trim()
+        .replace("-->", "->")
+}
+
+/// SubRip cues, one per segment.
+pub fn srt(segments: &[serde_json::Value]) -> String {
+    let mut out = String::new();
+    for (i, s) in segments.iter().enumerate() {
+        let (start, end) = (s["start"].as_f64().unwrap_or(0.0), s["end"].as_f64().unwrap_or(0.0));
+        out.push_str(&format!(
+            "{}\n{} --> {}\n{}\n\n",
+            i + 1,
+            hms(start, ','),
+            hms(end, ','),
+            cue_text(s)
+        ));
+    }
+    out
+}
+
+/// WebVTT cues, one per segment.
+pub fn vtt(segments: &[serde_json::Value]) -> String {
+    let mut out = String::from("WEBVTT\n\n");
+    for s in segments {
+        let (start, end) = (s["start"].as_f64().unwrap_or(0.0), s["end"].as_f64().unwrap_or(0.0));
+        out.push_str(&format!(
+            "{} --> {}\n{}\n\n",
+            hms(start, '.'),
+            hms(end, '.'),
+            cue_text(s)
+        ));
+    }
+    out
+}
+
+impl Transcriptions {
+    /// Transcribes the whole audio and answers in the requested format.
+    pub fn create(
+        &self,
+        request: &TranscriptionRequest,
+        audio: TranscriptionAudio,
+    ) -> Result<TranscriptionResponse> {
+        self.create_until(request, audio, || false)
+    }
+
+    /// [`Self::create`] with a `stop` check before each segment: once it says so, the
+    /// transcription stops and the call returns a [`crate::ErrorKind::Cancelled`] error.
+    pub fn create_until(
+        &self,
+        request: &TranscriptionRequest,
+        audio: TranscriptionAudio,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<TranscriptionResponse> {
+        if request.stream == Some(true) {
+            return Err(Error::invalid(
+                "stream",
+                "`stream: true` asks for events: use `stream`, not `create`",
+            ));
+        }
+        let format = request.format()?.to_string();
+        let (want_segments, want_words) = request.granularities(&format)?;
+        let mut run = self.start(request, audio, &format, want_words)?;
+        let mut text = String::new();
+        let mut segments = Vec::new();
+        loop {
+            if stop() {
+                return Err(Error::cancelled("The request was cancelled"));
+            }
+            let Some((delta, segment)) = run.next_segment()? else {
+                break;
+            };
+            text.push_str(&delta);
+            segments.extend(segment);
+        }
+        let text = text.trim_end().to_string();
+        let duration = run.duration;
+        let (body, content_type) = match format.as_str() {
+            "text" => (format!("{text}\n"), "text/plain; charset=utf-8"),
+            "srt" => (srt(&segments), "text/plain; charset=utf-8"),
+            "vtt" => (vtt(&segments), "text/vtt; charset=utf-8"),
+            "verbose_json" => {
+                let mut words = Vec::new();
+                let mut shown_segments = Vec::new();
+                for mut s in segments {
+                    if let Some(serde_json::Value::Array(ws)) = s.as_object_mut().and_then(|o| o.remove("words")) {
+                        for w in ws {
+                            words.push(json!({
+                                "word": w["word"].as_str().unwrap_or("").trim(),
+                                "start": w["start"],
+                                "end": w["end"],
+                            }));
+                        }
+                    }
+                    shown_segments.push(s);
+                }
+                let mut body = json!({
+                    "task": "transcribe",
+                    "language": "english",
+                    "duration": (duration * 1000.0).round() / 1000.0,
+                    "text": text,
+                });
+                if want_segments {
+                    body["segments"] = serde_json::Value::Array(shown_segments);
+                }
+                if want_words {
+                    body["words"] = serde_json::Value::Array(words);
+                }
+                body["usage"] = usage(duration);
+                (body.to_string(), "application/json")
+            }
+            _ => (
+                json!({"text": text, "usage": usage(duration)}).to_string(),
+                "application/json",
+            ),
+        };
+        Ok(TranscriptionResponse {
+            format,
+            body,
+            content_type,
+            text,
+            duration,
+        })
+    }
+
+    /// Streams `transcript.text.delta` events, one per segment as its window is decoded, then
+    /// `transcript.text.done`. Dropping the stream stops before the next window.
+    pub fn stream(
+        &self,
+        request: &TranscriptionRequest,
+        audio: TranscriptionAudio,
+    ) -> Result<TranscriptionStream> {
+        let format = request.format()?.to_string();
+        if format != "json" && format != "text" {
+            return Err(Error::invalid(
+                "stream",
+                format!(
+                    "`stream` works with `response_format` 'json' or 'text', not '{format}'"
+                ),
+            ));
+        }
+        request.granularities(&format)?;
+        let run = self.start(request, audio, &format, false)?;
+        Ok(TranscriptionStream {
+            run: Some(run),
+            text: String::new(),
+        })
+    }
+
+    /// Checks the request, decodes the audio, maps both onto the predictor by annotation and
+    /// starts it.
+    fn start(
+        &self,
+        request: &TranscriptionRequest,
+        audio: TranscriptionAudio,
+        format: &str,
+        want_words: bool,
+    ) -> Result<Run> {
+        if let Some((field, _)) = request.other.iter().find(|(_, v)| !v.is_null()) {
+            return Err(Error::invalid(
+                field,
+                format!("Unrecognized request argument supplied: {}", shown(field)),
+            ));
+        }
+        let model = request.model.as_str();
+        if model.is_empty() {
+            return Err(Error::invalid("model", "Missing required parameter: `model`"));
+        }
+        let predictor = self.registry.get(model)?;
+        let shown_model = shown(model);
+        let signature: &Signature = predictor.signature();
+        let cannot = |what: &str| {
+            Error::invalid(
+                "model",
+                format!(
+                    "The model `{shown_model}` cannot serve audio.transcriptions: its predictor \
+                     has no {what}"
+                ),
+            )
+        };
+        let audio_param = signature
+            .inputs
+            .iter()
+            .find(|p| matches!(p.annotation, Annotation::Audio { .. }))
+            .ok_or_else(|| cannot("input annotated Audio"))?;
+        let Annotation::Audio { sample_rate } = audio_param.annotation else {
+            unreachable!("found by this annotation")
+        };
+        let text = signature
+            .output_annotated(&Annotation::TextDelta)
+            .ok_or_else(|| cannot("output annotated TextDelta"))?;
+        let segment = signature.output_annotated(&Annotation::TranscriptionSegment);
+        if segment.is_none() && format != "json" && format != "text" {
+            return Err(Error::invalid(
+                "response_format",
+                format!(
+                    "The model `{shown_model}` gives no segments, so no '{format}': use 'json' \
+                     or 'text'"
+                ),
+            ));
+        }
+        let mut fields = vec![(audio_param.name.clone(), "file")];
+        let mut inputs = Inputs::new();
+        let optional = [
+            (Annotation::TranscriptionLanguage, "language", request.language.as_deref().filter(|l| !l.is_empty()).map(Value::from)),
+            (Annotation::TranscriptionPrompt, "prompt", request.prompt.as_deref().filter(|p| !p.is_empty()).map(Value::from)),
+            (
+                Annotation::Generation(GenerationOption::Temperature),
+                "temperature",
+                request.temperature.map(Value::Float),
+            ),
+            (Annotation::TranscriptionWordTimestamps, "timestamp_granularities", want_words.then_some(Value::Bool(true))),
+        ];
+        for (annotation, field, value) in optional {
+            let Some(value) = value else { continue };
+            let param = signature
+                .inputs
+                .iter()
+                .find(|p| p.annotation == annotation)
+                .ok_or_else(|| {
+                    Error::invalid(
+                        field,
+                        format!("The model `{shown_model}` does not take `{field}`"),
+                    )
+                })?;
+            fields.push((param.name.clone(), field));
+            inputs.insert(param.name.clone(), value);
+        }
+        // Bad requests fail before the audio is decoded.
+        let to_openai = |e| super::in_openai_terms(e, &fields);
+        let duration;
+        let samples = match audio {
+            TranscriptionAudio::File { bytes, filename } => {
+                let decoded = decode_to_mono(&bytes, filename.as_deref(), sample_rate)?;
+                duration = decoded.duration;
+                Audio {
+                    samples: decoded.samples,
+                    sample_rate,
+                    channels: 1,
+                }
+            }
+            TranscriptionAudio::Samples(audio) => {
+                let frames = audio.samples.len() / audio.channels.max(1) as usize;
+                if audio.sample_rate == 0 || frames == 0 {
+                    return Err(Error::invalid(
+                        "file",
+                        format!(
+                            "The audio has {} samples at {} Hz: there is nothing to transcribe",
+                            audio.samples.len(),
+                            audio.sample_rate
+                        ),
+                    ));
+                }
+                duration = frames as f64 / audio.sample_rate as f64;
+                audio
+            }
+        };
+        inputs.insert(audio_param.name.clone(), Value::Audio(samples));
+        let inputs = signature.validate(inputs).map_err(to_openai)?;
+        let outputs = predictor.predict(inputs).map_err(to_openai)?;
+        Ok(Run {
+            outputs,
+            text,
+            segment,
+            duration,
+            at_start: true,
+        })
+    }
+}
+
+/// The events of a streamed transcription.
+pub struct TranscriptionStream {
+    run: Option<Run>,
+    text: String,
+}
+
+impl Iterator for TranscriptionStream {
+    type Item = Result<TranscriptionEvent>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let run = self.run.as_mut()?;
+        loop {
+            match run.next_segment() {
+                Ok(Some((delta, _))) if delta.is_empty() => continue,
+                Ok(Some((delta, _))) => {
+                    self.text.push_str(&delta);
+                    return Some(Ok(TranscriptionEvent::Delta(delta)));
+                }
+                Ok(None) => {
+                    let seconds = run.duration;
+                    self.run = None;
+                    return Some(Ok(TranscriptionEvent::Done {
+                        text: self.text.trim_end().to_string(),
+                        seconds,
+                    }));
+                }
+                Err(error) => {
+                    self.run = None;
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+}
+
+/// `client.audio.translations`: translation into English needs a multilingual model; every
+/// model ingle ships is English-only, so a request names the model as the problem.
+#[derive(Clone)]
+pub struct Translations {
+    pub(crate) registry: Arc<Registry>,
+}
+
+impl Translations {
+    pub fn create(
+        &self,
+        request: &TranscriptionRequest,
+        _audio: TranscriptionAudio,
+    ) -> Result<TranscriptionResponse> {
+        let model = request.model.as_str();
+        if model.is_empty() {
+            return Err(Error::invalid("model", "Missing required parameter: `model`"));
+        }
+        self.registry.get(model)?;
+        Err(Error::invalid(
+            "model",
+            format!(
+                "The model `{}` cannot translate: audio.translations needs a multilingual \
+                 speech model, and ingle's Whisper (tiny.en) is English-only; use \
+                 audio.transcriptions for English audio",
+                shown(model)
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subtitle_times_are_zero_padded() {
+        assert_eq!(hms(3723.4567, ','), "01:02:03,457");
+        assert_eq!(hms(0.0, '.'), "00:00:00.000");
+        let segments = vec![json!({"start": 0.0, "end": 2.74, "text": " a --> b"})];
+        assert_eq!(srt(&segments), "1\n00:00:00,000 --> 00:00:02,740\na -> b\n\n");
+        assert_eq!(vtt(&segments), "WEBVTT\n\n00:00:00.000 --> 00:00:02.740\na -> b\n\n");
+    }
+
+    #[test]
+    fn granularities_need_verbose_json() {
+        let request = TranscriptionRequest::new("m").timestamp_granularities(&["word"]);
+        let error = request.granularities("json").unwrap_err();
+        assert_eq!(error.param.as_deref(), Some("timestamp_granularities"));
+        assert_eq!(request.granularities("verbose_json").unwrap(), (false, true));
+        let bad = TranscriptionRequest::new("m").timestamp_granularities(&["sentence"]);
+        assert!(bad.granularities("verbose_json").is_err());
+        assert!(TranscriptionRequest::new("m").response_format("docx").format().is_err());
+    }
+}
