@@ -446,7 +446,9 @@ impl Config {
             files.push(crate::backends::onnx::voice_config_path(self, predictor));
         }
         if predictor.backend == Backend::Whisper {
-            files.extend(crate::backends::onnx::whisper_files(&self.model_path(predictor)));
+            files.extend(crate::backends::onnx::whisper_files(
+                &self.model_path(predictor),
+            ));
         }
         files
     }

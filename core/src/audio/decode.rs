@@ -35,6 +35,10 @@ pub const SUPPORTED_AUDIO_FORMATS: &str =
 const MIN_SOURCE_RATE: u32 = 1_000;
 const MAX_SOURCE_RATE: u32 = 768_000;
 
+/// The longest audio decoded: 3 hours is 691 MB of 16 kHz samples. A few kilobytes of FLAC
+/// of constant frames would otherwise expand to whatever memory there is.
+pub const MAX_AUDIO_SECONDS: u64 = 3 * 3600;
+
 /// Opus always decodes at 48 kHz here (its granule positions and pre-skip count 48 kHz samples).
 const OPUS_RATE: u32 = 48_000;
 /// The longest Opus packet: 120 ms at 48 kHz.
@@ -559,6 +563,16 @@ impl MonoResampler {
             &self.mixed
         };
         self.output.extend(resampler.process(mono));
+        if self.output.len() as u64 > MAX_AUDIO_SECONDS * u64::from(self.target_rate) {
+            return Err(Error::invalid(
+                "file",
+                format!(
+                    "The audio file is longer than {} hours, the most ingle transcribes in one \
+                     request; split it",
+                    MAX_AUDIO_SECONDS / 3600
+                ),
+            ));
+        }
         self.run_frames += frames as u64;
         self.frames_total += frames as u64;
         Ok(())

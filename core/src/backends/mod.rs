@@ -18,7 +18,9 @@ pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Pred
         )?)),
         Backend::OnnxEmbedding => Ok(Arc::new(onnx::EmbeddingPredictor::load(config, predictor)?)),
         Backend::Piper => Ok(Arc::new(onnx::SpeechPredictor::load(config, predictor)?)),
-        Backend::Whisper => Ok(Arc::new(onnx::TranscriptionPredictor::load(config, predictor)?)),
+        Backend::Whisper => Ok(Arc::new(onnx::TranscriptionPredictor::load(
+            config, predictor,
+        )?)),
     }
 }
 

@@ -125,9 +125,7 @@ impl TranscriptionRequest {
         if format != "verbose_json" {
             return Err(Error::invalid(
                 param,
-                format!(
-                    "`{param}` needs `response_format` 'verbose_json' (it is '{format}')"
-                ),
+                format!("`{param}` needs `response_format` 'verbose_json' (it is '{format}')"),
             ));
         }
         Ok((
@@ -291,7 +289,10 @@ fn cue_text(segment: &serde_json::Value) -> String {
 pub fn srt(segments: &[serde_json::Value]) -> String {
     let mut out = String::new();
     for (i, s) in segments.iter().enumerate() {
-        let (start, end) = (s["start"].as_f64().unwrap_or(0.0), s["end"].as_f64().unwrap_or(0.0));
+        let (start, end) = (
+            s["start"].as_f64().unwrap_or(0.0),
+            s["end"].as_f64().unwrap_or(0.0),
+        );
         out.push_str(&format!(
             "{}\n{} --> {}\n{}\n\n",
             i + 1,
@@ -307,7 +308,10 @@ pub fn srt(segments: &[serde_json::Value]) -> String {
 pub fn vtt(segments: &[serde_json::Value]) -> String {
     let mut out = String::from("WEBVTT\n\n");
     for s in segments {
-        let (start, end) = (s["start"].as_f64().unwrap_or(0.0), s["end"].as_f64().unwrap_or(0.0));
+        let (start, end) = (
+            s["start"].as_f64().unwrap_or(0.0),
+            s["end"].as_f64().unwrap_or(0.0),
+        );
         out.push_str(&format!(
             "{} --> {}\n{}\n\n",
             hms(start, '.'),
@@ -367,7 +371,9 @@ impl Transcriptions {
                 let mut words = Vec::new();
                 let mut shown_segments = Vec::new();
                 for mut s in segments {
-                    if let Some(serde_json::Value::Array(ws)) = s.as_object_mut().and_then(|o| o.remove("words")) {
+                    if let Some(serde_json::Value::Array(ws)) =
+                        s.as_object_mut().and_then(|o| o.remove("words"))
+                    {
                         for w in ws {
                             words.push(json!({
                                 "word": w["word"].as_str().unwrap_or("").trim(),
@@ -418,9 +424,7 @@ impl Transcriptions {
         if format != "json" && format != "text" {
             return Err(Error::invalid(
                 "stream",
-                format!(
-                    "`stream` works with `response_format` 'json' or 'text', not '{format}'"
-                ),
+                format!("`stream` works with `response_format` 'json' or 'text', not '{format}'"),
             ));
         }
         request.granularities(&format)?;
@@ -448,7 +452,10 @@ impl Transcriptions {
         }
         let model = request.model.as_str();
         if model.is_empty() {
-            return Err(Error::invalid("model", "Missing required parameter: `model`"));
+            return Err(Error::invalid(
+                "model",
+                "Missing required parameter: `model`",
+            ));
         }
         let predictor = self.registry.get(model)?;
         let shown_model = shown(model);
@@ -486,14 +493,34 @@ impl Transcriptions {
         let mut fields = vec![(audio_param.name.clone(), "file")];
         let mut inputs = Inputs::new();
         let optional = [
-            (Annotation::TranscriptionLanguage, "language", request.language.as_deref().filter(|l| !l.is_empty()).map(Value::from)),
-            (Annotation::TranscriptionPrompt, "prompt", request.prompt.as_deref().filter(|p| !p.is_empty()).map(Value::from)),
+            (
+                Annotation::TranscriptionLanguage,
+                "language",
+                request
+                    .language
+                    .as_deref()
+                    .filter(|l| !l.is_empty())
+                    .map(Value::from),
+            ),
+            (
+                Annotation::TranscriptionPrompt,
+                "prompt",
+                request
+                    .prompt
+                    .as_deref()
+                    .filter(|p| !p.is_empty())
+                    .map(Value::from),
+            ),
             (
                 Annotation::Generation(GenerationOption::Temperature),
                 "temperature",
                 request.temperature.map(Value::Float),
             ),
-            (Annotation::TranscriptionWordTimestamps, "timestamp_granularities", want_words.then_some(Value::Bool(true))),
+            (
+                Annotation::TranscriptionWordTimestamps,
+                "timestamp_granularities",
+                want_words.then_some(Value::Bool(true)),
+            ),
         ];
         for (annotation, field, value) in optional {
             let Some(value) = value else { continue };
@@ -602,7 +629,10 @@ impl Translations {
     ) -> Result<TranscriptionResponse> {
         let model = request.model.as_str();
         if model.is_empty() {
-            return Err(Error::invalid("model", "Missing required parameter: `model`"));
+            return Err(Error::invalid(
+                "model",
+                "Missing required parameter: `model`",
+            ));
         }
         self.registry.get(model)?;
         Err(Error::invalid(
@@ -626,8 +656,14 @@ mod tests {
         assert_eq!(hms(3723.4567, ','), "01:02:03,457");
         assert_eq!(hms(0.0, '.'), "00:00:00.000");
         let segments = vec![json!({"start": 0.0, "end": 2.74, "text": " a --> b"})];
-        assert_eq!(srt(&segments), "1\n00:00:00,000 --> 00:00:02,740\na -> b\n\n");
-        assert_eq!(vtt(&segments), "WEBVTT\n\n00:00:00.000 --> 00:00:02.740\na -> b\n\n");
+        assert_eq!(
+            srt(&segments),
+            "1\n00:00:00,000 --> 00:00:02,740\na -> b\n\n"
+        );
+        assert_eq!(
+            vtt(&segments),
+            "WEBVTT\n\n00:00:00.000 --> 00:00:02.740\na -> b\n\n"
+        );
     }
 
     #[test]
@@ -635,9 +671,15 @@ mod tests {
         let request = TranscriptionRequest::new("m").timestamp_granularities(&["word"]);
         let error = request.granularities("json").unwrap_err();
         assert_eq!(error.param.as_deref(), Some("timestamp_granularities"));
-        assert_eq!(request.granularities("verbose_json").unwrap(), (false, true));
+        assert_eq!(
+            request.granularities("verbose_json").unwrap(),
+            (false, true)
+        );
         let bad = TranscriptionRequest::new("m").timestamp_granularities(&["sentence"]);
         assert!(bad.granularities("verbose_json").is_err());
-        assert!(TranscriptionRequest::new("m").response_format("docx").format().is_err());
+        assert!(TranscriptionRequest::new("m")
+            .response_format("docx")
+            .format()
+            .is_err());
     }
 }

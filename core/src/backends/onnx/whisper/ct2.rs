@@ -83,9 +83,8 @@ fn bf16_to_f32(h: u16) -> f32 {
 
 impl Ct2Model {
     pub fn load(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|e| {
-            Error::model(format!("Cannot read {}: {e}", path.display()))
-        })?;
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::model(format!("Cannot read {}: {e}", path.display())))?;
         Self::parse(&bytes).ok_or_else(|| {
             Error::model(format!(
                 "{} is not a CTranslate2 model.bin of format version 6 (truncated or corrupt)",

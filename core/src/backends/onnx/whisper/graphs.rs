@@ -50,9 +50,15 @@ impl Dims {
                 })
                 .count()
         };
-        let encoder_positions = model.get("encoder/position_encodings/encodings", &[None, Some(d_model)])?;
+        let encoder_positions = model.get(
+            "encoder/position_encodings/encodings",
+            &[None, Some(d_model)],
+        )?;
         let embeddings = model.get("decoder/embeddings/weight", &[None, Some(d_model)])?;
-        let decoder_positions = model.get("decoder/position_encodings/encodings", &[None, Some(d_model)])?;
+        let decoder_positions = model.get(
+            "decoder/position_encodings/encodings",
+            &[None, Some(d_model)],
+        )?;
         Ok(Dims {
             n_mels,
             n_audio_ctx: encoder_positions.dims[0],
@@ -87,13 +93,10 @@ struct Builder<'m> {
 
 impl<'m> Builder<'m> {
     fn var(&self, name: &str) -> Result<&'m Variable> {
-        self.model
-            .variables
-            .get(name)
-            .ok_or_else(|| {
-                Error::model(format!("The Whisper model.bin has no variable `{name}`"))
-                    .with_code("model_file_invalid")
-            })
+        self.model.variables.get(name).ok_or_else(|| {
+            Error::model(format!("The Whisper model.bin has no variable `{name}`"))
+                .with_code("model_file_invalid")
+        })
     }
 
     /// `x · Wᵀ + b` for the CTranslate2 weight `prefix/weight` [out, in], rows `rows` of it
@@ -196,13 +199,19 @@ impl<'m> Builder<'m> {
             .g
             .ints(&[0, -1, self.dims.heads as i64, self.dims.head_dim() as i64]);
         let r = self.g.op("Reshape", &[x, &shape], &[]);
-        let perm: &[i64] = if transposed { &[0, 2, 3, 1] } else { &[0, 2, 1, 3] };
+        let perm: &[i64] = if transposed {
+            &[0, 2, 3, 1]
+        } else {
+            &[0, 2, 1, 3]
+        };
         self.g.op("Transpose", &[&r], &[Attr::Ints("perm", perm)])
     }
 
     /// [1, H, T, Dh] → [1, T, D].
     fn merge_heads(&mut self, x: &str) -> String {
-        let t = self.g.op("Transpose", &[x], &[Attr::Ints("perm", &[0, 2, 1, 3])]);
+        let t = self
+            .g
+            .op("Transpose", &[x], &[Attr::Ints("perm", &[0, 2, 1, 3])]);
         let shape = self.g.ints(&[0, -1, self.dims.d_model as i64]);
         self.g.op("Reshape", &[&t, &shape], &[])
     }
@@ -241,7 +250,11 @@ pub fn encoder(model: &Ct2Model, dims: Dims, precision: Precision) -> Result<Vec
         precision,
     };
     let frames = 2 * dims.n_audio_ctx;
-    b.g.input("mel", FLOAT, &[Dim::Fixed(1), Dim::Fixed(dims.n_mels), Dim::Fixed(frames)]);
+    b.g.input(
+        "mel",
+        FLOAT,
+        &[Dim::Fixed(1), Dim::Fixed(dims.n_mels), Dim::Fixed(frames)],
+    );
     let mut x = "mel".to_string();
     for (conv, stride) in [("conv1", 1), ("conv2", 2)] {
         let w = b.var(&format!("encoder/{conv}/weight"))?;
@@ -259,7 +272,8 @@ pub fn encoder(model: &Ct2Model, dims: Dims, precision: Precision) -> Result<Vec
         );
         x = b.gelu(&y);
     }
-    let t = b.g.op("Transpose", &[&x], &[Attr::Ints("perm", &[0, 2, 1])]);
+    let t =
+        b.g.op("Transpose", &[&x], &[Attr::Ints("perm", &[0, 2, 1])]);
     let positions = model.get(
         "encoder/position_encodings/encodings",
         &[Some(dims.n_audio_ctx), Some(dims.d_model)],
@@ -290,8 +304,16 @@ pub fn encoder(model: &Ct2Model, dims: Dims, precision: Precision) -> Result<Vec
         let v = b.heads(&v, false);
         b.g.name(&k, &format!("cross_k{layer}"));
         b.g.name(&v, &format!("cross_v{layer}"));
-        b.g.output(&format!("cross_k{layer}"), FLOAT, &[Dim::Fixed(1), Dim::Fixed(h), Dim::Fixed(dh), Dim::Fixed(n)]);
-        b.g.output(&format!("cross_v{layer}"), FLOAT, &[Dim::Fixed(1), Dim::Fixed(h), Dim::Fixed(n), Dim::Fixed(dh)]);
+        b.g.output(
+            &format!("cross_k{layer}"),
+            FLOAT,
+            &[Dim::Fixed(1), Dim::Fixed(h), Dim::Fixed(dh), Dim::Fixed(n)],
+        );
+        b.g.output(
+            &format!("cross_v{layer}"),
+            FLOAT,
+            &[Dim::Fixed(1), Dim::Fixed(h), Dim::Fixed(n), Dim::Fixed(dh)],
+        );
     }
     Ok(b.g.model("whisper_encoder", 20))
 }
@@ -314,18 +336,54 @@ pub fn decoder(
     b.g.input("positions", INT64, &[Dim::Named("k")]);
     for layer in 0..dims.decoder_layers {
         for kv in ["past_k", "past_v"] {
-            b.g.input(&format!("{kv}{layer}"), FLOAT, &[Dim::Fixed(1), Dim::Fixed(h), Dim::Named("past"), Dim::Fixed(dh)]);
+            b.g.input(
+                &format!("{kv}{layer}"),
+                FLOAT,
+                &[
+                    Dim::Fixed(1),
+                    Dim::Fixed(h),
+                    Dim::Named("past"),
+                    Dim::Fixed(dh),
+                ],
+            );
         }
-        b.g.input(&format!("cross_k{layer}"), FLOAT, &[Dim::Fixed(1), Dim::Fixed(h), Dim::Fixed(dh), Dim::Fixed(n_audio)]);
-        b.g.input(&format!("cross_v{layer}"), FLOAT, &[Dim::Fixed(1), Dim::Fixed(h), Dim::Fixed(n_audio), Dim::Fixed(dh)]);
+        b.g.input(
+            &format!("cross_k{layer}"),
+            FLOAT,
+            &[
+                Dim::Fixed(1),
+                Dim::Fixed(h),
+                Dim::Fixed(dh),
+                Dim::Fixed(n_audio),
+            ],
+        );
+        b.g.input(
+            &format!("cross_v{layer}"),
+            FLOAT,
+            &[
+                Dim::Fixed(1),
+                Dim::Fixed(h),
+                Dim::Fixed(n_audio),
+                Dim::Fixed(dh),
+            ],
+        );
     }
     // Positions past..past+n of the positional embedding.
-    let past = b.g.op("Shape", &["past_k0"], &[Attr::Int("start", 2), Attr::Int("end", 3)]);
-    let n = b.g.op("Shape", &["tokens"], &[Attr::Int("start", 1), Attr::Int("end", 2)]);
+    let past = b.g.op(
+        "Shape",
+        &["past_k0"],
+        &[Attr::Int("start", 2), Attr::Int("end", 3)],
+    );
+    let n = b.g.op(
+        "Shape",
+        &["tokens"],
+        &[Attr::Int("start", 1), Attr::Int("end", 2)],
+    );
     let end = b.g.op("Add", &[&past, &n], &[]);
     let axis0 = b.g.ints(&[0]);
     let position_table = model.get("decoder/position_encodings/encodings", &[None, Some(d)])?;
-    let pt = b.g.f32s("pos", &position_table.dims, &position_table.values);
+    let pt =
+        b.g.f32s("pos", &position_table.dims, &position_table.values);
     let pos = b.g.op("Slice", &[&pt, &past, &end, &axis0], &[]);
     let embeddings = model.get("decoder/embeddings/weight", &[Some(dims.vocab), Some(d)])?;
     let emb = b.g.f32s("emb", &embeddings.dims, &embeddings.values);
@@ -351,26 +409,55 @@ pub fn decoder(
         let prefix = format!("decoder/layer_{layer}");
         let attn = format!("{prefix}/self_attention");
         let hn = b.layer_norm(&x, &format!("{attn}/layer_norm"))?;
-        let q = b.linear_rows(&hn, &format!("{attn}/linear_0"), 0..d, b.query_scale(), true)?;
+        let q = b.linear_rows(
+            &hn,
+            &format!("{attn}/linear_0"),
+            0..d,
+            b.query_scale(),
+            true,
+        )?;
         let k = b.linear_rows(&hn, &format!("{attn}/linear_0"), d..2 * d, 1.0, true)?;
         let v = b.linear_rows(&hn, &format!("{attn}/linear_0"), 2 * d..3 * d, 1.0, true)?;
         let q = b.heads(&q, false);
         let k = b.heads(&k, false);
         let v = b.heads(&v, false);
-        let present_k = b.g.op("Concat", &[&format!("past_k{layer}"), &k], &[Attr::Int("axis", 2)]);
-        let present_v = b.g.op("Concat", &[&format!("past_v{layer}"), &v], &[Attr::Int("axis", 2)]);
+        let present_k = b.g.op(
+            "Concat",
+            &[&format!("past_k{layer}"), &k],
+            &[Attr::Int("axis", 2)],
+        );
+        let present_v = b.g.op(
+            "Concat",
+            &[&format!("past_v{layer}"), &v],
+            &[Attr::Int("axis", 2)],
+        );
         b.g.name(&present_k, &format!("present_k{layer}"));
         b.g.name(&present_v, &format!("present_v{layer}"));
-        let k_t = b.g.op("Transpose", &[&present_k], &[Attr::Ints("perm", &[0, 1, 3, 2])]);
+        let k_t = b.g.op(
+            "Transpose",
+            &[&present_k],
+            &[Attr::Ints("perm", &[0, 1, 3, 2])],
+        );
         let (out, _) = b.attend(&q, &k_t, &present_v, Some(&mask));
         let out = b.linear(&out, &format!("{attn}/linear_1"))?;
         x = b.g.op("Add", &[&x, &out], &[]);
         // Cross-attention on the window's audio.
         let cross = format!("{prefix}/attention");
         let hn = b.layer_norm(&x, &format!("{cross}/layer_norm"))?;
-        let q = b.linear_rows(&hn, &format!("{cross}/linear_0"), 0..d, b.query_scale(), true)?;
+        let q = b.linear_rows(
+            &hn,
+            &format!("{cross}/linear_0"),
+            0..d,
+            b.query_scale(),
+            true,
+        )?;
         let q = b.heads(&q, false);
-        let (out, scores) = b.attend(&q, &format!("cross_k{layer}"), &format!("cross_v{layer}"), None);
+        let (out, scores) = b.attend(
+            &q,
+            &format!("cross_k{layer}"),
+            &format!("cross_v{layer}"),
+            None,
+        );
         for &(_, head) in alignment_heads.iter().filter(|(l, _)| *l == layer) {
             let index = b.g.i64s("c", &[], &[head as i64]);
             // [1, H, n, S] → [1, n, S] for this head.
@@ -380,16 +467,30 @@ pub fn decoder(
         x = b.g.op("Add", &[&x, &out], &[]);
         x = b.ffn(&x, &prefix)?;
     }
-    let picked = b.g.op("Gather", &[&x, "positions"], &[Attr::Int("axis", 1)]);
+    let picked =
+        b.g.op("Gather", &[&x, "positions"], &[Attr::Int("axis", 1)]);
     let normed = b.layer_norm(&picked, "decoder/layer_norm")?;
     // The output projection shares the token embedding (CTranslate2's alias): [vocab, d] is
     // a linear layer's [out, in].
     let logits = b.linear_rows(&normed, "decoder/embeddings", 0..dims.vocab, 1.0, false)?;
     b.g.name(&logits, "logits");
-    b.g.output("logits", FLOAT, &[Dim::Fixed(1), Dim::Named("k"), Dim::Fixed(dims.vocab)]);
+    b.g.output(
+        "logits",
+        FLOAT,
+        &[Dim::Fixed(1), Dim::Named("k"), Dim::Fixed(dims.vocab)],
+    );
     for layer in 0..dims.decoder_layers {
         for kv in ["present_k", "present_v"] {
-            b.g.output(&format!("{kv}{layer}"), FLOAT, &[Dim::Fixed(1), Dim::Fixed(h), Dim::Named("total"), Dim::Fixed(dh)]);
+            b.g.output(
+                &format!("{kv}{layer}"),
+                FLOAT,
+                &[
+                    Dim::Fixed(1),
+                    Dim::Fixed(h),
+                    Dim::Named("total"),
+                    Dim::Fixed(dh),
+                ],
+            );
         }
     }
     let alignment_refs: Vec<&str> = alignment.iter().map(String::as_str).collect();
@@ -399,6 +500,10 @@ pub fn decoder(
         b.g.op("Concat", &alignment_refs, &[Attr::Int("axis", 0)])
     };
     b.g.name(&stacked, "alignment");
-    b.g.output("alignment", FLOAT, &[Dim::Named("heads"), Dim::Named("n"), Dim::Fixed(n_audio)]);
+    b.g.output(
+        "alignment",
+        FLOAT,
+        &[Dim::Named("heads"), Dim::Named("n"), Dim::Fixed(n_audio)],
+    );
     Ok(b.g.model("whisper_decoder", 20))
 }

@@ -85,12 +85,17 @@ impl MelFilters {
             .map(|row| {
                 let first = row.iter().position(|w| *w > 0.0).unwrap_or(0);
                 let last = row.iter().rposition(|w| *w > 0.0).unwrap_or(0);
-                let weights = row[first..=last.max(first)].iter().map(|w| *w as f32).collect();
+                let weights = row[first..=last.max(first)]
+                    .iter()
+                    .map(|w| *w as f32)
+                    .collect();
                 (first, weights)
             })
             .collect();
         let window = (0..N_FFT)
-            .map(|n| (0.5 - 0.5 * (2.0 * std::f64::consts::PI * n as f64 / N_FFT as f64).cos()) as f32)
+            .map(|n| {
+                (0.5 - 0.5 * (2.0 * std::f64::consts::PI * n as f64 / N_FFT as f64).cos()) as f32
+            })
             .collect();
         MelFilters {
             n_mels,
@@ -114,9 +119,11 @@ impl MelFilters {
             *slot = sample * self.window[n];
         }
         // The FFT of 400 real values cannot fail with buffers of the planned sizes.
-        let _ = self
-            .fft
-            .process_with_scratch(&mut scratch.input, &mut scratch.spectrum, &mut scratch.fft);
+        let _ = self.fft.process_with_scratch(
+            &mut scratch.input,
+            &mut scratch.spectrum,
+            &mut scratch.fft,
+        );
         for (power, c) in scratch.power.iter_mut().zip(&scratch.spectrum) {
             *power = c.re * c.re + c.im * c.im;
         }
@@ -182,4 +189,77 @@ impl Scratch {
 /// Frames of content in `samples` samples of 16 kHz audio.
 pub fn content_frames(samples: usize) -> usize {
     samples / HOP
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference() -> serde_json::Value {
+        let text = include_str!("../../../../../tests/data/whisper_mel_beckett.json");
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn filter_bank_is_librosas_slaney_bank() {
+        // Rows of openai-whisper's mel_filters.npz (librosa.filters.mel(16000, 400, 80)).
+        let reference = reference();
+        let bank = filter_bank(80);
+        for (bin, pairs) in reference["filterbank"]["rows"].as_object().unwrap() {
+            let row = &bank[bin.parse::<usize>().unwrap()];
+            let nonzero: Vec<(usize, f64)> = row
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| **w > 0.0)
+                .map(|(i, w)| (i, *w))
+                .collect();
+            let pairs = pairs.as_array().unwrap();
+            assert_eq!(nonzero.len(), pairs.len(), "mel bin {bin}");
+            for ((i, w), pair) in nonzero.iter().zip(pairs) {
+                assert_eq!(*i as u64, pair[0].as_u64().unwrap(), "mel bin {bin}");
+                assert!(
+                    (w - pair[1].as_f64().unwrap()).abs() < 1e-7,
+                    "mel bin {bin}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn log_mel_of_a_recording_is_whispers() {
+        let dir = std::env::var_os("INGLE_MODELS_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(crate::config::default_models_dir);
+        let path = dir.join("recordings/beckett.wav");
+        let Ok(bytes) = std::fs::read(&path) else {
+            eprintln!(
+                "skipped: {} is missing (scripts/fetch-models)",
+                path.display()
+            );
+            return;
+        };
+        let audio = crate::audio::decode_to_mono(&bytes, None, 16_000)
+            .unwrap()
+            .samples;
+        let filters = MelFilters::new(80);
+        let reference = reference();
+        let window = &reference["transcribe_window"];
+        let max = filters.global_max_log(&audio);
+        assert!(
+            (max as f64 - window["global_max_log10_padding160"].as_f64().unwrap()).abs() < 1e-4
+        );
+        let frames = content_frames(audio.len());
+        assert_eq!(frames as u64, window["content_frames"].as_u64().unwrap());
+        let mel = filters.window(&audio, 0, frames, max);
+        let mut worst = 0f64;
+        for (frame, values) in window["values"].as_object().unwrap() {
+            let frame: usize = frame.parse().unwrap();
+            for (m, value) in values.as_array().unwrap().iter().enumerate() {
+                let ours = mel[m * N_FRAMES + frame] as f64;
+                worst = worst.max((ours - value.as_f64().unwrap()).abs());
+            }
+        }
+        // The reference is rounded to 6 decimals and computed in float32 by numpy.
+        assert!(worst < 2e-4, "largest difference {worst}");
+    }
 }

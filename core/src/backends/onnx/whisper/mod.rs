@@ -109,7 +109,18 @@ pub fn signature() -> Signature {
 }
 
 impl TranscriptionPredictor {
+    /// Loads with the default precision ([`precision`]).
     pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
+        Self::load_with_precision(config, predictor, precision())
+    }
+
+    /// Loads with linear layers in `precision` (float32 reproduces CTranslate2's float32
+    /// tokens; int8 is the fast default).
+    pub fn load_with_precision(
+        config: &Config,
+        predictor: &PredictorConfig,
+        precision: Precision,
+    ) -> Result<Self> {
         crate::backends::validate(predictor)?;
         let tag = &predictor.tag;
         let model_path = config.model_path(predictor);
@@ -120,7 +131,7 @@ impl TranscriptionPredictor {
         let threads = crate::backends::llama::capped_threads(predictor.threads, tag) as usize;
         let environment = environment(&config.onnxruntime_path())?;
         let dir = model_path.parent().unwrap_or(Path::new("."));
-        let model = WhisperModel::load(&environment, dir, threads, precision())?;
+        let model = WhisperModel::load(&environment, dir, threads, precision)?;
         Ok(TranscriptionPredictor {
             tag: tag.clone(),
             signature: signature(),
@@ -147,7 +158,10 @@ pub fn precision() -> Precision {
 pub fn to_mono_16k(audio: &crate::value::Audio, param: &str) -> Result<Vec<f32>> {
     let channels = audio.channels.max(1) as usize;
     if audio.sample_rate == 0 {
-        return Err(Error::invalid(param, format!("`{param}` has a sample rate of 0")));
+        return Err(Error::invalid(
+            param,
+            format!("`{param}` has a sample rate of 0"),
+        ));
     }
     let mono: Vec<f32> = if channels == 1 {
         audio.samples.clone()
@@ -204,7 +218,10 @@ impl Predictor for TranscriptionPredictor {
 
     fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
         let Some(Value::Audio(audio)) = inputs.get("audio") else {
-            return Err(Error::invalid("audio", "`audio` is required: float32 samples"));
+            return Err(Error::invalid(
+                "audio",
+                "`audio` is required: float32 samples",
+            ));
         };
         check_language(inputs.get("language").and_then(Value::as_str), "language")?;
         let samples = to_mono_16k(audio, "audio")?;
@@ -212,8 +229,14 @@ impl Predictor for TranscriptionPredictor {
             return Err(Error::invalid("audio", "`audio` has no samples"));
         }
         let options = Options {
-            temperature: inputs.get("temperature").and_then(Value::as_f64).unwrap_or(0.0),
-            prompt: inputs.get("prompt").and_then(Value::as_str).map(str::to_string),
+            temperature: inputs
+                .get("temperature")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+            prompt: inputs
+                .get("prompt")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             word_timestamps: matches!(inputs.get("word_timestamps"), Some(Value::Bool(true))),
         };
         let transcriber = transcribe::Transcriber::new(Arc::clone(&self.model), samples, options);
@@ -262,11 +285,20 @@ pub fn segment_value(segment: &Segment) -> Value {
         ("text".to_string(), Value::from(segment.text.clone())),
         (
             "tokens".to_string(),
-            Value::List(segment.tokens.iter().map(|&t| Value::from(t as i64)).collect()),
+            Value::List(
+                segment
+                    .tokens
+                    .iter()
+                    .map(|&t| Value::from(t as i64))
+                    .collect(),
+            ),
         ),
         ("temperature".to_string(), round(segment.temperature)),
         ("avg_logprob".to_string(), round(segment.avg_logprob)),
-        ("compression_ratio".to_string(), round(segment.compression_ratio)),
+        (
+            "compression_ratio".to_string(),
+            round(segment.compression_ratio),
+        ),
         ("no_speech_prob".to_string(), round(segment.no_speech_prob)),
         ("words".to_string(), Value::List(words)),
     ]))

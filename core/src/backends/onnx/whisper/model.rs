@@ -79,14 +79,16 @@ impl WhisperModel {
         let config_path = dir.join("config.json");
         let config: Ct2Config = std::fs::read_to_string(&config_path)
             .map_err(|e| model_error(&config_path, e))
-            .and_then(|text| serde_json::from_str(&text).map_err(|e| model_error(&config_path, e)))?;
+            .and_then(|text| {
+                serde_json::from_str(&text).map_err(|e| model_error(&config_path, e))
+            })?;
         let tokenizer_path = dir.join("tokenizer.json");
         let tokenizer =
             Tokenizer::from_file(&tokenizer_path).map_err(|e| model_error(&tokenizer_path, e))?;
         let id = |token: &str| {
-            tokenizer.token_to_id(token).ok_or_else(|| {
-                model_error(&tokenizer_path, format!("no token `{token}`"))
-            })
+            tokenizer
+                .token_to_id(token)
+                .ok_or_else(|| model_error(&tokenizer_path, format!("no token `{token}`")))
         };
         let no_timestamps = id("<|notimestamps|>")?;
         let special = Special {
@@ -233,9 +235,15 @@ impl WhisperModel {
         ];
         for layer in 0..layers {
             inputs.push((format!("past_k{layer}").into(), (&cache[2 * layer]).into()));
-            inputs.push((format!("past_v{layer}").into(), (&cache[2 * layer + 1]).into()));
+            inputs.push((
+                format!("past_v{layer}").into(),
+                (&cache[2 * layer + 1]).into(),
+            ));
             inputs.push((format!("cross_k{layer}").into(), (&cross[2 * layer]).into()));
-            inputs.push((format!("cross_v{layer}").into(), (&cross[2 * layer + 1]).into()));
+            inputs.push((
+                format!("cross_v{layer}").into(),
+                (&cross[2 * layer + 1]).into(),
+            ));
         }
         let mut session = self.decoder.lock().unwrap_or_else(PoisonError::into_inner);
         let mut outputs = session.run(inputs).map_err(ort_error(running))?;
@@ -255,9 +263,9 @@ impl WhisperModel {
         for layer in 0..layers {
             for kv in ["present_k", "present_v"] {
                 next.push(
-                    outputs
-                        .remove(format!("{kv}{layer}"))
-                        .ok_or_else(|| Error::internal(format!("the decoder has no {kv}{layer}")))?,
+                    outputs.remove(format!("{kv}{layer}")).ok_or_else(|| {
+                        Error::internal(format!("the decoder has no {kv}{layer}"))
+                    })?,
                 );
             }
         }
@@ -270,7 +278,11 @@ impl WhisperModel {
 
     /// The text of text tokens (timestamps and other special tokens left out).
     pub fn text(&self, tokens: &[u32]) -> String {
-        let text: Vec<u32> = tokens.iter().copied().filter(|t| *t < self.special.eot).collect();
+        let text: Vec<u32> = tokens
+            .iter()
+            .copied()
+            .filter(|t| *t < self.special.eot)
+            .collect();
         self.tokenizer.decode(&text, false).unwrap_or_default()
     }
 

@@ -69,20 +69,31 @@ struct Decoded {
     compression_ratio: f64,
 }
 
-/// `len(text) / len(zlib(text))`: high for text that repeats itself (a decoding loop).
+/// `len(text) / len(zlib(text))` of the stripped text, as faster-whisper computes it: high for
+/// text that repeats itself (a decoding loop).
 pub fn compression_ratio(text: &str) -> f64 {
     if text.is_empty() {
         return 0.0;
     }
-    let compressed = miniz_oxide::deflate::compress_to_vec_zlib(text.as_bytes(), 6);
-    text.len() as f64 / compressed.len() as f64
+    use std::io::Write as _;
+    // Python's zlib.compress(text, level 6), as Whisper computes it.
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+    let compressed = encoder
+        .write_all(text.as_bytes())
+        .and_then(|()| encoder.finish())
+        .map(|bytes| bytes.len())
+        .unwrap_or(text.len());
+    text.len() as f64 / compressed.max(1) as f64
 }
 
 fn log_softmax(logits: &[f32]) -> Vec<f32> {
     let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let sum: f64 = logits.iter().map(|&x| ((x - max) as f64).exp()).sum();
     let log_sum = max as f64 + sum.ln();
-    logits.iter().map(|&x| (x as f64 - log_sum) as f32).collect()
+    logits
+        .iter()
+        .map(|&x| (x as f64 - log_sum) as f32)
+        .collect()
 }
 
 fn log_sum_exp(values: &[f32]) -> f64 {
@@ -133,7 +144,12 @@ impl Transcriber {
     pub fn new(model: Arc<WhisperModel>, audio: Vec<f32>, options: Options) -> Self {
         let max_log = model.mel.global_max_log(&audio);
         let mut all_tokens = Vec::new();
-        if let Some(prompt) = options.prompt.as_deref().map(str::trim).filter(|p| !p.is_empty()) {
+        if let Some(prompt) = options
+            .prompt
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
             all_tokens = model.encode_text(&format!(" {prompt}"));
         }
         let seed = std::time::SystemTime::now()
@@ -295,7 +311,9 @@ impl Transcriber {
             if tokens.len() >= self.model.dims.n_text_ctx {
                 break;
             }
-            let step = self.model.decode(&[token as i64], &[0], &cache, cross, false)?;
+            let step = self
+                .model
+                .decode(&[token as i64], &[0], &cache, cross, false)?;
             logits = step.logits;
             cache = step.cache;
         }
@@ -303,7 +321,7 @@ impl Transcriber {
         if ended {
             sampled.pop();
         }
-        let text = self.model.text(&sampled);
+        let text = self.model.text(&sampled).trim().to_string();
         Ok(Decoded {
             avg_logprob: sum_logprob / (sampled.len() + 1) as f64,
             compression_ratio: compression_ratio(&text),
@@ -321,7 +339,9 @@ impl Transcriber {
             let decoded = self.decode(cross, prompt, temperature)?;
             let mut fallback = decoded.compression_ratio > COMPRESSION_RATIO_THRESHOLD
                 || decoded.avg_logprob < LOGPROB_THRESHOLD;
-            if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob < LOGPROB_THRESHOLD {
+            if decoded.no_speech_prob > NO_SPEECH_THRESHOLD
+                && decoded.avg_logprob < LOGPROB_THRESHOLD
+            {
                 fallback = false; // silence: keep it (it is skipped)
             }
             let next = ((temperature + 0.2) * 10.0).round() / 10.0;
@@ -354,13 +374,17 @@ impl Transcriber {
         let segment_size = N_FRAMES.min(self.content_frames - seek);
         let time_offset = (seek * HOP) as f64 / SAMPLE_RATE as f64;
         let segment_duration = (segment_size * HOP) as f64 / SAMPLE_RATE as f64;
-        let mel = self.model.mel.window(&self.audio, seek, segment_size, self.max_log);
+        let mel = self
+            .model
+            .mel
+            .window(&self.audio, seek, segment_size, self.max_log);
         let cross = self.model.encode(&mel)?;
         drop(mel);
         self.windows += 1;
         let prompt = self.all_tokens[self.prompt_reset_since..].to_vec();
         let decoded = self.decode_with_fallback(&cross, &prompt)?;
-        if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob <= LOGPROB_THRESHOLD {
+        if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob <= LOGPROB_THRESHOLD
+        {
             self.seek += segment_size; // silence
             return Ok(());
         }
@@ -369,7 +393,9 @@ impl Transcriber {
         let is_ts: Vec<bool> = tokens.iter().map(|&t| t >= begin).collect();
         let single_timestamp_ending =
             is_ts.len() >= 2 && !is_ts[is_ts.len() - 2] && is_ts[is_ts.len() - 1];
-        let consecutive: Vec<usize> = (1..is_ts.len()).filter(|&i| is_ts[i - 1] && is_ts[i]).collect();
+        let consecutive: Vec<usize> = (1..is_ts.len())
+            .filter(|&i| is_ts[i - 1] && is_ts[i])
+            .collect();
         let mut segments = Vec::new();
         if !consecutive.is_empty() {
             let mut slices = consecutive;
@@ -381,7 +407,13 @@ impl Transcriber {
                 let sliced = &tokens[last_slice..current];
                 let start = (sliced[0] - begin) as f64 * TIME_PRECISION;
                 let end = (sliced[sliced.len() - 1] - begin) as f64 * TIME_PRECISION;
-                segments.push(self.segment(seek, time_offset + start, time_offset + end, sliced, &decoded));
+                segments.push(self.segment(
+                    seek,
+                    time_offset + start,
+                    time_offset + end,
+                    sliced,
+                    &decoded,
+                ));
                 last_slice = current;
             }
             if single_timestamp_ending {
@@ -397,7 +429,13 @@ impl Transcriber {
                     duration = (last - begin) as f64 * TIME_PRECISION;
                 }
             }
-            segments.push(self.segment(seek, time_offset, time_offset + duration, tokens, &decoded));
+            segments.push(self.segment(
+                seek,
+                time_offset,
+                time_offset + duration,
+                tokens,
+                &decoded,
+            ));
             self.seek += segment_size;
         }
         if self.options.word_timestamps {
@@ -475,5 +513,20 @@ impl Iterator for Transcriber {
                 return Some(Err(error));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compression_ratio_is_zlibs() {
+        // Python: len(t) / len(zlib.compress(t)) = 71 / 61.
+        let text = "Ever tried, ever failed. No matter, try again. Fail again. Fail better.";
+        assert!((compression_ratio(text) - 71.0 / 61.0).abs() < 1e-9);
+        let looping = "I'm not going to do that. ".repeat(20);
+        assert!(compression_ratio(&looping) > COMPRESSION_RATIO_THRESHOLD);
+        assert_eq!(compression_ratio(""), 0.0);
     }
 }

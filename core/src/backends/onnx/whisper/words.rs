@@ -164,7 +164,9 @@ fn find_alignment(
     tokens.push(special.eot as i64);
     let sot_len = 1;
     // Logits at position i predict token i + 1: the text tokens' own probabilities.
-    let positions: Vec<i64> = (sot_len..sot_len + text_tokens.len()).map(|p| p as i64).collect();
+    let positions: Vec<i64> = (sot_len..sot_len + text_tokens.len())
+        .map(|p| p as i64)
+        .collect();
     let step = model.decode(&tokens, &positions, &model.empty_cache()?, cross, true)?;
     let vocab = model.dims.vocab;
     let eot = special.eot as usize;
@@ -210,7 +212,10 @@ fn find_alignment(
             }
         }
         for t in 0..n {
-            median_filter(&mut weights[(h * n + t) * frames..][..frames], MEDFILT_WIDTH);
+            median_filter(
+                &mut weights[(h * n + t) * frames..][..frames],
+                MEDFILT_WIDTH,
+            );
         }
     }
     // The mean over heads, rows sot_len .. n-1 (the no-timestamps token and the text).
@@ -240,7 +245,13 @@ fn find_alignment(
         .filter(|&i| i == 0 || text_indices[i] != text_indices[i - 1])
         .map(|i| time_indices[i] as f64 / TOKENS_PER_SECOND)
         .collect();
-    let time = |i: usize| jump_times.get(i).or(jump_times.last()).copied().unwrap_or(0.0);
+    let time = |i: usize| {
+        jump_times
+            .get(i)
+            .or(jump_times.last())
+            .copied()
+            .unwrap_or(0.0)
+    };
     let mut timings = Vec::new();
     for (k, (word, tokens)) in words.into_iter().zip(word_tokens).enumerate() {
         if k + 1 >= boundaries.len() {
@@ -253,7 +264,11 @@ fn find_alignment(
             tokens,
             start: time(i),
             end: time(j),
-            probability: if p.is_empty() { 0.0 } else { p.iter().sum::<f64>() / p.len() as f64 },
+            probability: if p.is_empty() {
+                0.0
+            } else {
+                p.iter().sum::<f64>() / p.len() as f64
+            },
         });
     }
     Ok(timings)
@@ -400,12 +415,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dtw_follows_the_cheapest_diagonal() {
-        // 2 tokens × 4 frames: token 0 cheap on frames 0-1, token 1 on frames 2-3.
-        let x = [-1.0, -1.0, 0.0, 0.0, 0.0, 0.0, -1.0, -1.0];
-        let (text, time) = dtw(&x, 2, 4);
-        assert_eq!(text, vec![0, 0, 1, 1]);
-        assert_eq!(time, vec![0, 1, 2, 3]);
+    fn dtw_takes_openai_whispers_path() {
+        // openai-whisper's dtw_cpu on the same 4 × 7 matrix (ties go to the left step).
+        let x = [
+            1.76, 0.4, 0.98, 2.24, 1.87, -0.98, 0.95, -0.15, -0.1, 0.41, 0.14, 1.45, 0.76, 0.12,
+            0.44, 0.33, 1.49, -0.21, 0.31, -0.85, -2.55, 0.65, 0.86, -0.74, 2.27, -1.45, 0.05,
+            -0.19,
+        ];
+        let (text, time) = dtw(&x, 4, 7);
+        assert_eq!(text, vec![0, 1, 1, 1, 2, 2, 2, 2, 3]);
+        assert_eq!(time, vec![0, 0, 1, 2, 3, 4, 5, 6, 6]);
+        let (text, time) = dtw(&[-1.0, -1.0, 0.0, 0.0, 0.0, 0.0, -1.0, -1.0], 2, 4);
+        assert_eq!((text, time), (vec![0, 0, 1, 1, 1], vec![0, 1, 1, 2, 3]));
     }
 
     #[test]
