@@ -614,3 +614,47 @@ fn request_fields_parse_from_json() {
         TranscriptionRequest::from_json(r#"{"model": "m", "temperature": "hot"}"#).unwrap_err();
     assert_eq!(error.param.as_deref(), Some("temperature"));
 }
+
+#[test]
+fn broken_model_files_are_model_errors() {
+    let source = Config::default().resolve(std::path::Path::new("whisper-tiny-en"));
+    let dir = std::env::temp_dir().join(format!("ingle-whisper-broken-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("whisper-tiny-en")).unwrap();
+    for name in ["config.json", "tokenizer.json"] {
+        std::fs::copy(source.join(name), dir.join("whisper-tiny-en").join(name)).unwrap();
+    }
+    let model = std::fs::read(source.join("model.bin")).unwrap();
+    std::fs::write(
+        dir.join("whisper-tiny-en/model.bin"),
+        &model[..model.len() / 3],
+    )
+    .unwrap();
+    let mut config = Config::default();
+    config.onnxruntime = Some(config.onnxruntime_path());
+    config.models_dir = Some(dir.clone());
+    let predictor = PredictorConfig::transcription("@test/broken", "whisper-tiny-en/model.bin");
+    let load = || {
+        TranscriptionPredictor::load(&config, &predictor)
+            .err()
+            .unwrap()
+    };
+    let error = load();
+    assert_eq!(
+        (error.kind, error.code.as_deref()),
+        (ErrorKind::Model, Some("model_file_invalid"))
+    );
+    assert!(error.message.contains("model.bin"), "{}", error.message);
+    std::fs::remove_file(dir.join("whisper-tiny-en/tokenizer.json")).unwrap();
+    let error = load();
+    assert_eq!(
+        error.code.as_deref(),
+        Some("model_file_missing"),
+        "{error:?}"
+    );
+    assert!(
+        error.message.contains("tokenizer.json"),
+        "{}",
+        error.message
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
