@@ -411,13 +411,8 @@ fn stream_events_concatenate_to_the_text() {
         .unwrap()
     {
         let event = event.unwrap();
-        assert_eq!(
-            event.to_json()["type"]
-                .as_str()
-                .unwrap()
-                .starts_with("transcript.text."),
-            true
-        );
+        let kind = event.to_json()["type"].as_str().unwrap().to_string();
+        assert!(kind.starts_with("transcript.text."), "{kind}");
         match event {
             TranscriptionEvent::Delta(delta) => deltas.push(delta),
             TranscriptionEvent::Done { text, seconds } => {

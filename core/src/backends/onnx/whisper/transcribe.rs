@@ -475,7 +475,16 @@ impl Transcriber {
         if decoded.temperature > 0.5 {
             self.prompt_reset_since = self.all_tokens.len();
         }
+        // Whisper's last timestamp can fall a little past the end of the audio (a window's
+        // timestamps count from its start in 20 ms steps).
+        let duration = self.duration();
         for mut segment in segments {
+            segment.start = segment.start.min(duration);
+            segment.end = segment.end.min(duration);
+            for word in &mut segment.words {
+                word.start = word.start.min(duration);
+                word.end = word.end.min(duration);
+            }
             if segment.text.is_empty() {
                 continue; // openai-whisper keeps empty segments; the API shows none
             }
