@@ -2,7 +2,7 @@
 //! as OpenAI JSON text, responses and chunks leave as JSON text (numbers and audio as `bytes`:
 //! embedding matrices, speech files and samples), and the Python half (`python/ingle/`) gives
 //! them the shapes of the `openai` package. The GIL is released whenever the core works
-//! (loading a model, generating, synthesising), so other Python threads run.
+//! (loading a model, generating, synthesising, transcribing), so other Python threads run.
 //! Arguments arrive checked by `python/ingle/_arguments.py`, the one gate on the Python side:
 //! strings are valid Unicode (no lone surrogate, which a Rust `String` cannot hold), JSON has
 //! no `NaN`, paths have no NUL byte; what is wrong beyond that the core reports, naming it.
@@ -10,7 +10,7 @@
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, SpeechRequest,
-    SpeechStream,
+    SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
 use ingle_core::{inputs_from_json, Client, Config, Error};
 use pyo3::prelude::*;
@@ -105,6 +105,33 @@ impl<'a> StopCheck<'a> {
             None => result.map_err(py_err),
         }
     }
+}
+
+/// The audio of a transcription as Python hands it over: the bytes of a file (with its name,
+/// a hint of the format), or float32 samples (native byte order, interleaved) when
+/// `sample_rate` is given. Converted without the GIL.
+fn transcription_audio(
+    audio: &[u8],
+    filename: Option<String>,
+    sample_rate: Option<u32>,
+    channels: u16,
+) -> TranscriptionAudio {
+    match sample_rate {
+        Some(rate) => TranscriptionAudio::samples(
+            audio
+                .chunks_exact(4)
+                .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            rate,
+            channels,
+        ),
+        None => TranscriptionAudio::file(audio, filename.as_deref()),
+    }
+}
+
+/// `(format, body, content_type)` of a whole transcription (or translation).
+fn transcription_result(response: TranscriptionResponse) -> (String, String, &'static str) {
+    (response.format, response.body, response.content_type)
 }
 
 /// A client of the core, shared by every thread that uses the Python client.
@@ -292,6 +319,82 @@ impl NativeClient {
             content_type: stream.content_type(),
             stream: Closable::new(stream),
         })
+        .map_err(py_err)
+    }
+
+    /// A whole transcription: `(format, body, content_type)`, where `body` is the HTTP API's
+    /// response body (JSON text for `json` and `verbose_json`, else the text itself). `audio`
+    /// is a file's bytes, or with `sample_rate` float32 samples (native byte order,
+    /// `channels` interleaved). The GIL is released while decoding and transcribing; `cancel`
+    /// (or Ctrl-C) stops it before the next segment.
+    // The arguments are `_arguments.AudioFile`'s fields, unpacked by the Python side.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1, cancel=None))]
+    fn audio_transcriptions_create(
+        &self,
+        py: Python<'_>,
+        request: String,
+        audio: &[u8],
+        filename: Option<String>,
+        sample_rate: Option<u32>,
+        channels: u16,
+        cancel: Option<Py<CancelFlag>>,
+    ) -> PyResult<(String, String, &'static str)> {
+        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let result = py.detach(|| {
+            let request = TranscriptionRequest::from_json(&request)?;
+            let audio = transcription_audio(audio, filename, sample_rate, channels);
+            self.client
+                .audio
+                .transcriptions
+                .create_until(&request, audio, || check.stop())
+        });
+        check.finish(result).map(transcription_result)
+    }
+
+    /// A transcription as events (`transcript.text.delta` per segment, then
+    /// `transcript.text.done`), as JSON texts. A bad request, or audio that cannot be decoded,
+    /// raises here, before any event.
+    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1))]
+    fn audio_transcriptions_stream(
+        &self,
+        py: Python<'_>,
+        request: String,
+        audio: &[u8],
+        filename: Option<String>,
+        sample_rate: Option<u32>,
+        channels: u16,
+    ) -> PyResult<NativeStream> {
+        py.detach(|| {
+            let request = TranscriptionRequest::from_json(&request)?;
+            let audio = transcription_audio(audio, filename, sample_rate, channels);
+            let stream = self.client.audio.transcriptions.stream(&request, audio)?;
+            let texts: JsonTextStream =
+                Box::new(stream.map(|event| event.map(|event| event.to_json().to_string())));
+            Ok(texts)
+        })
+        .map(NativeStream::new)
+        .map_err(py_err)
+    }
+
+    /// `audio.translations.create`: as `audio_transcriptions_create` (the core refuses every
+    /// model ingle has: they are English-only).
+    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1))]
+    fn audio_translations_create(
+        &self,
+        py: Python<'_>,
+        request: String,
+        audio: &[u8],
+        filename: Option<String>,
+        sample_rate: Option<u32>,
+        channels: u16,
+    ) -> PyResult<(String, String, &'static str)> {
+        py.detach(|| {
+            let request = TranscriptionRequest::from_json(&request)?;
+            let audio = transcription_audio(audio, filename, sample_rate, channels);
+            self.client.audio.translations.create(&request, audio)
+        })
+        .map(transcription_result)
         .map_err(py_err)
     }
 

@@ -13,7 +13,11 @@ argument, raised before anything crosses:
 - an argument of the wrong type where a string or a path is expected;
 - a path with a NUL byte, or that is empty;
 - for ``audio.speech.create``: a ``voice``, ``input``, ... that is not a string, a ``speed``
-  that is not a number.
+  that is not a number;
+- for ``audio.transcriptions.create``: a ``file`` that is none of the forms ``openai`` takes
+  (nor a NumPy array of samples with its ``sample_rate``), a ``language``, ``prompt``, ... that
+  is not a string, a ``temperature`` that is not a number, ``timestamp_granularities`` that
+  are not a list of strings.
 
 Values the engine checks itself (a ``max_tokens`` that is a string, an unknown role, ...) pass
 through: its errors name the parameter too. ``param`` follows the engine's notation:
@@ -22,11 +26,14 @@ through: its errors name the parameter too. ``param`` follows the engine's notat
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import numbers
 import os
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+import pathlib
+import sys
+from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Set
 
 from ._exceptions import _invalid_argument
 
@@ -40,6 +47,9 @@ __all__ = [
     "speech",
     "stream_flag",
     "text",
+    "transcription",
+    "audio_file",
+    "AudioFile",
 ]
 
 # Deeper than this, a request is refused here, with the path, rather than by the JSON parser
@@ -158,8 +168,8 @@ def inputs(value: Any) -> str:
 
 
 def stream_flag(value: Any) -> bool:
-    """``stream``: a bool (``None`` is False), not merely something truthy."""
-    if value is None or isinstance(value, bool):
+    """``stream``: a bool (``None`` and not given are False), not merely something truthy."""
+    if not _given(value) or isinstance(value, bool):
         return bool(value)
     raise _invalid_argument(
         "stream", f"Invalid type for `stream`: expected a boolean, but got {_kind(value)}"
@@ -178,20 +188,197 @@ def speech(params: Dict[str, Any]) -> str:
     for name in ("instructions", "response_format", "stream_format"):
         if _given(params.get(name)):
             text(name, params[name])
-    speed = params.get("speed")
-    if _given(speed):
-        if isinstance(speed, bool) or not isinstance(speed, numbers.Real):
-            raise _invalid_argument(
-                "speed", f"Invalid type for `speed`: expected a number, but got {_kind(speed)}"
-            )
-        try:
-            as_float = float(speed)
-        except OverflowError:  # an int beyond any float
-            raise _invalid_argument(
-                "speed", "Invalid value for `speed`: the number is too large"
-            ) from None
-        params["speed"] = _check_float("speed", as_float)
+    if _given(params.get("speed")):
+        params["speed"] = _number("speed", params["speed"])
     return body({name: value for name, value in params.items() if _given(value)})
+
+
+def _number(name: str, value: Any) -> float:
+    """A finite real number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _invalid_argument(
+            name, f"Invalid type for `{name}`: expected a number, but got {_kind(value)}"
+        )
+    try:
+        as_float = float(value)
+    except OverflowError:  # an int beyond any float
+        raise _invalid_argument(
+            name, f"Invalid value for `{name}`: the number is too large"
+        ) from None
+    return _check_float(name, as_float)
+
+
+def transcription(params: Dict[str, Any]) -> str:
+    """The JSON request body of ``audio.transcriptions.create`` and ``audio.translations.create``
+    (all but ``file``). ``model`` is a required string; ``language``, ``prompt`` and
+    ``response_format`` are strings, ``temperature`` a finite number and
+    ``timestamp_granularities`` a list of strings when given. Arguments not given
+    (``NOT_GIVEN``, ``None``) are left out; the others (``include``, ``chunking_strategy``, ...)
+    pass through for the engine to refuse by name. The engine checks the values."""
+    model = params["model"]
+    text("model", REQUIRED if model is not None and not _given(model) else model)
+    for name in ("language", "prompt", "response_format"):
+        if _given(params.get(name)):
+            text(name, params[name])
+    if _given(params.get("temperature")):
+        params["temperature"] = _number("temperature", params["temperature"])
+    granularities = params.get("timestamp_granularities")
+    if _given(granularities):
+        if isinstance(granularities, (str, bytes)) or not isinstance(granularities, Iterable):
+            raise _invalid_argument(
+                "timestamp_granularities",
+                "Invalid type for `timestamp_granularities`: expected a list of strings "
+                f"('segment', 'word'), but got {_kind(granularities)}",
+            )
+        params["timestamp_granularities"] = [
+            text(f"timestamp_granularities[{i}]", g) for i, g in enumerate(granularities)
+        ]
+    return body({name: value for name, value in params.items() if _given(value)})
+
+
+class AudioFile(NamedTuple):
+    """The ``file`` of a transcription as the native module takes it: the bytes of an audio
+    file and its name (a hint of the format), or float32 samples (native byte order,
+    interleaved) with their ``sample_rate`` and ``channels``."""
+
+    data: bytes
+    filename: Optional[str]
+    sample_rate: Optional[int]
+    channels: int
+
+
+_FILE_FORMS = (
+    "bytes, a file opened in binary mode, io.BytesIO, a pathlib.Path (os.PathLike), a "
+    "(filename, content[, content_type]) tuple, or a float32 NumPy array with `sample_rate`"
+)
+
+
+def audio_file(file: Any, sample_rate: Any) -> AudioFile:
+    """``file`` in any form ``openai`` takes: ``bytes``, a binary file object (an open file,
+    ``io.BytesIO``: read from where it is), an ``os.PathLike`` (read here; a missing file
+    raises ``FileNotFoundError``, as with ``openai``), or a ``(filename, content[,
+    content_type[, headers]])`` tuple whose content is one of those. Also a NumPy array of
+    samples (1-D mono, or 2-D ``(frames, channels)``, float32 or another float type) with
+    ``sample_rate`` in Hz."""
+    if not _given(file) or isinstance(file, _Required):
+        raise _invalid_argument("file", "Missing required parameter: `file`")
+    if _is_array(file):
+        return _samples(file, sample_rate)
+    if _given(sample_rate):
+        raise _invalid_argument(
+            "sample_rate",
+            "Invalid argument `sample_rate`: it gives the rate of a NumPy array of samples; "
+            f"`file` is {_kind(file)}, whose format carries its own rate",
+        )
+    if isinstance(file, tuple):
+        if not 2 <= len(file) <= 4:
+            raise _invalid_argument(
+                "file",
+                "Invalid value for `file`: a tuple must be (filename, content[, content_type"
+                f"[, headers]]), but it has {len(file)} items",
+            )
+        name = file[0]
+        if name is not None and not isinstance(name, (str, bytes, os.PathLike)):
+            raise _invalid_argument(
+                "file",
+                "Invalid type for the filename of `file`: expected a string, but got "
+                f"{_kind(name)}",
+            )
+        data, own_name = _content(file[1])
+        return AudioFile(data, _basename(name) if name is not None else own_name, None, 1)
+    data, name = _content(file)
+    return AudioFile(data, name, None, 1)
+
+
+def _content(file: Any) -> "tuple[bytes, Optional[str]]":
+    """``(bytes, file name)`` of file content: bytes, a binary file object, or a path."""
+    if isinstance(file, (bytes, bytearray, memoryview)):
+        return bytes(file), None
+    if isinstance(file, os.PathLike):
+        path = pathlib.Path(os.fsdecode(os.fspath(file)))
+        return path.read_bytes(), path.name
+    if isinstance(file, io.IOBase) or (
+        callable(getattr(file, "read", None)) and not isinstance(file, (str, type))
+    ):
+        data = file.read()
+        if isinstance(data, str):
+            raise _invalid_argument(
+                "file",
+                "Invalid value for `file`: the file is open in text mode; open it in binary "
+                "mode (open(path, 'rb'))",
+            )
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise _invalid_argument(
+                "file",
+                f"Invalid value for `file`: its read() gave {_kind(data)}, not bytes",
+            )
+        name = getattr(file, "name", None)
+        return bytes(data), _basename(name) if isinstance(name, (str, bytes)) else None
+    if isinstance(file, str):
+        raise _invalid_argument(
+            "file",
+            "Invalid type for `file`: a str is not a file (as with openai, pass the file, not "
+            f"its name: pathlib.Path(...) or open(..., 'rb')); expected {_FILE_FORMS}",
+        )
+    raise _invalid_argument(
+        "file", f"Invalid type for `file`: expected {_FILE_FORMS}, but got {_kind(file)}"
+    )
+
+
+def _basename(name: Any) -> Optional[str]:
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    name = os.path.basename(name)
+    # A name the engine could not take (a lone surrogate) is only a hint: left out.
+    return name if name and _is_unicode(name) else None
+
+
+def _is_array(value: Any) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def _samples(array: Any, sample_rate: Any) -> AudioFile:
+    import numpy
+
+    if not _given(sample_rate):
+        raise _invalid_argument(
+            "sample_rate",
+            "Missing required parameter: `sample_rate` (in Hz): `file` is a NumPy array of "
+            "samples, whose rate only the caller knows",
+        )
+    if isinstance(sample_rate, bool) or not isinstance(sample_rate, numbers.Integral):
+        raise _invalid_argument(
+            "sample_rate",
+            "Invalid type for `sample_rate`: expected an integer (Hz), but got "
+            f"{_kind(sample_rate)}",
+        )
+    if not 1 <= int(sample_rate) <= 0xFFFF_FFFF:
+        raise _invalid_argument(
+            "sample_rate",
+            f"Invalid value for `sample_rate`: {int(sample_rate)}; it must be a positive "
+            "number of Hz",
+        )
+    if not numpy.issubdtype(array.dtype, numpy.floating):
+        raise _invalid_argument(
+            "file",
+            f"Invalid value for `file`: a NumPy array of {array.dtype} samples; expected "
+            "float32 samples in [-1, 1] (for int16, use array.astype(numpy.float32) / 32768)",
+        )
+    if array.ndim == 1:
+        channels = 1
+    elif array.ndim == 2 and 1 <= array.shape[1] <= 0xFFFF:
+        channels = array.shape[1]
+    else:
+        raise _invalid_argument(
+            "file",
+            f"Invalid value for `file`: a NumPy array of shape {array.shape}; expected 1-D "
+            "(mono) or 2-D (frames, channels) samples",
+        )
+    data = numpy.ascontiguousarray(array, dtype=numpy.float32).tobytes()
+    return AudioFile(data, None, int(sample_rate), channels)
 
 
 def chunk_size(value: Any) -> Optional[int]:

@@ -11,14 +11,18 @@ import asyncio
 import json
 import os
 from typing import (
+    IO,
     Any,
     AsyncIterator,
     Callable,
     Dict,
     Generic,
     Iterator,
+    List,
     Literal,
+    Mapping,
     Optional,
+    Tuple,
     Type,
     TypeVar,
     Union,
@@ -43,6 +47,11 @@ from .types import (
     Model,
     Prediction,
     SyncPage,
+    Transcription,
+    TranscriptionStreamEvent,
+    TranscriptionVerbose,
+    Translation,
+    _TranscriptionStreamEvents,
 )
 
 __all__ = ["OpenAI", "AsyncOpenAI", "Stream", "AsyncStream"]
@@ -299,12 +308,151 @@ class SpeechWithStreamingResponse:
         return ResponseContextManager(request)
 
 
+FileContent = Union[IO[bytes], bytes, "os.PathLike[str]"]
+FileTypes = Union[
+    FileContent,
+    Tuple[Optional[str], FileContent],
+    Tuple[Optional[str], FileContent, Optional[str]],
+    Tuple[Optional[str], FileContent, Optional[str], Mapping[str, str]],
+    Any,  # a NumPy array of samples, with `sample_rate`
+]
+"""``file`` of ``audio.transcriptions.create``: as ``openai`` takes it, or a NumPy array."""
+TranscriptionFormat = Literal["json", "text", "srt", "verbose_json", "vtt"]
+Granularity = Literal["word", "segment"]
+
+
+def _transcription_body(params: Dict[str, Any], extra: Dict[str, Any]) -> str:
+    params = dict(params)
+    for name in ("self", "file", "sample_rate", "stream", "extra"):
+        params.pop(name, None)
+    params.update(extra)
+    return _arguments.transcription(params)
+
+
+def _transcription(result: Tuple[str, str, str]) -> Any:
+    """The response of the format: ``Transcription``, ``TranscriptionVerbose``, or for
+    ``text``, ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
+    response_format, body, _content_type = result
+    if response_format == "json":
+        return Transcription.construct(json.loads(body))
+    if response_format == "verbose_json":
+        return TranscriptionVerbose.construct(json.loads(body))
+    return body
+
+
+class Transcriptions(_Resource):
+    """``client.audio.transcriptions``: speech to text."""
+
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["json"] = ...,
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> Transcription: ...
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["verbose_json"],
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> TranscriptionVerbose: ...
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["text", "srt", "vtt"],
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> str: ...
+    @overload
+    def create(
+        self, *, file: FileTypes, model: str, stream: Literal[True], **params: Any
+    ) -> Stream[TranscriptionStreamEvent]: ...
+    def create(
+        self,
+        *,
+        file: FileTypes = REQUIRED,
+        model: str = REQUIRED,
+        chunking_strategy: Any = NOT_GIVEN,
+        include: List[str] = NOT_GIVEN,
+        language: str = NOT_GIVEN,
+        prompt: str = NOT_GIVEN,
+        response_format: TranscriptionFormat = NOT_GIVEN,
+        stream: Optional[bool] = NOT_GIVEN,
+        temperature: float = NOT_GIVEN,
+        timestamp_granularities: List[Granularity] = NOT_GIVEN,
+        sample_rate: Optional[int] = None,
+        **extra: Any,
+    ) -> Union[Transcription, TranscriptionVerbose, str, Stream[TranscriptionStreamEvent]]:
+        """Transcribes ``file`` with ``model`` (``"@local/whisper-tiny-en"``: English).
+
+        ``file``: as ``openai`` takes it (``bytes``, an open binary file, ``io.BytesIO``, a
+        ``pathlib.Path``, or a ``(filename, content[, content_type])`` tuple) in wav, flac,
+        mp3, ogg (Vorbis, Opus), webm or m4a; or a NumPy array of float samples (1-D mono, or
+        ``(frames, channels)``) at ``sample_rate`` Hz (ingle's own argument), resampled as
+        needed. ``response_format``: ``json`` (default) gives a ``Transcription``,
+        ``verbose_json`` a ``TranscriptionVerbose`` (``segments``, and ``words`` with
+        ``timestamp_granularities=["word"]``), ``text``, ``srt`` and ``vtt`` a ``str``.
+        ``language`` (``en``), ``prompt`` and ``temperature`` are Whisper's; ``include`` and
+        ``chunking_strategy`` are refused (no local model has them).
+
+        With ``stream=True``: a ``Stream`` of ``TranscriptionTextDeltaEvent`` (one per
+        segment, as its 30-second window is decoded) and a last ``TranscriptionTextDoneEvent``;
+        leaving it early stops the transcription. Otherwise the GIL is released while the
+        audio is decoded and transcribed; Ctrl-C stops it before the next segment."""
+        body = _transcription_body(locals(), extra)
+        audio = _arguments.audio_file(file, sample_rate)
+        if _arguments.stream_flag(stream):
+            native = self._native.audio_transcriptions_stream(body, *audio)
+            return Stream(native, _TranscriptionStreamEvents)  # type: ignore[arg-type]
+        return _transcription(self._native.audio_transcriptions_create(body, *audio))
+
+
+class Translations(_Resource):
+    """``client.audio.translations``: speech in any language to English text. Every model
+    ingle has is English-only, so each request raises ``BadRequestError`` (``param`` is
+    ``model``): use ``audio.transcriptions`` for English audio."""
+
+    def create(
+        self,
+        *,
+        file: FileTypes = REQUIRED,
+        model: str = REQUIRED,
+        prompt: str = NOT_GIVEN,
+        response_format: TranscriptionFormat = NOT_GIVEN,
+        temperature: float = NOT_GIVEN,
+        sample_rate: Optional[int] = None,
+        **extra: Any,
+    ) -> Union[Translation, str]:
+        body = _transcription_body(locals(), extra)
+        audio = _arguments.audio_file(file, sample_rate)
+        return _translation(self._native.audio_translations_create(body, *audio))
+
+
+def _translation(result: Tuple[str, str, str]) -> Any:
+    response_format, body, _content_type = result
+    if response_format in ("json", "verbose_json"):
+        return Translation.construct(json.loads(body))
+    return body
+
+
 class Audio(_Resource):
     """``client.audio``."""
 
     def __init__(self, native: Any) -> None:
         super().__init__(native)
         self.speech = Speech(native)
+        self.transcriptions = Transcriptions(native)
+        self.translations = Translations(native)
 
 
 class Models(_Resource):
@@ -379,12 +527,12 @@ async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
     return await asyncio.to_thread(function, *args)
 
 
-async def _cancellable(function: Callable[..., Any], body: str) -> Any:
+async def _cancellable(function: Callable[..., Any], *args: Any) -> Any:
     """Runs a whole-response create in a worker thread; cancelling the awaiting task stops
-    generation at the next token."""
+    generation at the next token (the next sentence, the next segment)."""
     cancel = _ingle.CancelFlag()
     try:
-        return await asyncio.to_thread(function, body, cancel)
+        return await asyncio.to_thread(function, *args, cancel=cancel)
     except asyncio.CancelledError:
         cancel.set()
         raise
@@ -489,12 +637,101 @@ class AsyncSpeechWithStreamingResponse:
         return AsyncResponseContextManager(request)
 
 
+class AsyncTranscriptions(_Resource):
+    """``client.audio.transcriptions`` of ``AsyncOpenAI``."""
+
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["json"] = ...,
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> Transcription: ...
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["verbose_json"],
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> TranscriptionVerbose: ...
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["text", "srt", "vtt"],
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> str: ...
+    @overload
+    async def create(
+        self, *, file: FileTypes, model: str, stream: Literal[True], **params: Any
+    ) -> AsyncStream[TranscriptionStreamEvent]: ...
+    async def create(
+        self,
+        *,
+        file: FileTypes = REQUIRED,
+        model: str = REQUIRED,
+        chunking_strategy: Any = NOT_GIVEN,
+        include: List[str] = NOT_GIVEN,
+        language: str = NOT_GIVEN,
+        prompt: str = NOT_GIVEN,
+        response_format: TranscriptionFormat = NOT_GIVEN,
+        stream: Optional[bool] = NOT_GIVEN,
+        temperature: float = NOT_GIVEN,
+        timestamp_granularities: List[Granularity] = NOT_GIVEN,
+        sample_rate: Optional[int] = None,
+        **extra: Any,
+    ) -> Union[Transcription, TranscriptionVerbose, str, AsyncStream[TranscriptionStreamEvent]]:
+        """`Transcriptions.create`: the file is read, decoded and transcribed in a worker
+        thread. Cancelling the awaiting task stops the transcription before its next segment;
+        with ``stream=True``, ``async for event in stream``."""
+        body = _transcription_body(locals(), extra)
+        streaming = _arguments.stream_flag(stream)
+        audio = await _in_thread(_arguments.audio_file, file, sample_rate)
+        if streaming:
+            native = await _in_thread(self._native.audio_transcriptions_stream, body, *audio)
+            return AsyncStream(native, _TranscriptionStreamEvents)  # type: ignore[arg-type]
+        result = await _cancellable(self._native.audio_transcriptions_create, body, *audio)
+        return _transcription(result)
+
+
+class AsyncTranslations(_Resource):
+    """``client.audio.translations`` of ``AsyncOpenAI``: raises ``BadRequestError`` (every
+    model ingle has is English-only)."""
+
+    async def create(
+        self,
+        *,
+        file: FileTypes = REQUIRED,
+        model: str = REQUIRED,
+        prompt: str = NOT_GIVEN,
+        response_format: TranscriptionFormat = NOT_GIVEN,
+        temperature: float = NOT_GIVEN,
+        sample_rate: Optional[int] = None,
+        **extra: Any,
+    ) -> Union[Translation, str]:
+        body = _transcription_body(locals(), extra)
+        audio = await _in_thread(_arguments.audio_file, file, sample_rate)
+        result = await _in_thread(self._native.audio_translations_create, body, *audio)
+        return _translation(result)
+
+
 class AsyncAudio(_Resource):
     """``client.audio`` of ``AsyncOpenAI``."""
 
     def __init__(self, native: Any) -> None:
         super().__init__(native)
         self.speech = AsyncSpeech(native)
+        self.transcriptions = AsyncTranscriptions(native)
+        self.translations = AsyncTranslations(native)
 
 
 class AsyncModels(_Resource):

@@ -1,5 +1,5 @@
 # The native module (Rust, bindings-python/src/lib.rs). Requests and responses are JSON text
-# (speech audio and samples: bytes).
+# (speech audio and samples, transcription audio: bytes).
 from typing import Optional, Tuple
 
 __version__: str
@@ -35,6 +35,33 @@ class NativeClient:
         self, request: str, cancel: Optional[CancelFlag] = None
     ) -> Tuple[bytes, str, Optional[bytes], int, int]: ...
     def audio_speech_stream(self, request: str) -> NativeSpeechStream: ...
+    # `audio`: a file's bytes (`filename` a hint of its format), or with `sample_rate` float32
+    # samples in native byte order, `channels` interleaved. Returns (format, body, content_type).
+    def audio_transcriptions_create(
+        self,
+        request: str,
+        audio: bytes,
+        filename: Optional[str] = None,
+        sample_rate: Optional[int] = None,
+        channels: int = 1,
+        cancel: Optional[CancelFlag] = None,
+    ) -> Tuple[str, str, str]: ...
+    def audio_transcriptions_stream(
+        self,
+        request: str,
+        audio: bytes,
+        filename: Optional[str] = None,
+        sample_rate: Optional[int] = None,
+        channels: int = 1,
+    ) -> NativeStream: ...
+    def audio_translations_create(
+        self,
+        request: str,
+        audio: bytes,
+        filename: Optional[str] = None,
+        sample_rate: Optional[int] = None,
+        channels: int = 1,
+    ) -> Tuple[str, str, str]: ...
     def models_list(self) -> str: ...
     def models_retrieve(self, model: str) -> str: ...
     def predictions_create(self, tag: str, inputs: str) -> str: ...

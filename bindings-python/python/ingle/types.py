@@ -27,6 +27,15 @@ __all__ = [
     "Embedding",
     "EmbeddingUsage",
     "CreateEmbeddingResponse",
+    "TranscriptionUsage",
+    "Transcription",
+    "TranscriptionSegment",
+    "TranscriptionWord",
+    "TranscriptionVerbose",
+    "TranscriptionTextDeltaEvent",
+    "TranscriptionTextDoneEvent",
+    "TranscriptionStreamEvent",
+    "Translation",
 ]
 
 
@@ -273,6 +282,111 @@ def _base64_le(floats: memoryview) -> str:
     values = array.array("f", floats)
     values.byteswap()
     return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+class TranscriptionUsage(BaseModel):
+    """``{"type": "duration", "seconds": ...}``: the seconds of audio transcribed
+    (``openai.types.audio.transcription.UsageDuration``)."""
+
+    type: str
+    seconds: float
+
+
+class Transcription(BaseModel):
+    """What ``client.audio.transcriptions.create`` returns for ``response_format="json"`` (the
+    default): ``openai.types.audio.Transcription``."""
+
+    text: str
+    languages: Optional[List[Any]]
+    logprobs: Optional[List[Any]]
+    usage: Optional[TranscriptionUsage]
+    _nested = {"usage": TranscriptionUsage}
+
+
+class TranscriptionSegment(BaseModel):
+    """A segment of a ``TranscriptionVerbose`` (``openai.types.audio.TranscriptionSegment``):
+    its times in seconds, text, tokens and Whisper's scores."""
+
+    id: int
+    seek: int
+    start: float
+    end: float
+    text: str
+    tokens: List[int]
+    temperature: float
+    avg_logprob: float
+    compression_ratio: float
+    no_speech_prob: float
+
+
+class TranscriptionWord(BaseModel):
+    """A word with its times in seconds (``openai.types.audio.TranscriptionWord``)."""
+
+    word: str
+    start: float
+    end: float
+
+
+class TranscriptionVerbose(BaseModel):
+    """``response_format="verbose_json"`` (``openai.types.audio.TranscriptionVerbose``):
+    ``segments`` unless ``timestamp_granularities`` leaves ``"segment"`` out, ``words`` when
+    it asks for ``"word"``. The body's ``task`` (``"transcribe"``) is kept as an attribute too,
+    as ``openai`` keeps it."""
+
+    language: str
+    duration: float
+    text: str
+    segments: Optional[List[TranscriptionSegment]]
+    words: Optional[List[TranscriptionWord]]
+    usage: Optional[TranscriptionUsage]
+    _nested = {
+        "segments": TranscriptionSegment,
+        "words": TranscriptionWord,
+        "usage": TranscriptionUsage,
+    }
+
+
+class TranscriptionTextDeltaEvent(BaseModel):
+    """``{"type": "transcript.text.delta", "delta"}``: the text of the next segment
+    (``openai.types.audio.TranscriptionTextDeltaEvent``)."""
+
+    type: str
+    delta: str
+    logprobs: Optional[List[Any]]
+    segment_id: Optional[str]
+
+
+class TranscriptionTextDoneEvent(BaseModel):
+    """``{"type": "transcript.text.done", "text", "usage"}``: the last event of a stream, with
+    the whole text (``openai.types.audio.TranscriptionTextDoneEvent``; ``usage`` is of the
+    ``duration`` kind, as in ``Transcription``)."""
+
+    type: str
+    text: str
+    languages: Optional[List[Any]]
+    logprobs: Optional[List[Any]]
+    usage: Optional[TranscriptionUsage]
+    _nested = {"usage": TranscriptionUsage}
+
+
+TranscriptionStreamEvent = Union[TranscriptionTextDeltaEvent, TranscriptionTextDoneEvent]
+
+
+class _TranscriptionStreamEvents:
+    """The event class of a transcription ``Stream``: builds each event by its ``type``."""
+
+    @staticmethod
+    def construct(data: Dict[str, Any]) -> BaseModel:
+        if data.get("type") == "transcript.text.done":
+            return TranscriptionTextDoneEvent.construct(data)
+        return TranscriptionTextDeltaEvent.construct(data)
+
+
+class Translation(BaseModel):
+    """``openai.types.audio.Translation`` (no ingle model translates yet: every
+    ``audio.translations.create`` raises ``BadRequestError``)."""
+
+    text: str
 
 
 class Prediction(BaseModel):
