@@ -508,6 +508,21 @@ fn bad_requests_name_their_parameter() {
             TranscriptionAudio::samples(vec![0.0, f32::NAN, 0.0], 16_000, 1),
             "file",
         ),
+        (
+            good(),
+            TranscriptionAudio::samples(vec![0.0; 16_000], 1, 1),
+            "file",
+        ),
+        (
+            good(),
+            TranscriptionAudio::samples(vec![0.0; 16_000], 16_000, 0),
+            "file",
+        ),
+        (
+            good(),
+            TranscriptionAudio::samples(vec![0.0; 3], 16_000, 2),
+            "file",
+        ),
         (good().language("de"), file("beckett.wav"), "language"),
         (
             good().response_format("docx"),

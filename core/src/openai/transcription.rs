@@ -551,6 +551,7 @@ impl Transcriptions {
                 }
             }
             TranscriptionAudio::Samples(audio) => {
+                // Rates and channel counts are checked by the predictor (`to_mono_16k`).
                 let frames = audio.samples.len() / audio.channels.max(1) as usize;
                 if audio.sample_rate == 0 || frames == 0 {
                     return Err(Error::invalid(

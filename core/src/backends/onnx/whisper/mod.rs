@@ -156,11 +156,36 @@ pub fn precision() -> Precision {
 /// `audio` as mono 16 kHz samples (averaging channels, resampling with a band-limited
 /// resampler).
 pub fn to_mono_16k(audio: &crate::value::Audio, param: &str) -> Result<Vec<f32>> {
-    let channels = audio.channels.max(1) as usize;
-    if audio.sample_rate == 0 {
+    let channels = audio.channels as usize;
+    if !(1_000..=768_000).contains(&audio.sample_rate) {
         return Err(Error::invalid(
             param,
-            format!("`{param}` has a sample rate of 0"),
+            format!(
+                "`{param}` has a sample rate of {} Hz; it must be 1000 to 768000 Hz",
+                audio.sample_rate
+            ),
+        ));
+    }
+    if !(1..=64).contains(&channels) || audio.samples.len() % channels != 0 {
+        return Err(Error::invalid(
+            param,
+            format!(
+                "`{param}` has {} samples in {} channels: it needs 1 to 64 channels and a whole \
+                 number of frames",
+                audio.samples.len(),
+                audio.channels
+            ),
+        ));
+    }
+    let seconds = (audio.samples.len() / channels) as u64 / u64::from(audio.sample_rate);
+    if seconds > crate::audio::decode::MAX_AUDIO_SECONDS {
+        return Err(Error::invalid(
+            param,
+            format!(
+                "`{param}` lasts {seconds} s, longer than the {} hours ingle transcribes in one \
+                 request; split it",
+                crate::audio::decode::MAX_AUDIO_SECONDS / 3600
+            ),
         ));
     }
     let mono: Vec<f32> = if channels == 1 {
