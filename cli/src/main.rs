@@ -1,13 +1,14 @@
 //! `ingle`: run local models from the command line.
 
 use clap::{Args, Parser, Subcommand};
-use ingle::openai::SpeechRequest;
+use ingle::config::DEFAULT_TRANSCRIPTION_MODEL;
 use ingle::openai::{
     ChatCompletionRequest, ChatMessage, CompletionRequest, EmbeddingRequest, StopSequences,
 };
+use ingle::openai::{SpeechRequest, TranscriptionAudio, TranscriptionEvent, TranscriptionRequest};
 use ingle::{Client, Config, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL, DEFAULT_SPEECH_MODEL};
 use std::io::IsTerminal;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -72,10 +73,39 @@ enum Command {
         output: PathBuf,
         text: String,
     },
+    /// Transcription: transcribes the audio FILE with a speech-to-text model
+    /// (`audio.transcriptions.create`) and prints it.
+    Transcribe {
+        #[arg(long, default_value = DEFAULT_TRANSCRIPTION_MODEL)]
+        model: String,
+        /// text, json, srt, vtt or verbose_json (default: text; verbose_json with
+        /// --timestamps).
+        #[arg(long)]
+        format: Option<String>,
+        /// Timestamps in verbose_json: `word` and/or `segment` (repeatable, or
+        /// comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        timestamps: Vec<String>,
+        /// The language of the audio (ISO-639-1, e.g. `en`).
+        #[arg(long)]
+        language: Option<String>,
+        /// Text to guide the transcription's style or vocabulary.
+        #[arg(long)]
+        prompt: Option<String>,
+        /// 0 to 1: the first sampling temperature.
+        #[arg(long)]
+        temperature: Option<f64>,
+        /// Print the text as it is transcribed, segment by segment (text and json only).
+        #[arg(long)]
+        stream: bool,
+        /// The audio (wav, flac, mp3, ogg, webm, m4a), or `-` for stdin.
+        file: PathBuf,
+    },
     /// Lists the registered models.
     Models,
     /// Serves the OpenAI HTTP API (`/v1/chat/completions`, `/v1/completions`,
-    /// `/v1/embeddings`, `/v1/audio/speech`, `/v1/models`) until SIGINT or SIGTERM.
+    /// `/v1/embeddings`, `/v1/audio/speech`, `/v1/audio/transcriptions`,
+    /// `/v1/audio/translations`, `/v1/models`) until SIGINT or SIGTERM.
     Serve {
         /// Address to listen on (loopback by default; 0.0.0.0 for every interface).
         #[arg(long, default_value = "127.0.0.1")]
@@ -89,6 +119,9 @@ enum Command {
         /// Largest request body, in bytes.
         #[arg(long, default_value_t = ingle_serve::DEFAULT_BODY_LIMIT)]
         body_limit: usize,
+        /// Largest audio upload (/v1/audio/transcriptions and /translations), in MB (MiB).
+        #[arg(long, default_value_t = 25.0, value_parser = megabytes)]
+        max_upload_mb: f64,
         /// Seconds a client has to send a request's headers, from their first byte.
         #[arg(long, default_value_t = 10.0, value_parser = seconds)]
         header_timeout: f64,
@@ -175,6 +208,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             port,
             api_key,
             body_limit,
+            max_upload_mb,
             header_timeout,
             body_timeout,
             idle_timeout,
@@ -185,6 +219,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             let options = ingle_serve::Options {
                 api_key: api_key.filter(|k| !k.is_empty()),
                 body_limit,
+                upload_limit: (max_upload_mb * 1024.0 * 1024.0) as usize,
                 header_timeout: duration(header_timeout),
                 body_timeout: duration(body_timeout),
                 idle_timeout: duration(idle_timeout),
@@ -237,6 +272,64 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                     audio.content_type,
                     audio.bytes.len()
                 );
+            }
+        }
+        Command::Transcribe {
+            model,
+            format,
+            timestamps,
+            language,
+            prompt,
+            temperature,
+            stream,
+            file,
+        } => {
+            let audio = if file.as_os_str() == "-" {
+                let mut bytes = Vec::new();
+                std::io::stdin()
+                    .lock()
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| format!("cannot read the audio from stdin: {e}"))?;
+                TranscriptionAudio::file(bytes, None)
+            } else {
+                let bytes = std::fs::read(&file)
+                    .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+                let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+                TranscriptionAudio::file(bytes, name.as_deref())
+            };
+            // Timestamps are only in verbose_json: asking for them asks for it.
+            let format = format.unwrap_or_else(|| {
+                if timestamps.is_empty() {
+                    "text"
+                } else {
+                    "verbose_json"
+                }
+                .to_string()
+            });
+            let request = TranscriptionRequest {
+                language,
+                prompt,
+                temperature,
+                response_format: Some(format),
+                timestamp_granularities: (!timestamps.is_empty()).then_some(timestamps),
+                ..TranscriptionRequest::new(model)
+            };
+            if stream {
+                for event in client.audio.transcriptions.stream(&request, audio)? {
+                    match event? {
+                        TranscriptionEvent::Delta(delta) => {
+                            write!(out, "{delta}")?;
+                            out.flush()?;
+                        }
+                        TranscriptionEvent::Done { .. } => writeln!(out)?,
+                    }
+                }
+            } else {
+                let response = client.audio.transcriptions.create(&request, audio)?;
+                out.write_all(response.body.as_bytes())?;
+                if !response.body.ends_with('\n') {
+                    writeln!(out)?;
+                }
             }
         }
         Command::Models => {
@@ -307,6 +400,20 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     Ok(())
+}
+
+/// An upload limit flag: megabytes (MiB), more than 0 and at most 4096.
+fn megabytes(text: &str) -> Result<f64, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of megabytes"))?;
+    if value.is_finite() && value > 0.0 && value <= 4096.0 {
+        Ok(value)
+    } else {
+        Err(format!(
+            "{text} MB is out of range: give more than 0 and at most 4096"
+        ))
+    }
 }
 
 /// A timeout flag: seconds, more than 0 and at most a day.

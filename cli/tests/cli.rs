@@ -88,7 +88,7 @@ fn models_lists_the_default_tags() {
     assert!(out.status.success());
     assert_eq!(
         stdout(&out),
-        "@local/smollm2-135m-instruct\n@local/all-minilm-l6-v2\n@local/piper-en-us-joe-medium\n"
+        "@local/smollm2-135m-instruct\n@local/all-minilm-l6-v2\n@local/piper-en-us-joe-medium\n@local/whisper-tiny-en\n"
     );
 }
 
@@ -163,6 +163,8 @@ fn serve_refuses_nonsense_limits() {
         &["serve", "--idle-timeout", "nan"][..],
         &["serve", "--header-timeout=-1"][..],
         &["serve", "--max-connections", "0"][..],
+        &["serve", "--max-upload-mb", "0"][..],
+        &["serve", "--max-upload-mb", "lots"][..],
     ] {
         let out = ingle(args);
         assert!(!out.status.success(), "{args:?}");
@@ -223,4 +225,156 @@ fn speech_without_espeak_ng_says_what_to_install() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("libespeak-ng1 espeak-ng-data"), "{stderr}");
+}
+
+fn recording(name: &str) -> String {
+    let path = ingle::config::default_models_dir()
+        .join("recordings")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} (run scripts/fetch-models)",
+        path.display()
+    );
+    path.to_str().unwrap().to_string()
+}
+
+/// Lower case, letters, digits and single spaces only.
+fn normalised(text: &str) -> String {
+    text.to_lowercase()
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+const BECKETT: &str = "ever tried ever failed no matter try again fail again fail better";
+
+#[test]
+fn transcribe_prints_text_subtitles_and_timestamps() {
+    let beckett = recording("beckett.wav");
+    let out = ingle(&["transcribe", &beckett]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert_eq!(normalised(&text), BECKETT, "{text}");
+    assert_eq!(text.lines().count(), 1, "{text:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let out = ingle(&["transcribe", "--format", "srt", &beckett]);
+    assert!(out.status.success());
+    let srt = stdout(&out);
+    assert!(srt.starts_with("1\n00:00:00,000 --> 00:00:0"), "{srt}");
+    assert!(srt.contains("\n\n2\n00:00:0"), "{srt}");
+
+    let out = ingle(&["transcribe", "--timestamps", "word", &beckett]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verbose: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(verbose["task"], "transcribe");
+    let words = verbose["words"].as_array().unwrap();
+    let said: Vec<&str> = words.iter().map(|w| w["word"].as_str().unwrap()).collect();
+    assert_eq!(normalised(&said.join(" ")), BECKETT);
+    assert!(words
+        .iter()
+        .all(|w| w["start"].as_f64() <= w["end"].as_f64()));
+    assert!(verbose.get("segments").is_none(), "{verbose}");
+
+    // Streamed, from stdin: the same text.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ingle"))
+        .args([
+            "transcribe",
+            "--stream",
+            "--language",
+            "en",
+            "--temperature",
+            "0",
+            "-",
+        ])
+        .env_remove("INGLE_CONFIG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bytes = std::fs::read(&beckett).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &bytes).unwrap());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout(&out), text);
+}
+
+#[test]
+fn transcribe_failures_exit_non_zero_naming_the_parameter() {
+    let dir = std::env::temp_dir().join(format!("ingle-transcribe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let not_audio = dir.join("notes.wav");
+    std::fs::write(&not_audio, "these are not the samples you are looking for").unwrap();
+    let beckett = recording("beckett.wav");
+    for (args, expected) in [
+        (vec!["transcribe", not_audio.to_str().unwrap()], "file"),
+        (
+            vec!["transcribe", "/nonexistent/recording.wav"],
+            "/nonexistent/recording.wav",
+        ),
+        (vec!["transcribe", "--language", "de", &beckett], "language"),
+        (
+            vec!["transcribe", "--format", "docx", &beckett],
+            "response_format",
+        ),
+        (
+            vec![
+                "transcribe",
+                "--timestamps",
+                "word",
+                "--format",
+                "json",
+                &beckett,
+            ],
+            "timestamp_granularities",
+        ),
+        (
+            vec!["transcribe", "--stream", "--format", "srt", &beckett],
+            "stream",
+        ),
+        (
+            vec!["transcribe", "--temperature", "2", &beckett],
+            "temperature",
+        ),
+        (
+            vec![
+                "transcribe",
+                "--model",
+                "@local/smollm2-135m-instruct",
+                &beckett,
+            ],
+            "model",
+        ),
+    ] {
+        let out = ingle(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("ingle: error: "), "{stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

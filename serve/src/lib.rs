@@ -11,7 +11,11 @@
 //! - Shutdown (SIGINT, SIGTERM, or the future given to [`Server::run`]) ends in-flight streams
 //!   with an error event and stops whole requests, so nothing hangs.
 //! - Hostile or slow clients cannot hold the server: header, body, idle and write timeouts, a
-//!   body limit enforced while reading, and a cap on open connections ([`Options`], `conn`).
+//!   body limit enforced while reading (a larger one for audio uploads), and a cap on open
+//!   connections ([`Options`], `conn`).
+//! - Audio uploads (`/v1/audio/transcriptions`, `/v1/audio/translations`) are
+//!   `multipart/form-data` as OpenAI takes them, read whole (within the upload limit) and
+//!   parsed into the core's `TranscriptionRequest` and `TranscriptionAudio`.
 //!   Generation never waits on a socket: the engine produces into the request's own buffer
 //!   (bounded by its `max_tokens`) and frees its sequence when done, whatever the client reads.
 
@@ -27,7 +31,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use http_body_util::BodyExt;
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
-use ingle::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest, SpeechRequest};
+use ingle::openai::{
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, SpeechRequest, TranscriptionAudio,
+    TranscriptionRequest,
+};
 use ingle::{Client, Error, ErrorKind};
 use std::convert::Infallible;
 use std::future::Future;
@@ -41,6 +48,10 @@ use tokio::sync::{mpsc, oneshot};
 /// Default limit of a request body: room for 2048 long embedding inputs.
 pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;
 
+/// Default limit of an audio upload (the whole `multipart/form-data` body of
+/// `/v1/audio/transcriptions` and `/v1/audio/translations`): 25 MB, OpenAI's.
+pub const DEFAULT_UPLOAD_LIMIT: usize = 25 * 1024 * 1024;
+
 /// How the server runs. The defaults suit a server on a trusted network; every limit is a
 /// flag of `ingle serve`.
 #[derive(Debug, Clone)]
@@ -49,6 +60,9 @@ pub struct Options {
     pub api_key: Option<String>,
     /// Largest request body accepted, in bytes (larger: 413, as soon as it is known).
     pub body_limit: usize,
+    /// Largest audio upload (the `multipart/form-data` body of `/v1/audio/transcriptions`
+    /// and `/v1/audio/translations`), in bytes; these routes take it instead of `body_limit`.
+    pub upload_limit: usize,
     /// Time a client has to send a request's headers, from their first byte (default 10 s).
     pub header_timeout: Duration,
     /// Time a client has to send a request's body once its headers are in (default 30 s;
@@ -68,6 +82,7 @@ impl Default for Options {
         Options {
             api_key: None,
             body_limit: DEFAULT_BODY_LIMIT,
+            upload_limit: DEFAULT_UPLOAD_LIMIT,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(60),
@@ -82,6 +97,7 @@ struct AppState {
     client: Client,
     api_key: Option<Arc<str>>,
     body_limit: usize,
+    upload_limit: usize,
     body_timeout: Duration,
     /// Set when the server shuts down: streams end with an error event, whole requests stop.
     shutting_down: Arc<AtomicBool>,
@@ -104,6 +120,7 @@ impl Server {
             client,
             api_key: options.api_key.clone().map(Arc::from),
             body_limit: options.body_limit,
+            upload_limit: options.upload_limit,
             body_timeout: options.body_timeout,
             shutting_down: Arc::clone(&shutting_down),
         };
@@ -168,6 +185,8 @@ fn router(state: AppState) -> Router {
         .route("/completions", post(completions))
         .route("/embeddings", post(embeddings))
         .route("/audio/speech", post(audio_speech))
+        .route("/audio/transcriptions", post(audio_transcriptions))
+        .route("/audio/translations", post(audio_translations))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize));
     Router::new()
         .route(
@@ -271,9 +290,7 @@ fn invalid(code: &str, message: impl Into<String>) -> Refusal {
 }
 
 /// Reads a request's body and parses it with `parse` (one of the core's request parsers,
-/// whose errors name the field at fault). The limit applies while reading: a declared
-/// `Content-Length` over it is refused before a byte is read, a chunked body as soon as it
-/// passes it (413). A body that does not arrive within the body timeout is 408. Another
+/// whose errors name the field at fault), within the body limit (see [`read_body`]). Another
 /// content type, text that is not UTF-8, and anything but one JSON document are 400.
 async fn parse_body<T>(
     state: &AppState,
@@ -281,30 +298,55 @@ async fn parse_body<T>(
     parse: fn(&str) -> ingle::Result<T>,
 ) -> Result<T, Refusal> {
     let (parts, body) = request.into_parts();
-    let headers = &parts.headers;
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let mime = content_type.split(';').next().unwrap_or("").trim();
-    if !mime.eq_ignore_ascii_case("application/json") {
-        let shown = if content_type.is_empty() {
-            "none".into()
-        } else {
-            ingle::error::shown(content_type)
-        };
+    let content_type = content_type(&parts.headers);
+    if !mime_of(content_type).eq_ignore_ascii_case("application/json") {
         return Err(invalid(
             "invalid_content_type",
-            format!("The request's Content-Type must be application/json (got {shown})"),
+            format!(
+                "The request's Content-Type must be application/json (got {})",
+                shown_content_type(content_type)
+            ),
         ));
     }
+    let body = read_body(state, &parts.headers, body, state.body_limit).await?;
+    let text = std::str::from_utf8(&body)
+        .map_err(|_| invalid("invalid_body", "The request body is not valid UTF-8"))?;
+    Ok(parse(text)?)
+}
+
+fn content_type(headers: &header::HeaderMap) -> &str {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// The media type of a Content-Type, without its parameters.
+fn mime_of(content_type: &str) -> &str {
+    content_type.split(';').next().unwrap_or("").trim()
+}
+
+fn shown_content_type(content_type: &str) -> String {
+    if content_type.is_empty() {
+        "none".into()
+    } else {
+        ingle::error::shown(content_type).into_owned()
+    }
+}
+
+/// Reads a request's body up to `limit` bytes. The limit applies while reading: a declared
+/// `Content-Length` over it is refused before a byte is read, a chunked body as soon as it
+/// passes it (413). A body that does not arrive within the body timeout is 408.
+async fn read_body(
+    state: &AppState,
+    headers: &header::HeaderMap,
+    body: axum::body::Body,
+    limit: usize,
+) -> Result<Bytes, Refusal> {
     let too_large = || {
         let error = Error::new(
             ErrorKind::InvalidRequest,
-            format!(
-                "The request body is too large (the limit is {} bytes)",
-                state.body_limit
-            ),
+            format!("The request body is too large (the limit is {limit} bytes)"),
         )
         .with_code("request_too_large");
         Refusal(StatusCode::PAYLOAD_TOO_LARGE, Box::new(error))
@@ -313,19 +355,17 @@ async fn parse_body<T>(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > state.body_limit as u64) {
+    if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    let limited = http_body_util::Limited::new(body, state.body_limit);
-    let body: Bytes = match tokio::time::timeout(state.body_timeout, limited.collect()).await {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
-        Ok(Err(error)) => {
-            return Err(invalid(
-                "invalid_body",
-                format!("Cannot read the request body: {error}"),
-            ))
-        }
+    let limited = http_body_util::Limited::new(body, limit);
+    match tokio::time::timeout(state.body_timeout, limited.collect()).await {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Ok(Err(error)) => Err(invalid(
+            "invalid_body",
+            format!("Cannot read the request body: {error}"),
+        )),
         Err(_) => {
             let error = Error::new(
                 ErrorKind::InvalidRequest,
@@ -335,12 +375,188 @@ async fn parse_body<T>(
                 ),
             )
             .with_code("request_timeout");
-            return Err(Refusal(StatusCode::REQUEST_TIMEOUT, Box::new(error)));
+            Err(Refusal(StatusCode::REQUEST_TIMEOUT, Box::new(error)))
         }
+    }
+}
+
+/// An audio upload: the request's fields and its `file`.
+struct Upload {
+    request: TranscriptionRequest,
+    audio: TranscriptionAudio,
+}
+
+/// The fields that hold one value each.
+const UPLOAD_FIELDS: [&str; 6] = [
+    "model",
+    "language",
+    "prompt",
+    "response_format",
+    "temperature",
+    "stream",
+];
+
+/// Reads an audio upload as OpenAI's API takes it (and its SDKs send it): a
+/// `multipart/form-data` body with a `file` part (the audio, with its filename) and one part
+/// per field. Numbers and booleans arrive as text; array fields as `name[]` parts, repeated
+/// (`timestamp_granularities` without brackets too). Any other field goes into the request's
+/// `other`, for the core to refuse by name. The body may be up to the upload limit.
+async fn parse_upload(state: &AppState, request: Request) -> Result<Upload, Refusal> {
+    let (parts, body) = request.into_parts();
+    let content_type = content_type(&parts.headers);
+    if !mime_of(content_type).eq_ignore_ascii_case("multipart/form-data") {
+        return Err(invalid(
+            "invalid_content_type",
+            format!(
+                "Audio uploads are multipart/form-data: a `file` part with the audio and one \
+                 part per field (`model`, ...), as the OpenAI SDKs send them; the request's \
+                 Content-Type is {}",
+                shown_content_type(content_type)
+            ),
+        ));
+    }
+    let boundary = multer::parse_boundary(content_type).map_err(|e| {
+        invalid(
+            "invalid_content_type",
+            format!("The request's multipart/form-data Content-Type has no usable boundary: {e}"),
+        )
+    })?;
+    let body = read_body(state, &parts.headers, body, state.upload_limit).await?;
+    let malformed = |e: multer::Error| {
+        invalid(
+            "invalid_body",
+            format!("The multipart/form-data body is malformed: {e}"),
+        )
     };
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| invalid("invalid_body", "The request body is not valid UTF-8"))?;
-    Ok(parse(text)?)
+    let mut form = multer::Multipart::new(
+        futures_util::stream::once(async move { Ok::<_, Infallible>(body) }),
+        boundary,
+    );
+    let mut request = TranscriptionRequest::default();
+    let mut file: Option<TranscriptionAudio> = None;
+    let mut seen: Vec<&'static str> = Vec::new();
+    while let Some(field) = form.next_field().await.map_err(malformed)? {
+        let full_name = field.name().unwrap_or("").to_string();
+        let (name, bracketed) = match full_name.strip_suffix("[]") {
+            Some(name) => (name, true),
+            None => (full_name.as_str(), false),
+        };
+        if name.is_empty() {
+            return Err(invalid(
+                "invalid_body",
+                "A part of the multipart/form-data body has no field name",
+            ));
+        }
+        if name == "file" {
+            let filename = field.file_name().map(str::to_string);
+            let bytes = field.bytes().await.map_err(malformed)?;
+            if file.is_some() {
+                return Err(Error::invalid("file", "Only one `file` may be uploaded").into());
+            }
+            file = Some(TranscriptionAudio::file(
+                bytes.to_vec(),
+                filename.as_deref(),
+            ));
+            continue;
+        }
+        let bytes = field.bytes().await.map_err(malformed)?;
+        let value = String::from_utf8(bytes.to_vec()).map_err(|_| {
+            Error::invalid(
+                name,
+                format!(
+                    "The `{}` field is not UTF-8 text",
+                    ingle::error::shown(name)
+                ),
+            )
+        })?;
+        if name == "timestamp_granularities" {
+            request
+                .timestamp_granularities
+                .get_or_insert_with(Vec::new)
+                .push(value);
+            continue;
+        }
+        if let Some(&field) = UPLOAD_FIELDS.iter().find(|f| **f == name) {
+            if bracketed || seen.contains(&field) {
+                return Err(Error::invalid(
+                    field,
+                    format!("`{field}` takes one value, and was given more than once"),
+                )
+                .into());
+            }
+            seen.push(field);
+            set_upload_field(&mut request, field, value)?;
+            continue;
+        }
+        // Unknown: the core names it. Repeated or bracketed fields become arrays.
+        let value = serde_json::Value::String(value);
+        match request.other.get_mut(name) {
+            Some(serde_json::Value::Array(values)) => values.push(value),
+            Some(first) => *first = serde_json::Value::Array(vec![first.take(), value]),
+            None if bracketed => {
+                request
+                    .other
+                    .insert(name.to_string(), serde_json::Value::Array(vec![value]));
+            }
+            None => {
+                request.other.insert(name.to_string(), value);
+            }
+        }
+    }
+    if request.model.is_empty() {
+        return Err(Error::invalid("model", "Missing required parameter: `model`").into());
+    }
+    let Some(audio) = file else {
+        return Err(Error::invalid(
+            "file",
+            "Missing required parameter: `file` (the audio, as a multipart/form-data part named \
+             `file`)",
+        )
+        .into());
+    };
+    Ok(Upload { request, audio })
+}
+
+/// Sets one of [`UPLOAD_FIELDS`] from its text.
+fn set_upload_field(
+    request: &mut TranscriptionRequest,
+    field: &'static str,
+    value: String,
+) -> Result<(), Refusal> {
+    let not_a = |what: &str| {
+        Error::invalid(
+            field,
+            format!(
+                "Invalid value for `{field}`: '{}' is not {what}",
+                ingle::error::shown(&value)
+            ),
+        )
+    };
+    match field {
+        "model" => request.model = value,
+        "language" => request.language = Some(value),
+        "prompt" => request.prompt = Some(value),
+        "response_format" => request.response_format = Some(value),
+        "temperature" => {
+            let number = value
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|t| t.is_finite())
+                .ok_or_else(|| not_a("a number"))?;
+            request.temperature = Some(number);
+        }
+        "stream" => {
+            let flag = match value.trim().to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(not_a("a boolean ('true' or 'false')").into()),
+            };
+            request.stream = Some(flag);
+        }
+        _ => unreachable!("one of UPLOAD_FIELDS"),
+    }
+    Ok(())
 }
 
 /// Sets a flag when dropped: a handler's future is dropped when its connection goes away,
@@ -354,10 +570,21 @@ impl Drop for SetOnDrop {
 }
 
 /// Runs a whole-response request on the blocking pool; `work` gets a `stop()` to pass to the
-/// core's `create_until`.
+/// core's `create_until`, and answers JSON text.
 async fn whole<F>(state: AppState, work: F) -> Response
 where
     F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<String> + Send + 'static,
+{
+    whole_typed(state, move |client, stop| {
+        Ok(("application/json", work(client, stop)?))
+    })
+    .await
+}
+
+/// [`whole`] for a body of any content type: `work` answers (content type, body).
+async fn whole_typed<F>(state: AppState, work: F) -> Response
+where
+    F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<(&'static str, String)> + Send + 'static,
 {
     let gone = Arc::new(AtomicBool::new(false));
     let _guard = SetOnDrop(Arc::clone(&gone));
@@ -365,7 +592,9 @@ where
     let stop = move || gone.load(Ordering::Acquire) || shutting_down.load(Ordering::Acquire);
     let result = tokio::task::spawn_blocking(move || work(&state.client, &stop)).await;
     match result {
-        Ok(Ok(json)) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Ok(Ok((content_type, body))) => {
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
         Ok(Err(error)) => core_error(error),
         Err(join) => core_error(Error::internal(format!("The request failed: {join}"))),
     }
@@ -375,6 +604,15 @@ where
 /// chunk and `data: [DONE]` at the end. An error before the first chunk is an ordinary HTTP
 /// error response, as with OpenAI; one after it is a last `data: {"error": ...}` event.
 async fn streamed<F>(state: AppState, start: F) -> Response
+where
+    F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
+{
+    streamed_events(state, true, start).await
+}
+
+/// [`streamed`], with `data: [DONE]` at the end only when `done` says so (OpenAI's typed event
+/// streams, such as `transcript.text.*`, end with their last event).
+async fn streamed_events<F>(state: AppState, done: bool, start: F) -> Response
 where
     F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
 {
@@ -390,7 +628,7 @@ where
             }
         };
         let _ = started_tx.send(Ok(()));
-        produce(chunks, &events_tx, &shutting_down);
+        produce(chunks, &events_tx, &shutting_down, done);
     });
     match started_rx.await {
         Ok(Ok(())) => {
@@ -406,9 +644,14 @@ where
     }
 }
 
-/// Pulls `chunks` into `events` until the end, an error, shutdown, or the client going away;
-/// then drops `chunks`, which stops generation.
-fn produce(chunks: JsonTextStream, events: &mpsc::Sender<Event>, shutting_down: &AtomicBool) {
+/// Pulls `chunks` into `events` until the end (then `data: [DONE]` when `done` says so), an
+/// error, shutdown, or the client going away; then drops `chunks`, which stops generation.
+fn produce(
+    chunks: JsonTextStream,
+    events: &mpsc::Sender<Event>,
+    shutting_down: &AtomicBool,
+    done: bool,
+) {
     for chunk in chunks {
         if events.is_closed() {
             return; // the client disconnected
@@ -430,7 +673,9 @@ fn produce(chunks: JsonTextStream, events: &mpsc::Sender<Event>, shutting_down: 
             return;
         }
     }
-    let _ = events.blocking_send(Event::default().data("[DONE]"));
+    if done {
+        let _ = events.blocking_send(Event::default().data("[DONE]"));
+    }
 }
 
 fn error_event(error: &Error) -> Event {
@@ -618,6 +863,49 @@ async fn audio_speech(State(state): State<AppState>, request: Request) -> Respon
     }
 }
 
+/// `POST /v1/audio/transcriptions`: a `multipart/form-data` upload (see [`parse_upload`]),
+/// answered in its `response_format` with that format's content type, or with `stream: true`
+/// as `transcript.text.delta` events and a `transcript.text.done`. The audio is transcribed
+/// on the blocking pool; a client that goes away stops it before its next 30 s window.
+async fn audio_transcriptions(State(state): State<AppState>, request: Request) -> Response {
+    let Upload { request, audio } = match parse_upload(&state, request).await {
+        Ok(upload) => upload,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if request.stream == Some(true) {
+        streamed_events(state, false, move |client| {
+            let events = client.audio.transcriptions.stream(&request, audio)?;
+            let texts: JsonTextStream =
+                Box::new(events.map(|event| event.map(|e| e.to_json().to_string())));
+            Ok(texts)
+        })
+        .await
+    } else {
+        whole_typed(state, move |client, stop| {
+            let response = client
+                .audio
+                .transcriptions
+                .create_until(&request, audio, stop)?;
+            Ok((response.content_type, response.body))
+        })
+        .await
+    }
+}
+
+/// `POST /v1/audio/translations`: the same upload as transcriptions; every model ingle ships is
+/// English-only, so the core answers an invalid-request error naming the model.
+async fn audio_translations(State(state): State<AppState>, request: Request) -> Response {
+    let Upload { request, audio } = match parse_upload(&state, request).await {
+        Ok(upload) => upload,
+        Err(refusal) => return refusal.into_response(),
+    };
+    whole_typed(state, move |client, _stop| {
+        let response = client.audio.translations.create(&request, audio)?;
+        Ok((response.content_type, response.body))
+    })
+    .await
+}
+
 /// The OpenAPI description of the served routes.
 pub fn openapi() -> serde_json::Value {
     let error = serde_json::json!({"$ref": "#/components/schemas/Error"});
@@ -648,6 +936,33 @@ pub fn openapi() -> serde_json::Value {
             "responses": answers(ok, streams),
         }})
     };
+    let upload = |fields: serde_json::Value| {
+        let mut properties = serde_json::json!({
+            "file": {"type": "string", "format": "binary", "description": "The audio: wav, flac, mp3, ogg (vorbis, opus), webm or m4a"},
+            "model": {"type": "string"},
+            "prompt": {"type": "string"},
+            "response_format": {"type": "string", "enum": ["json", "text", "srt", "verbose_json", "vtt"]},
+            "temperature": {"type": "number", "minimum": 0, "maximum": 1},
+        });
+        for (name, schema) in fields.as_object().into_iter().flatten() {
+            properties[name] = schema.clone();
+        }
+        serde_json::json!({"required": true, "content": {"multipart/form-data": {"schema": {
+            "type": "object",
+            "required": ["file", "model"],
+            "properties": properties,
+        }}}})
+    };
+    let mut transcription_answers = answers(
+        "The transcription in its `response_format`: JSON (`json`, `verbose_json`), text (`text`, `srt`) or WebVTT (`vtt`); with `stream: true`, `transcript.text.delta` events then `transcript.text.done`",
+        false,
+    );
+    transcription_answers["200"]["content"] = serde_json::json!({
+        "application/json": {"schema": {"type": "object"}},
+        "text/plain": {"schema": {"type": "string"}},
+        "text/vtt": {"schema": {"type": "string"}},
+        "text/event-stream": {"schema": {"type": "string", "description": "`transcript.text.delta` events, then `transcript.text.done`"}},
+    });
     serde_json::json!({
         "openapi": "3.1.0",
         "info": {
@@ -678,6 +993,20 @@ pub fn openapi() -> serde_json::Value {
                     "404": {"description": "Unknown model", "content": {"application/json": {"schema": error}}},
                     "500": {"description": "Model or server error", "content": {"application/json": {"schema": error}}},
                 },
+            }},
+            "/audio/transcriptions": {"post": {
+                "summary": "Create a transcription",
+                "requestBody": upload(serde_json::json!({
+                    "language": {"type": "string", "description": "ISO-639-1 (`en`)"},
+                    "timestamp_granularities[]": {"type": "array", "items": {"type": "string", "enum": ["word", "segment"]}},
+                    "stream": {"type": "boolean"},
+                })),
+                "responses": transcription_answers,
+            }},
+            "/audio/translations": {"post": {
+                "summary": "Create a translation (into English: needs a multilingual model; every model ingle ships is English-only, so this is a 400)",
+                "requestBody": upload(serde_json::json!({})),
+                "responses": answers("The translation in its `response_format`", false),
             }},
         },
         "components": {

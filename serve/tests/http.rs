@@ -221,6 +221,9 @@ fn health_models_and_openapi() {
         "/chat/completions",
         "/completions",
         "/embeddings",
+        "/audio/speech",
+        "/audio/transcriptions",
+        "/audio/translations",
     ] {
         assert!(
             openapi["paths"][path].is_object(),
@@ -991,4 +994,661 @@ fn a_client_that_leaves_stops_synthesis() {
         assert!(Instant::now() < deadline, "{metrics:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+// ---- Transcription -------------------------------------------------------------------------
+
+const WHISPER: &str = "@local/whisper-tiny-en";
+/// beckett.wav, normalised (case, punctuation): "Ever tried. Ever failed. No matter. Try
+/// again. Fail again. Fail better."
+const BECKETT: &str = "ever tried ever failed no matter try again fail again fail better";
+const BOUNDARY: &str = "----ingle-test-7MA4YWxkTrZu0gW";
+
+/// A recording fetched by scripts/fetch-models.
+fn recording(name: &str) -> Vec<u8> {
+    let path = ingle::config::default_models_dir()
+        .join("recordings")
+        .join(name);
+    std::fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-models)", path.display()))
+}
+
+/// Lower case, letters, digits and single spaces only.
+fn normalised(text: &str) -> String {
+    text.to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '\'' {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A part of a `multipart/form-data` body.
+enum Part<'a> {
+    Text(&'a str, &'a str),
+    File(&'a str, &'a [u8]),
+}
+
+/// A `multipart/form-data` body as the OpenAI SDKs send it.
+fn form(parts: &[Part]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for part in parts {
+        body.extend_from_slice(format!("--{BOUNDARY}\r\n").as_bytes());
+        match part {
+            Part::Text(name, value) => {
+                body.extend_from_slice(
+                    format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                        .as_bytes(),
+                );
+            }
+            Part::File(filename, bytes) => {
+                body.extend_from_slice(
+                    format!(
+                        "Content-Disposition: form-data; name=\"file\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                    )
+                    .as_bytes(),
+                );
+                body.extend_from_slice(bytes);
+                body.extend_from_slice(b"\r\n");
+            }
+        }
+    }
+    body.extend_from_slice(format!("--{BOUNDARY}--\r\n").as_bytes());
+    body
+}
+
+impl TestServer {
+    fn post_form(&self, path: &str, parts: &[Part]) -> Reply {
+        let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
+        self.request(
+            "POST",
+            path,
+            &[("Content-Type", &content_type)],
+            &form(parts),
+        )
+    }
+
+    /// beckett.wav transcribed with `fields`.
+    fn transcribe(&self, beckett: &[u8], fields: &[(&str, &str)]) -> Reply {
+        let mut parts = vec![
+            Part::File("beckett.wav", beckett),
+            Part::Text("model", WHISPER),
+        ];
+        parts.extend(fields.iter().map(|(name, value)| Part::Text(name, value)));
+        self.post_form("/v1/audio/transcriptions", &parts)
+    }
+}
+
+/// `HH:MM:SS<decimal>mmm` in seconds; anything else fails.
+fn cue_time(text: &str, decimal: char) -> f64 {
+    let b = text.as_bytes();
+    assert!(
+        b.len() == 12
+            && b[2] == b':'
+            && b[5] == b':'
+            && b[8] == decimal as u8
+            && [0, 1, 3, 4, 6, 7, 9, 10, 11]
+                .iter()
+                .all(|&i| b[i].is_ascii_digit()),
+        "not a cue time: {text:?}"
+    );
+    let n = |r: std::ops::Range<usize>| text[r].parse::<f64>().unwrap();
+    assert!(n(3..5) < 60.0 && n(6..8) < 60.0, "{text}");
+    n(0..2) * 3600.0 + n(3..5) * 60.0 + n(6..8) + n(9..12) / 1000.0
+}
+
+/// The cues (start, end, text) of a subtitle body, checked strictly: SubRip's numbered blocks
+/// with `,` times, or WebVTT's header and `.` times; each cue one block ending in a blank line,
+/// times in order.
+fn cues(body: &str, vtt: bool) -> Vec<(f64, f64, String)> {
+    let body = if vtt {
+        body.strip_prefix("WEBVTT\n\n")
+            .unwrap_or_else(|| panic!("no WEBVTT header: {body:?}"))
+    } else {
+        body
+    };
+    assert!(
+        body.ends_with("\n\n") && !body.ends_with("\n\n\n"),
+        "{body:?}"
+    );
+    let mut cues: Vec<(f64, f64, String)> = Vec::new();
+    for (i, block) in body.trim_end_matches('\n').split("\n\n").enumerate() {
+        let mut lines = block.split('\n');
+        if !vtt {
+            assert_eq!(lines.next(), Some((i + 1).to_string().as_str()), "{body:?}");
+        }
+        let timing = lines.next().unwrap();
+        let (start, end) = timing
+            .split_once(" --> ")
+            .unwrap_or_else(|| panic!("{timing:?}"));
+        let (start, end) = (
+            cue_time(start, if vtt { '.' } else { ',' }),
+            cue_time(end, if vtt { '.' } else { ',' }),
+        );
+        let text: Vec<&str> = lines.collect();
+        assert!(
+            !text.is_empty()
+                && text
+                    .iter()
+                    .all(|l| !l.trim().is_empty() && !l.contains("-->")),
+            "{block:?}"
+        );
+        assert!(start < end, "{block:?}");
+        if let Some(last) = cues.last() {
+            assert!(last.1 <= start + 1e-9, "cues overlap: {body:?}");
+        }
+        cues.push((start, end, text.join(" ")));
+    }
+    assert!(!cues.is_empty());
+    cues
+}
+
+#[test]
+fn transcriptions_answer_in_every_response_format() {
+    let server = TestServer::default();
+    let beckett = recording("beckett.wav");
+
+    let json = server.transcribe(&beckett, &[]);
+    assert_eq!(json.status, 200, "{}", json.body);
+    assert!(
+        json.headers.contains("content-type: application/json"),
+        "{}",
+        json.headers
+    );
+    let text = json.json()["text"].as_str().unwrap().to_string();
+    assert_eq!(normalised(&text), BECKETT, "{text}");
+    assert_eq!(json.json()["usage"]["type"], "duration");
+    let seconds = json.json()["usage"]["seconds"].as_f64().unwrap();
+    assert!((seconds - 9.96).abs() < 0.05, "{seconds}");
+
+    let plain = server.transcribe(&beckett, &[("response_format", "text")]);
+    assert_eq!(plain.status, 200);
+    assert!(
+        plain.headers.contains("content-type: text/plain"),
+        "{}",
+        plain.headers
+    );
+    assert_eq!(plain.body, format!("{text}\n"));
+
+    for (format, content_type) in [("srt", "text/plain"), ("vtt", "text/vtt")] {
+        let reply = server.transcribe(&beckett, &[("response_format", format)]);
+        assert_eq!(reply.status, 200, "{format}: {}", reply.body);
+        assert!(
+            reply
+                .headers
+                .contains(&format!("content-type: {content_type}")),
+            "{}",
+            reply.headers
+        );
+        let cues = cues(&reply.body, format == "vtt");
+        let joined: Vec<&str> = cues.iter().map(|c| c.2.as_str()).collect();
+        assert_eq!(
+            normalised(&joined.join(" ")),
+            BECKETT,
+            "{format}: {}",
+            reply.body
+        );
+        assert!(cues.last().unwrap().1 <= 10.5, "{format}: {}", reply.body);
+    }
+
+    // Word and segment timestamps, the array field as the SDKs send it (`name[]`, repeated)
+    // and without the brackets.
+    for granularities in [
+        &[
+            ("timestamp_granularities[]", "word"),
+            ("timestamp_granularities[]", "segment"),
+        ][..],
+        &[
+            ("timestamp_granularities", "segment"),
+            ("timestamp_granularities", "word"),
+        ][..],
+    ] {
+        let mut fields = vec![("response_format", "verbose_json")];
+        fields.extend_from_slice(granularities);
+        let reply = server.transcribe(&beckett, &fields);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let verbose = reply.json();
+        assert_eq!(
+            (verbose["task"].as_str(), verbose["language"].as_str()),
+            (Some("transcribe"), Some("english"))
+        );
+        assert_eq!(verbose["text"], text.as_str());
+        assert!(
+            (verbose["duration"].as_f64().unwrap() - 9.96).abs() < 0.05,
+            "{verbose}"
+        );
+        let words = verbose["words"].as_array().unwrap();
+        let said: Vec<&str> = words.iter().map(|w| w["word"].as_str().unwrap()).collect();
+        assert_eq!(normalised(&said.join(" ")), BECKETT, "{verbose}");
+        let mut last_start = 0.0;
+        for word in words {
+            let (start, end) = (
+                word["start"].as_f64().unwrap(),
+                word["end"].as_f64().unwrap(),
+            );
+            assert!(last_start <= start && start <= end && end <= 10.5, "{word}");
+            last_start = start;
+        }
+        let segments = verbose["segments"].as_array().unwrap();
+        assert!(!segments.is_empty());
+        for (i, segment) in segments.iter().enumerate() {
+            assert_eq!(segment["id"], i, "{segment}");
+            assert!(
+                segment["start"].as_f64().unwrap() < segment["end"].as_f64().unwrap(),
+                "{segment}"
+            );
+            assert!(
+                segment["text"].is_string() && segment["avg_logprob"].is_number(),
+                "{segment}"
+            );
+        }
+    }
+    // Segments only by default; words only when asked for alone.
+    let segments_only = server
+        .transcribe(&beckett, &[("response_format", "verbose_json")])
+        .json();
+    assert!(
+        segments_only["segments"].is_array() && segments_only.get("words").is_none(),
+        "{segments_only}"
+    );
+    let words_only = server
+        .transcribe(
+            &beckett,
+            &[
+                ("response_format", "verbose_json"),
+                ("timestamp_granularities[]", "word"),
+            ],
+        )
+        .json();
+    assert!(
+        words_only["words"].is_array() && words_only.get("segments").is_none(),
+        "{words_only}"
+    );
+
+    // The other fields as text; the file's name does not matter.
+    let guided = server.post_form(
+        "/v1/audio/transcriptions",
+        &[
+            Part::Text("model", WHISPER),
+            Part::Text("language", "en"),
+            Part::Text("prompt", "Samuel Beckett, Worstward Ho."),
+            Part::Text("temperature", "0"),
+            Part::Text("stream", "false"),
+            Part::File("recording", &beckett),
+        ],
+    );
+    assert_eq!(guided.status, 200, "{}", guided.body);
+    assert_eq!(normalised(guided.json()["text"].as_str().unwrap()), BECKETT);
+}
+
+#[test]
+fn a_streamed_transcription_is_server_sent_events() {
+    let server = TestServer::default();
+    let beckett = recording("beckett.wav");
+    let whole = server.transcribe(&beckett, &[]);
+    let text = whole.json()["text"].as_str().unwrap().to_string();
+    for format in ["json", "text"] {
+        let reply = server.transcribe(&beckett, &[("stream", "true"), ("response_format", format)]);
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert!(
+            reply.headers.contains("content-type: text/event-stream"),
+            "{}",
+            reply.headers
+        );
+        // `data: {json}\n\n` per event; the done event is the last (no `[DONE]`).
+        assert!(reply.body.ends_with("\n\n"), "{:?}", reply.body);
+        let events: Vec<serde_json::Value> = reply
+            .body
+            .split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|e| {
+                let data = e.strip_prefix("data: ").unwrap_or_else(|| panic!("{e:?}"));
+                serde_json::from_str(data).unwrap()
+            })
+            .collect();
+        let (done, deltas) = events.split_last().unwrap();
+        assert!(!deltas.is_empty());
+        let mut streamed = String::new();
+        for delta in deltas {
+            assert_eq!(delta["type"], "transcript.text.delta", "{delta}");
+            streamed.push_str(delta["delta"].as_str().unwrap());
+        }
+        assert_eq!(streamed.trim_end(), text);
+        assert_eq!(done["type"], "transcript.text.done");
+        assert_eq!(done["text"], text.as_str());
+        assert_eq!(done["usage"]["type"], "duration");
+        assert!(
+            (done["usage"]["seconds"].as_f64().unwrap() - 9.96).abs() < 0.05,
+            "{done}"
+        );
+    }
+}
+
+#[test]
+fn bad_transcription_requests_are_400_naming_the_parameter() {
+    let server = TestServer::default();
+    let beckett = recording("beckett.wav");
+    let verbose = ("response_format", "verbose_json");
+    for (fields, param) in [
+        (&[("temperature", "abc")][..], "temperature"),
+        (&[("temperature", "")][..], "temperature"),
+        (&[("temperature", "5")][..], "temperature"),
+        (&[("language", "de")][..], "language"),
+        (&[("response_format", "docx")][..], "response_format"),
+        (
+            &[("timestamp_granularities[]", "word")][..],
+            "timestamp_granularities",
+        ),
+        (
+            &[verbose, ("timestamp_granularities[]", "sentence")][..],
+            "timestamp_granularities",
+        ),
+        (&[("stream", "maybe")][..], "stream"),
+        (
+            &[("stream", "true"), ("response_format", "srt")][..],
+            "stream",
+        ),
+        (&[("include[]", "logprobs")][..], "include"),
+        (&[("chunking_strategy", "auto")][..], "chunking_strategy"),
+        (&[("model", WHISPER)][..], "model"),
+        (&[("language[]", "en")][..], "language"),
+    ] {
+        let reply = server.transcribe(&beckett, fields);
+        assert_eq!(reply.status, 400, "{fields:?}: {}", reply.body);
+        assert_eq!(reply.error()["type"], "invalid_request_error", "{fields:?}");
+        assert_eq!(reply.error()["param"], param, "{fields:?}: {}", reply.body);
+    }
+    let post = |parts: &[Part]| server.post_form("/v1/audio/transcriptions", parts);
+    let no_file = post(&[Part::Text("model", WHISPER)]);
+    assert_eq!(
+        (no_file.status, no_file.error()["param"].as_str()),
+        (400, Some("file")),
+        "{}",
+        no_file.body
+    );
+    let no_model = post(&[Part::File("beckett.wav", &beckett)]);
+    assert_eq!(
+        (no_model.status, no_model.error()["param"].as_str()),
+        (400, Some("model")),
+        "{}",
+        no_model.body
+    );
+    for bytes in [&b"not audio at all"[..], &b""[..], &beckett[..40]] {
+        let reply = post(&[Part::File("x.wav", bytes), Part::Text("model", WHISPER)]);
+        assert_eq!(
+            (reply.status, reply.error()["param"].as_str()),
+            (400, Some("file")),
+            "{}",
+            reply.body
+        );
+        assert!(
+            reply.error()["message"].as_str().unwrap().contains("wav"),
+            "{}",
+            reply.body
+        );
+    }
+    let chat_model = post(&[
+        Part::File("beckett.wav", &beckett),
+        Part::Text("model", MODEL),
+    ]);
+    assert_eq!(
+        (chat_model.status, chat_model.error()["param"].as_str()),
+        (400, Some("model")),
+        "{}",
+        chat_model.body
+    );
+    let unknown = post(&[
+        Part::File("beckett.wav", &beckett),
+        Part::Text("model", "@nobody/nothing"),
+    ]);
+    assert_eq!(unknown.status, 404, "{}", unknown.body);
+    // Not multipart: JSON, or multipart without a boundary, or a body that breaks off.
+    let json = server.post_json(
+        "/v1/audio/transcriptions",
+        &format!(r#"{{"model": "{WHISPER}", "file": "beckett.wav"}}"#),
+    );
+    assert_eq!(
+        (json.status, json.error()["code"].as_str()),
+        (400, Some("invalid_content_type")),
+        "{}",
+        json.body
+    );
+    assert!(
+        json.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("multipart/form-data"),
+        "{}",
+        json.body
+    );
+    let body = form(&[
+        Part::Text("model", WHISPER),
+        Part::File("beckett.wav", &beckett),
+    ]);
+    let no_boundary = server.request(
+        "POST",
+        "/v1/audio/transcriptions",
+        &[("Content-Type", "multipart/form-data")],
+        &body,
+    );
+    assert_eq!(
+        (no_boundary.status, no_boundary.error()["code"].as_str()),
+        (400, Some("invalid_content_type")),
+        "{}",
+        no_boundary.body
+    );
+    let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
+    let cut = server.request(
+        "POST",
+        "/v1/audio/transcriptions",
+        &[("Content-Type", &content_type)],
+        &body[..body.len() / 2],
+    );
+    assert_eq!(
+        (cut.status, cut.error()["code"].as_str()),
+        (400, Some("invalid_body")),
+        "{}",
+        cut.body
+    );
+    // Still serving, transcriptions and chat alike.
+    let after = server.transcribe(&beckett, &[]);
+    assert_eq!(after.status, 200, "{}", after.body);
+    assert_eq!(normalised(after.json()["text"].as_str().unwrap()), BECKETT);
+    still_serves(&server);
+}
+
+#[test]
+fn uploads_have_a_limit_of_their_own() {
+    let beckett = recording("beckett.wav"); // 319 kB
+                                            // The upload limit, not the JSON body limit, bounds an upload.
+    let server = TestServer::start(
+        Config::default(),
+        Options {
+            body_limit: 4096,
+            upload_limit: 1_000_000,
+            ..Options::default()
+        },
+    );
+    assert_eq!(server.transcribe(&beckett, &[]).status, 200);
+    drop(server);
+    let server = TestServer::start(
+        Config::default(),
+        Options {
+            upload_limit: 100_000,
+            ..Options::default()
+        },
+    );
+    let reply = server.transcribe(&beckett, &[]);
+    assert_eq!(
+        (reply.status, reply.error()["code"].as_str()),
+        (413, Some("request_too_large")),
+        "{}",
+        reply.body
+    );
+    assert!(reply.headers.contains("content-type: application/json"));
+    assert!(
+        reply.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("100000"),
+        "{}",
+        reply.body
+    );
+    // The JSON routes keep theirs.
+    still_serves(&server);
+    assert_eq!(Options::default().upload_limit, 25 * 1024 * 1024);
+}
+
+#[test]
+fn translations_are_400_naming_the_model() {
+    let server = TestServer::default();
+    let beckett = recording("beckett.wav");
+    let reply = server.post_form(
+        "/v1/audio/translations",
+        &[
+            Part::File("beckett.wav", &beckett),
+            Part::Text("model", WHISPER),
+        ],
+    );
+    assert_eq!(
+        (reply.status, reply.error()["param"].as_str()),
+        (400, Some("model")),
+        "{}",
+        reply.body
+    );
+    assert!(
+        reply.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("English-only"),
+        "{}",
+        reply.body
+    );
+    let no_file = server.post_form("/v1/audio/translations", &[Part::Text("model", WHISPER)]);
+    assert_eq!(
+        (no_file.status, no_file.error()["param"].as_str()),
+        (400, Some("file")),
+        "{}",
+        no_file.body
+    );
+    assert_eq!(server.transcribe(&beckett, &[]).status, 200);
+}
+
+#[test]
+fn speech_round_trips_through_transcription() {
+    let server = TestServer::default();
+    let raw = server.post_json_raw(
+        "/v1/audio/speech",
+        &format!(r#"{{"model": "{SPEECH}", "input": "The quick brown fox jumps over the lazy dog.", "voice": "alloy", "response_format": "wav"}}"#),
+    );
+    let (wav, _) = chunks_of(&raw);
+    // The streamed wav (sizes unknown), uploaded as it came.
+    let reply = server.post_form(
+        "/v1/audio/transcriptions",
+        &[
+            Part::File("speech.wav", &wav),
+            Part::Text("model", WHISPER),
+            Part::Text("response_format", "text"),
+        ],
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        normalised(&reply.body),
+        "the quick brown fox jumps over the lazy dog",
+        "{}",
+        reply.body
+    );
+}
+
+/// two_cities.wav (44 s) eight times over as a 16 kHz wav: 12 windows of 30 s.
+fn long_recording() -> Vec<u8> {
+    let decoded =
+        ingle::audio::decode_to_mono(&recording("two_cities.wav"), Some("two_cities.wav"), 16_000)
+            .unwrap();
+    let samples: Vec<i16> = (0..8)
+        .flat_map(|_| decoded.samples.iter())
+        .map(|s| (s.clamp(-1.0, 1.0) * 32767.0) as i16)
+        .collect();
+    let data_bytes = (samples.len() * 2) as u32;
+    let mut wav = Vec::with_capacity(44 + data_bytes as usize);
+    wav.extend_from_slice(b"RIFF");
+    wav.extend_from_slice(&(36 + data_bytes).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt ");
+    wav.extend_from_slice(&16u32.to_le_bytes());
+    wav.extend_from_slice(&1u16.to_le_bytes()); // PCM
+    wav.extend_from_slice(&1u16.to_le_bytes()); // mono
+    wav.extend_from_slice(&16_000u32.to_le_bytes());
+    wav.extend_from_slice(&32_000u32.to_le_bytes());
+    wav.extend_from_slice(&2u16.to_le_bytes());
+    wav.extend_from_slice(&16u16.to_le_bytes());
+    wav.extend_from_slice(b"data");
+    wav.extend_from_slice(&data_bytes.to_le_bytes());
+    for s in samples {
+        wav.extend_from_slice(&s.to_le_bytes());
+    }
+    wav
+}
+
+#[test]
+fn a_client_that_leaves_stops_transcription() {
+    let server = TestServer::default();
+    let long = long_recording();
+    let content_type = format!("multipart/form-data; boundary={BOUNDARY}");
+    let wait_for_cancellations = |n: u64| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let metrics = server.client.metrics(WHISPER).unwrap();
+            if metrics.cancelled_requests == n && metrics.active_requests == 0 {
+                return metrics;
+            }
+            assert!(Instant::now() < deadline, "{metrics:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // Streamed: gone after the first event.
+    let body = form(&[
+        Part::File("long.wav", &long),
+        Part::Text("model", WHISPER),
+        Part::Text("stream", "true"),
+    ]);
+    let mut stream = server.connect();
+    send(
+        &mut stream,
+        "POST",
+        "/v1/audio/transcriptions",
+        &[("Content-Type", &content_type)],
+        &body,
+    );
+    let mut reader = BufReader::new(stream);
+    let first = read_events(&mut reader, 1);
+    assert!(first[0].contains("transcript.text.delta"), "{first:?}");
+    drop(reader);
+    let metrics = wait_for_cancellations(1);
+    // The windows decoded so far count as generated tokens: not all 12.
+    assert!(metrics.generated_tokens < 12, "{metrics:?}");
+    // Whole: gone while it is transcribed.
+    let before = metrics.generated_tokens;
+    let body = form(&[Part::File("long.wav", &long), Part::Text("model", WHISPER)]);
+    let mut whole = server.connect();
+    send(
+        &mut whole,
+        "POST",
+        "/v1/audio/transcriptions",
+        &[("Content-Type", &content_type)],
+        &body,
+    );
+    std::thread::sleep(Duration::from_millis(800));
+    drop(whole);
+    let metrics = wait_for_cancellations(2);
+    assert!(metrics.generated_tokens - before < 12, "{metrics:?}");
+    // Still transcribing.
+    let reply = server.transcribe(&recording("beckett.wav"), &[]);
+    assert_eq!(reply.status, 200, "{}", reply.body);
 }

@@ -2,16 +2,21 @@
 server and passes its URL (INGLE_SERVE_URL) and API key (INGLE_SERVE_KEY)."""
 
 import os
+import pathlib
+import re
 import struct
 
 import openai
 import pytest
+import srt
+import webvtt
 
 URL = os.environ["INGLE_SERVE_URL"]
 KEY = os.environ["INGLE_SERVE_KEY"]
 CHAT = "@local/smollm2-135m-instruct"
 EMBED = "@local/all-minilm-l6-v2"
 SPEECH = "@local/piper-en-us-joe-medium"
+WHISPER = "@local/whisper-tiny-en"
 FRANCE = [{"role": "user", "content": "What is the capital of France?"}]
 
 
@@ -58,7 +63,7 @@ def test_embeddings_float_and_base64(client):
 
 def test_models(client):
     ids = [m.id for m in client.models.list()]
-    assert ids == [CHAT, EMBED, SPEECH]
+    assert ids == [CHAT, EMBED, SPEECH, WHISPER]
     assert client.models.retrieve(CHAT).id == CHAT
 
 
@@ -120,3 +125,97 @@ def test_speech_errors(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.audio.speech.create(model=SPEECH, voice="alloy", input="Hi.", speed=9)
     assert e.value.body["param"] == "speed"
+
+
+# ---- audio.transcriptions ---------------------------------------------------------------------
+
+# The recordings scripts/fetch-models puts in the models directory (ingle's default_models_dir).
+MODELS_DIR = pathlib.Path(
+    os.environ.get("INGLE_MODELS_DIR")
+    or pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "ingle" / "models"
+)
+BECKETT = MODELS_DIR / "recordings" / "beckett.wav"
+# "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.", normalised.
+BECKETT_WORDS = "ever tried ever failed no matter try again fail again fail better"
+
+
+def words(text):
+    return " ".join(re.sub(r"[^a-z0-9']+", " ", text.lower()).split())
+
+
+def transcribe(client, **kwargs):
+    with open(BECKETT, "rb") as file:
+        return client.audio.transcriptions.create(model=WHISPER, file=file, **kwargs)
+
+
+def test_transcription_json_and_text(client):
+    transcription = transcribe(client)
+    assert isinstance(transcription, openai.types.audio.Transcription)
+    assert words(transcription.text) == BECKETT_WORDS, transcription.text
+    assert transcription.usage.type == "duration" and abs(transcription.usage.seconds - 9.96) < 0.05
+    text = transcribe(client, response_format="text", language="en", temperature=0)
+    assert isinstance(text, str) and text.strip() == transcription.text
+    # The file as (name, bytes), as the SDK also takes it.
+    named = client.audio.transcriptions.create(model=WHISPER, file=("speech.wav", BECKETT.read_bytes()))
+    assert named.text == transcription.text
+
+
+def test_transcription_verbose_json_with_words_and_segments(client):
+    verbose = transcribe(client, response_format="verbose_json", timestamp_granularities=["word", "segment"])
+    assert isinstance(verbose, openai.types.audio.TranscriptionVerbose)
+    assert verbose.language == "english" and abs(verbose.duration - 9.96) < 0.05
+    assert words(" ".join(w.word for w in verbose.words)) == BECKETT_WORDS
+    starts = [w.start for w in verbose.words]
+    assert starts == sorted(starts) and all(w.start <= w.end <= 10.5 for w in verbose.words)
+    assert isinstance(verbose.segments[0], openai.types.audio.TranscriptionSegment)
+    assert words(" ".join(s.text for s in verbose.segments)) == BECKETT_WORDS
+    assert [s.id for s in verbose.segments] == list(range(len(verbose.segments)))
+    assert all(s.start < s.end for s in verbose.segments)
+
+
+def test_transcription_subtitles_parse(client):
+    # SubRip and WebVTT, read by the `srt` and `webvtt-py` packages.
+    text = transcribe(client, response_format="srt")
+    assert isinstance(text, str)
+    cues = list(srt.parse(text, ignore_errors=False))
+    assert [c.index for c in cues] == list(range(1, len(cues) + 1)) and len(cues) >= 2
+    assert words(" ".join(c.content for c in cues)) == BECKETT_WORDS
+    assert all(c.start < c.end for c in cues) and cues[-1].end.total_seconds() <= 10.5
+    vtt = transcribe(client, response_format="vtt")
+    captions = webvtt.from_string(vtt, strict=True).captions
+    assert len(captions) == len(cues)
+    assert words(" ".join(c.text for c in captions)) == BECKETT_WORDS
+    for caption, cue in zip(captions, cues):
+        assert caption.start_in_seconds == int(cue.start.total_seconds())
+        assert caption.end_in_seconds == int(cue.end.total_seconds())
+
+
+def test_transcription_stream(client):
+    whole = transcribe(client)
+    events = list(transcribe(client, stream=True))
+    *deltas, done = events
+    assert deltas and all(isinstance(e, openai.types.audio.TranscriptionTextDeltaEvent) for e in deltas)
+    assert isinstance(done, openai.types.audio.TranscriptionTextDoneEvent)
+    assert "".join(e.delta for e in deltas).strip() == whole.text == done.text
+    assert done.usage.type == "duration" and abs(done.usage.seconds - 9.96) < 0.05
+
+
+@pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")  # audio.translations
+def test_transcription_and_translation_errors(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        transcribe(client, language="de")
+    assert e.value.status_code == 400 and e.value.body["param"] == "language"
+    with pytest.raises(openai.BadRequestError) as e:
+        transcribe(client, response_format="json", timestamp_granularities=["word"])
+    assert e.value.body["param"] == "timestamp_granularities"
+    with pytest.raises(openai.BadRequestError) as e:
+        transcribe(client, include=["logprobs"])
+    assert e.value.body["param"] == "include"
+    with pytest.raises(openai.BadRequestError) as e:
+        client.audio.transcriptions.create(model=WHISPER, file=("notes.txt", b"not audio"))
+    assert e.value.body["param"] == "file"
+    with pytest.raises(openai.BadRequestError) as e:
+        with open(BECKETT, "rb") as file:
+            client.audio.translations.create(model=WHISPER, file=file)
+    assert e.value.body["param"] == "model"
+    assert words(transcribe(client).text) == BECKETT_WORDS

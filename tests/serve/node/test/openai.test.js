@@ -3,7 +3,10 @@
 // server and passes its URL (INGLE_SERVE_URL) and API key (INGLE_SERVE_KEY).
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { OpenAI } = require('openai');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { OpenAI, toFile } = require('openai');
 
 const client = new OpenAI({ baseURL: process.env.INGLE_SERVE_URL, apiKey: process.env.INGLE_SERVE_KEY, maxRetries: 0 });
 const chat = '@local/smollm2-135m-instruct';
@@ -36,7 +39,7 @@ test('embeddings', async () => {
 test('models and errors', async () => {
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);
-  assert.deepEqual(ids, [chat, '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium']);
+  assert.deepEqual(ids, [chat, '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium', '@local/whisper-tiny-en']);
   assert.equal((await client.models.retrieve(chat)).id, chat);
   await assert.rejects(client.chat.completions.create({ model: '@no/such', messages }), OpenAI.NotFoundError);
   await assert.rejects(
@@ -66,4 +69,70 @@ test('audio.speech: bytes with their content type, streamed as they are made', a
     client.audio.speech.create({ model: speech, voice: 'alloy', input: 'Hi.', response_format: 'ogg' }),
     (e) => e.status === 400 && e.param === 'response_format',
   );
+});
+
+// The recordings scripts/fetch-models puts in the models directory (ingle's default_models_dir).
+const modelsDir = process.env.INGLE_MODELS_DIR
+  || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'ingle', 'models');
+const beckett = path.join(modelsDir, 'recordings', 'beckett.wav');
+const whisper = '@local/whisper-tiny-en';
+// "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.", normalised.
+const beckettWords = 'ever tried ever failed no matter try again fail again fail better';
+const words = (text) => text.toLowerCase().replace(/[^a-z0-9']+/g, ' ').trim().split(/\s+/).join(' ');
+
+test('audio.transcriptions: from a file stream and from toFile, in every format', async () => {
+  const transcription = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper });
+  assert.equal(words(transcription.text), beckettWords, transcription.text);
+  assert.equal(transcription.usage.type, 'duration');
+  assert.ok(Math.abs(transcription.usage.seconds - 9.96) < 0.05, `${transcription.usage.seconds}`);
+  const fromBuffer = await client.audio.transcriptions.create({
+    file: await toFile(fs.readFileSync(beckett), 'beckett.wav'), model: whisper, language: 'en', temperature: 0,
+  });
+  assert.equal(fromBuffer.text, transcription.text);
+  const verbose = await client.audio.transcriptions.create({
+    file: fs.createReadStream(beckett), model: whisper, response_format: 'verbose_json', timestamp_granularities: ['word'],
+  });
+  assert.equal(verbose.text, transcription.text);
+  assert.equal(words(verbose.words.map((w) => w.word).join(' ')), beckettWords);
+  assert.ok(verbose.words.every((w, i) => w.start <= w.end && (i === 0 || verbose.words[i - 1].start <= w.start)));
+  assert.equal(verbose.segments, undefined, 'segments only when asked for');
+  const text = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper, response_format: 'text' });
+  assert.equal(typeof text, 'string');
+  assert.equal(text.trim(), transcription.text);
+  const vtt = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper, response_format: 'vtt' });
+  assert.match(vtt, /^WEBVTT\n\n00:00:00\.000 --> 00:00:\d\d\.\d{3}\n/);
+});
+
+test('audio.transcriptions: streamed events', async () => {
+  const whole = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper });
+  const stream = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper, stream: true });
+  let streamed = '';
+  const types = [];
+  let done;
+  for await (const event of stream) {
+    types.push(event.type);
+    if (event.type === 'transcript.text.delta') streamed += event.delta;
+    if (event.type === 'transcript.text.done') done = event;
+  }
+  assert.ok(types.length >= 2 && types.at(-1) === 'transcript.text.done', types.join());
+  assert.equal(streamed.trim(), whole.text);
+  assert.equal(done.text, whole.text);
+  assert.equal(done.usage.type, 'duration');
+});
+
+test('audio.transcriptions and translations: errors name the parameter', async () => {
+  await assert.rejects(
+    client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper, language: 'de' }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'language',
+  );
+  await assert.rejects(
+    client.audio.transcriptions.create({ file: await toFile(Buffer.from('not audio'), 'notes.wav'), model: whisper }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'file',
+  );
+  await assert.rejects(
+    client.audio.translations.create({ file: fs.createReadStream(beckett), model: whisper }),
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'model',
+  );
+  const after = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper });
+  assert.equal(words(after.text), beckettWords);
 });
