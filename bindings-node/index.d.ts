@@ -1,6 +1,6 @@
 // Types of the `ingle` package. The response types have the shapes of the `openai` package's
-// (`ChatCompletion`, `ChatCompletionChunk`, `Completion`, `Model`), so values can be assigned to
-// them; test/types checks that with tsc.
+// (`ChatCompletion`, `ChatCompletionChunk`, `Completion`, `Model`, `Transcription`, ...), so
+// values can be assigned to them; test/types checks that with tsc.
 
 export interface CompletionUsage {
   completion_tokens: number;
@@ -120,6 +120,126 @@ export interface SpeechCreateParams {
   stream_format?: 'sse' | 'audio';
   /** Refused by models that cannot follow them (none can yet). */
   instructions?: string;
+}
+
+/** Raw audio for `file`: interleaved float32 samples (nominally -1 to 1) at `sample_rate` Hz
+ * (1000 to 768000) with `channels` channels (default 1; averaged to mono). */
+export interface RawAudio {
+  samples: Float32Array;
+  sample_rate: number;
+  channels?: number;
+}
+
+/** `file` of `audio.transcriptions.create`: read whole before the work starts. A `File`,
+ * `Blob`, fetch `Response`, `fs.createReadStream(path)`, a web `ReadableStream` or any async
+ * iterable of byte chunks (Buffer, Uint8Array, ArrayBuffer, string or Blob), what openai's
+ * `toFile()` / `toStreamingFile()` make, raw bytes (Buffer, Uint8Array, ArrayBuffer), or
+ * {@link RawAudio}. The audio is wav, flac, mp3, ogg (vorbis, opus), webm or m4a; the file's
+ * name (`name`, a Response's URL, a stream's `path`) is only a hint. */
+export type AudioFile =
+  | Blob
+  | Response
+  | ReadableStream<unknown>
+  | AsyncIterable<unknown>
+  | { readonly data: AsyncIterable<unknown> | ReadableStream<unknown>; readonly name: string; readonly type?: string | undefined }
+  | ArrayBuffer
+  | ArrayBufferView
+  | RawAudio;
+
+/** `diarized_json` (gpt-4o-transcribe-diarize) is in the type, as in openai's, and rejected by
+ * the engine naming `response_format`. */
+export type AudioResponseFormat = 'json' | 'text' | 'srt' | 'verbose_json' | 'vtt' | 'diarized_json';
+
+export interface TranscriptionCreateParamsBase<F extends AudioResponseFormat | undefined = AudioResponseFormat | undefined> {
+  /** A transcription model, e.g. `@local/whisper-tiny-en`. */
+  model: string;
+  file: AudioFile;
+  /** ISO-639-1; the English-only models take `en` only. */
+  language?: string;
+  /** Text to guide the style, or the words before the audio. */
+  prompt?: string;
+  /** Default `json`. `text`, `srt` and `vtt` resolve to a string. */
+  response_format?: F;
+  /** 0 to 1: the first sampling temperature (raised while a window fails Whisper's checks). */
+  temperature?: number;
+  /** Needs `response_format: 'verbose_json'`. */
+  timestamp_granularities?: Array<'word' | 'segment'>;
+  stream?: boolean | null;
+}
+export interface TranscriptionCreateParamsNonStreaming<F extends AudioResponseFormat | undefined = AudioResponseFormat | undefined>
+  extends TranscriptionCreateParamsBase<F> {
+  stream?: false | null;
+}
+/** Streaming works with `response_format` `json` (default) or `text`. */
+export interface TranscriptionCreateParamsStreaming extends TranscriptionCreateParamsBase {
+  stream: true;
+}
+export type TranscriptionCreateParams = TranscriptionCreateParamsNonStreaming | TranscriptionCreateParamsStreaming;
+
+export interface TranscriptionUsageDuration {
+  /** Seconds of audio. */
+  seconds: number;
+  type: 'duration';
+}
+
+export interface Transcription {
+  text: string;
+  usage?: TranscriptionUsageDuration;
+}
+
+export interface TranscriptionSegment {
+  id: number;
+  avg_logprob: number;
+  compression_ratio: number;
+  end: number;
+  no_speech_prob: number;
+  seek: number;
+  start: number;
+  temperature: number;
+  text: string;
+  tokens: Array<number>;
+}
+
+export interface TranscriptionWord {
+  end: number;
+  start: number;
+  word: string;
+}
+
+export interface TranscriptionVerbose {
+  task: 'transcribe';
+  duration: number;
+  language: string;
+  text: string;
+  /** With `timestamp_granularities` absent or including `segment`. */
+  segments?: Array<TranscriptionSegment>;
+  /** With `timestamp_granularities` including `word`. */
+  words?: Array<TranscriptionWord>;
+  usage?: TranscriptionUsageDuration;
+}
+
+/** A segment's text, as soon as its 30 s window is decoded. */
+export interface TranscriptionTextDeltaEvent {
+  delta: string;
+  type: 'transcript.text.delta';
+}
+
+/** The last event. Its usage is the audio's duration (openai's type has token usage here, as
+ * gpt-4o-transcribe reports; Whisper reports seconds). */
+export interface TranscriptionTextDoneEvent {
+  text: string;
+  type: 'transcript.text.done';
+  usage?: TranscriptionUsageDuration;
+}
+
+export type TranscriptionStreamEvent = TranscriptionTextDeltaEvent | TranscriptionTextDoneEvent;
+
+export interface TranslationCreateParams {
+  model: string;
+  file: AudioFile;
+  prompt?: string;
+  response_format?: AudioResponseFormat;
+  temperature?: number;
 }
 
 export interface Model {
@@ -269,6 +389,30 @@ export declare class OpenAI {
        * Aborting `options.signal`, or `response.body.cancel()`, stops synthesis before the next
        * sentence; after an abort, reading the body throws APIUserAbortError. */
       create(body: SpeechCreateParams, options?: RequestOptions | null): Promise<Response>;
+    };
+    transcriptions: {
+      /** Transcribes `file` on the libuv thread pool. `json` (default) resolves to
+       * `{ text, usage }`, `verbose_json` to `{ task, language, duration, text, segments, words,
+       * usage }`, `text`, `srt` and `vtt` to a string, as openai's do. `stream: true` resolves,
+       * once the audio is decoded, to a Stream of `transcript.text.delta` events (one per
+       * segment) and a last `transcript.text.done`. A bad request rejects with BadRequestError
+       * naming the field (`file`, `file.sample_rate`, `language`, `response_format`,
+       * `timestamp_granularities`, `include`, ...). Aborting `options.signal` rejects (the
+       * stream throws) APIUserAbortError and stops the work before the next segment. */
+      create(body: TranscriptionCreateParamsNonStreaming<'json' | undefined>, options?: RequestOptions | null): Promise<Transcription>;
+      create(body: TranscriptionCreateParamsNonStreaming<'verbose_json'>, options?: RequestOptions | null): Promise<TranscriptionVerbose>;
+      create(body: TranscriptionCreateParamsNonStreaming<'srt' | 'vtt' | 'text'>, options?: RequestOptions | null): Promise<string>;
+      create(body: TranscriptionCreateParamsStreaming, options?: RequestOptions | null): Promise<Stream<TranscriptionStreamEvent>>;
+      create(
+        body: TranscriptionCreateParams,
+        options?: RequestOptions | null,
+      ): Promise<Transcription | TranscriptionVerbose | string | Stream<TranscriptionStreamEvent>>;
+    };
+    translations: {
+      /** Translation into English needs a multilingual model; every model ingle ships is
+       * English-only, so this rejects with BadRequestError naming `model` (after checking
+       * `file`). Typed like openai's `Translation` so code written for openai compiles. */
+      create(body: TranslationCreateParams, options?: RequestOptions | null): Promise<{ text: string }>;
     };
   };
   models: {

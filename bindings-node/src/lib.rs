@@ -1,12 +1,12 @@
 //! The native addon of the `ingle` npm package. Conversion only: requests arrive as OpenAI JSON
-//! text, responses and chunks leave as JSON text, and `index.js` gives them the interface of
-//! the `openai` package. Every call that waits on the core runs on the libuv thread pool and
+//! text (an audio upload as its bytes or samples beside it), responses and chunks leave as JSON
+//! text, and `index.js` gives them the interface of the `openai` package. Every call that waits on the core runs on the libuv thread pool and
 //! resolves a Promise, so the event loop never blocks.
 
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
-    SpeechRequest, SpeechStream,
+    SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
 use ingle_core::{inputs_from_json, Client, Config, Error};
 use napi::bindgen_prelude::{AsyncTask, Float32Array, Uint8Array};
@@ -160,6 +160,70 @@ impl Task for Job<Option<Vec<u8>>> {
 
     fn resolve(&mut self, _env: Env, bytes: Option<Vec<u8>>) -> napi::Result<Option<Uint8Array>> {
         Ok(bytes.map(Uint8Array::new))
+    }
+}
+
+/// Audio for `audio.transcriptions` and `audio.translations`, as `index.js` hands it over: an
+/// uploaded file's bytes (read whole in JS) and its name (a hint for the container), or
+/// interleaved float32 `samples` at `sample_rate` with `channels`.
+#[napi(object)]
+pub struct NativeAudio {
+    pub bytes: Option<Uint8Array>,
+    pub filename: Option<String>,
+    pub samples: Option<Float32Array>,
+    pub sample_rate: Option<u32>,
+    pub channels: Option<u32>,
+}
+
+/// The audio as the core takes it, copied out of the JS buffers (on the JS thread, so the work
+/// on the thread pool owns its data).
+fn transcription_audio(audio: NativeAudio) -> napi::Result<TranscriptionAudio> {
+    match audio.samples {
+        Some(samples) => {
+            let channels = u16::try_from(audio.channels.unwrap_or(1)).map_err(|_| {
+                js_error(Error::invalid(
+                    "file.channels",
+                    "`file.channels` must be at most 65535",
+                ))
+            })?;
+            Ok(TranscriptionAudio::samples(
+                samples.to_vec(),
+                audio.sample_rate.unwrap_or(0),
+                channels,
+            ))
+        }
+        None => Ok(TranscriptionAudio::file(
+            audio.bytes.map(|b| b.to_vec()).unwrap_or_default(),
+            audio.filename.as_deref(),
+        )),
+    }
+}
+
+/// A whole transcription: its response format and body (JSON text for `json` and
+/// `verbose_json`, else the text itself).
+#[napi(object)]
+pub struct NativeTranscription {
+    pub format: String,
+    pub body: String,
+}
+
+impl Task for Job<TranscriptionResponse> {
+    type Output = TranscriptionResponse;
+    type JsValue = NativeTranscription;
+
+    fn compute(&mut self) -> napi::Result<TranscriptionResponse> {
+        self.run()
+    }
+
+    fn resolve(
+        &mut self,
+        _env: Env,
+        response: TranscriptionResponse,
+    ) -> napi::Result<NativeTranscription> {
+        Ok(NativeTranscription {
+            format: response.format,
+            body: response.body,
+        })
     }
 }
 
@@ -334,6 +398,64 @@ impl NativeClient {
             let first = stream.next().transpose()?;
             Ok((stream, first))
         }))))
+    }
+
+    /// `audio.transcriptions.create` without `stream`: the whole transcription in the requested
+    /// format. `cancel` stops it before the next segment.
+    #[napi(ts_return_type = "Promise<NativeTranscription>")]
+    pub fn audio_transcriptions_create(
+        &self,
+        request: String,
+        audio: NativeAudio,
+        cancel: Option<&NativeCancel>,
+    ) -> napi::Result<AsyncTask<Job<TranscriptionResponse>>> {
+        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        let audio = transcription_audio(audio)?;
+        Ok(AsyncTask::new(Job(Some(Box::new(move || {
+            let request = TranscriptionRequest::from_json(&request)?;
+            let stop = || cancel.load(Ordering::Acquire);
+            client
+                .audio
+                .transcriptions
+                .create_until(&request, audio, stop)
+        })))))
+    }
+
+    /// `audio.transcriptions.create` with `stream: true`: resolves once the audio is decoded
+    /// and the model started; each `next()` gives a `transcript.text.delta` event (a segment),
+    /// the last `transcript.text.done`. Closing the stream stops before the next 30 s window.
+    #[napi(ts_return_type = "Promise<NativeStream>")]
+    pub fn audio_transcriptions_stream(
+        &self,
+        request: String,
+        audio: NativeAudio,
+    ) -> napi::Result<AsyncTask<Job<JsonTextStream>>> {
+        let client = self.client.clone();
+        let audio = transcription_audio(audio)?;
+        Ok(start(move || {
+            let request = TranscriptionRequest::from_json(&request)?;
+            let events = client.audio.transcriptions.stream(&request, audio)?;
+            Ok(
+                Box::new(events.map(|event| event.map(|e| e.to_json().to_string())))
+                    as JsonTextStream,
+            )
+        }))
+    }
+
+    /// `audio.translations.create`: the core's answer (every model ingle ships is English-only,
+    /// so an invalid-request error naming `model`).
+    #[napi(ts_return_type = "Promise<NativeTranscription>")]
+    pub fn audio_translations_create(
+        &self,
+        request: String,
+        audio: NativeAudio,
+    ) -> napi::Result<AsyncTask<Job<TranscriptionResponse>>> {
+        let client = self.client.clone();
+        let audio = transcription_audio(audio)?;
+        Ok(AsyncTask::new(Job(Some(Box::new(move || {
+            let request = TranscriptionRequest::from_json(&request)?;
+            client.audio.translations.create(&request, audio)
+        })))))
     }
 
     /// Load figures of a model as JSON, loading it if needed.

@@ -10,6 +10,7 @@ const { OpenAI, OpenAIError, APIError, BadRequestError, APIUserAbortError } = re
 const model = '@local/smollm2-135m-instruct';
 const embedder = '@local/all-minilm-l6-v2';
 const voice = '@local/piper-en-us-joe-medium';
+const whisper = '@local/whisper-tiny-en';
 const hi = [{ role: 'user', content: 'Hi' }];
 const client = new OpenAI();
 
@@ -131,6 +132,8 @@ test('a body that is not an object', async () => {
     await rejects(`embeddings ${label}`, () => client.embeddings.create(body), { param: null, match: words });
     await rejects(`predictions ${label}`, () => client.predictions.create(body), { param: null, match: words });
     await rejects(`speech ${label}`, () => client.audio.speech.create(body), { param: null, match: words });
+    await rejects(`transcriptions ${label}`, () => client.audio.transcriptions.create(body), { param: null, match: words });
+    await rejects(`translations ${label}`, () => client.audio.translations.create(body), { param: null, match: words });
   }
   await rejects('no arguments', () => client.chat.completions.create(), { param: null, match: /chat\.completions\.create/ });
 });
@@ -148,6 +151,13 @@ test('bad request options are OpenAIErrors naming the option, before anything st
       () => client.embeddings.create({ model: embedder, input: 'a' }, { signal }), /options\.signal/);
     await option(`speech ${label}`,
       () => client.audio.speech.create({ model: voice, input: 'a', voice: 'joe' }, { signal }), /options\.signal/);
+    await option(`transcriptions ${label}`,
+      () => client.audio.transcriptions.create({ model: whisper, file: Buffer.alloc(4) }, { signal }), /options\.signal/);
+    await option(`transcriptions stream ${label}`,
+      () => client.audio.transcriptions.create({ model: whisper, file: Buffer.alloc(4), stream: true }, { signal }),
+      /options\.signal/);
+    await option(`translations ${label}`,
+      () => client.audio.translations.create({ model: whisper, file: Buffer.alloc(4) }, { signal }), /options\.signal/);
     await option(`predictions stream ${label}`, async () => {
       for await (const _ of client.predictions.stream({ tag: model, inputs: { prompt: 'a' } }, { signal }));
     }, /options\.signal/);
@@ -207,6 +217,28 @@ test('missing or wrong-typed arguments of every method', async () => {
     ['speech input an array', { model: voice, input: ['a'], voice: 'joe' }, 'input'],
   ]) {
     await rejects(label, () => client.audio.speech.create(params), { param });
+  }
+  const file = Buffer.alloc(4);
+  for (const [label, params, param] of [
+    ['transcriptions {}', {}, 'file'],
+    ['transcriptions file a function', { model: whisper, file() {} }, 'file'],
+    ['transcriptions file a symbol', { model: whisper, file: Symbol('a') }, 'file'],
+    ['transcriptions model a function', { model() {}, file }, 'model'],
+    ['transcriptions language a lone surrogate', { model: whisper, file, language: 'e\uDC00' }, 'language'],
+    ['transcriptions prompt a lone surrogate', { model: whisper, file, prompt: '\uD800' }, 'prompt'],
+    ['transcriptions temperature Infinity', { model: whisper, file, temperature: Infinity }, 'temperature'],
+    ['transcriptions temperature BigInt', { model: whisper, file, temperature: 1n }, 'temperature'],
+    ['transcriptions granularities undefined item', { model: whisper, file, timestamp_granularities: [undefined] },
+      'timestamp_granularities[0]'],
+    ['transcriptions samples a Map', { model: whisper, file: { samples: new Map(), sample_rate: 16000 } }, 'file.samples'],
+    ['transcriptions sample_rate BigInt', { model: whisper, file: { samples: new Float32Array(8), sample_rate: 16000n } },
+      'file.sample_rate'],
+    ['transcriptions stream NaN', { model: whisper, file, stream: NaN }, 'stream'],
+    ['translations {}', {}, 'file'],
+    ['translations model NaN', { model: NaN, file }, 'model'],
+  ]) {
+    const method = label.startsWith('translations') ? client.audio.translations : client.audio.transcriptions;
+    await rejects(label, () => method.create(params), { param });
   }
   assert.equal((await client.embeddings.create({ model: embedder, input: 'still works' })).data.length, 1);
 });

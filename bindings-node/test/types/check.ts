@@ -6,6 +6,17 @@ import type { Model } from 'openai/resources/models';
 import type { CreateEmbeddingResponse } from 'openai/resources/embeddings';
 import type { SpeechCreateParams } from 'openai/resources/audio/speech';
 import type { APIPromise } from 'openai/core/api-promise';
+import type {
+  Transcription,
+  TranscriptionVerbose,
+  TranscriptionCreateParamsNonStreaming,
+  TranscriptionCreateParamsStreaming,
+  TranscriptionTextDeltaEvent,
+  TranscriptionTextDoneEvent,
+} from 'openai/resources/audio/transcriptions';
+import type { Translation } from 'openai/resources/audio/translations';
+import { toFile } from 'openai';
+import { createReadStream } from 'node:fs';
 
 export async function check(): Promise<void> {
   const client = new OpenAI({ apiKey: 'unused' });
@@ -30,5 +41,33 @@ export async function check(): Promise<void> {
   const body: ReadableStream<Uint8Array> | null = speech.body;
   const contentType: string | null = speech.headers.get('content-type');
   await client.audio.speech.create({ model: 'm', input: 'Hi', voice: 'joe', stream_format: 'sse' });
-  void r, t, m, e, floats, b64, audio, body, contentType;
+  // Transcriptions: openai's parameter values (every kind of file openai takes) go in, its result
+  // types come out, per response_format as in openai's overloads.
+  const upload = { model: 'm', file: createReadStream('a.wav') } satisfies TranscriptionCreateParamsNonStreaming;
+  const tr: Transcription = await client.audio.transcriptions.create(upload, { signal: null });
+  const named = await toFile(new Uint8Array(8), 'a.wav');
+  const verbose: TranscriptionVerbose = await client.audio.transcriptions.create({
+    model: 'm', file: named, response_format: 'verbose_json', timestamp_granularities: ['word', 'segment'],
+  });
+  const srt: string = await client.audio.transcriptions.create({ model: 'm', file: new Blob([]), response_format: 'srt' });
+  const text: string = await client.audio.transcriptions.create({ model: 'm', file: Buffer.alloc(8), response_format: 'text' });
+  const raw: Transcription = await client.audio.transcriptions.create({
+    model: 'm', file: { samples: new Float32Array(16000), sample_rate: 16000 },
+  });
+  const openaiParams: TranscriptionCreateParamsNonStreaming<'vtt'> = { model: 'm', file: named, response_format: 'vtt' };
+  const vtt: string = await client.audio.transcriptions.create(openaiParams);
+  const streamed: TranscriptionCreateParamsStreaming = { model: 'm', file: named, stream: true };
+  for await (const event of await client.audio.transcriptions.create(streamed)) {
+    if (event.type === 'transcript.text.delta') {
+      const delta: TranscriptionTextDeltaEvent = event;
+      void delta;
+    } else {
+      // The done event's usage is the audio's seconds, where openai's type has tokens.
+      const done: Omit<TranscriptionTextDoneEvent, 'usage'> = event;
+      const seconds: number | undefined = event.usage?.seconds;
+      void done, seconds;
+    }
+  }
+  const translation: Translation = await client.audio.translations.create({ model: 'm', file: named });
+  void r, t, m, e, floats, b64, audio, body, contentType, tr, verbose, srt, text, raw, vtt, translation;
 }
