@@ -5,10 +5,13 @@
  * `chat.completion` object (or `chat.completion.chunk` objects, streamed) out.
  * Embeddings also come as a raw float32 matrix (ingle_embeddings_create_matrix).
  * Speech (audio.speech) comes as encoded audio bytes, whole or streamed, or as
- * raw float32 samples.
+ * raw float32 samples. Transcription (audio.transcriptions) takes an audio
+ * file's bytes, or raw float32 samples, and gives the response body of the
+ * requested format (or streams transcript.text.delta events).
  *
  * Ownership
- *   - Strings you pass in are borrowed for the duration of the call only.
+ *   - Strings and buffers you pass in are borrowed for the duration of the
+ *     call only.
  *   - Strings ingle returns through `char **out_json` are yours: free each with
  *     ingle_string_free(). On failure the out-pointer is set to NULL.
  *   - Strings ingle returns directly (ingle_version, ingle_last_error,
@@ -16,8 +19,9 @@
  *   - Chunks given to a callback are valid only during that call.
  *   - An IngleEmbeddingMatrix is yours: free it, data included, with
  *     ingle_embedding_matrix_free(). Likewise IngleSpeechAudio with
- *     ingle_speech_audio_free() and IngleSpeechSamples with
- *     ingle_speech_samples_free().
+ *     ingle_speech_audio_free(), IngleSpeechSamples with
+ *     ingle_speech_samples_free() and IngleTranscription with
+ *     ingle_transcription_free().
  *   - A client is yours from ingle_client_create() until ingle_client_free().
  *
  * Threading
@@ -203,6 +207,41 @@ typedef struct IngleSpeechSamples {
   uint32_t sample_rate;
 } IngleSpeechSamples;
 
+/**
+ * A transcription: the response body of `ingle_audio_transcriptions_create` (or
+ * `_create_samples`) in the request's `response_format`, exactly as the OpenAI API sends it,
+ * with its content type. Free it, strings included, with one call to
+ * `ingle_transcription_free`.
+ */
+typedef struct IngleTranscription {
+  /**
+   * The body, NUL-terminated, owned by the struct: the JSON text of `{"text", "usage"}` for
+   * `json` (the default) and of `{"task", "language", "duration", "text", "segments",
+   * "words", "usage"}` for `verbose_json`; the text and a newline for `text`; SubRip cues
+   * for `srt`, WebVTT for `vtt`.
+   */
+  const char *body;
+  /**
+   * The length of `body` in bytes, without the NUL.
+   */
+  size_t len;
+  /**
+   * The MIME type the OpenAI API answers with: `"application/json"` (json, verbose_json),
+   * `"text/plain; charset=utf-8"` (text, srt) or `"text/vtt; charset=utf-8"` (vtt).
+   * NUL-terminated, owned by the struct.
+   */
+  const char *content_type;
+  /**
+   * The transcribed text alone, whatever the format (the `text` of the JSON), UTF-8,
+   * NUL-terminated, owned by the struct.
+   */
+  const char *text;
+  /**
+   * Seconds of audio transcribed.
+   */
+  double duration;
+} IngleTranscription;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -335,6 +374,67 @@ enum IngleStatus ingle_audio_speech_create_samples(struct IngleClient *client,
  * no-op.
  */
 void ingle_speech_samples_free(struct IngleSpeechSamples *samples);
+
+/**
+ * Transcription: `request_json` holds the fields of an OpenAI transcription request other than
+ * the file (`{"model": "@local/whisper-tiny-en", "language": "en", "prompt": ...,
+ * "response_format": "json", "temperature": 0, "timestamp_granularities": ["segment",
+ * "word"]}`; `response_format` is `json` (default), `text`, `srt`, `verbose_json` or `vtt`;
+ * `timestamp_granularities` needs `verbose_json`; no `"stream": true`, which is
+ * `ingle_audio_transcriptions_stream`). `file` is the audio file's `file_len` bytes (wav,
+ * flac, mp3, ogg vorbis or opus, webm, m4a), borrowed for the call; `filename` (NULL, or e.g.
+ * `"speech.mp3"`) only hints at its format. `*out` receives the response body and its content
+ * type, to free with `ingle_transcription_free` (NULL on failure). Errors name the field or
+ * argument at fault in `ingle_last_error_json()`'s `param`: audio that cannot be decoded is
+ * `"file"`, a language the model does not speak `"language"`.
+ */
+enum IngleStatus ingle_audio_transcriptions_create(struct IngleClient *client,
+                                                   const char *request_json,
+                                                   const uint8_t *file,
+                                                   size_t file_len,
+                                                   const char *filename,
+                                                   struct IngleTranscription **out);
+
+/**
+ * Streams a transcription as the audio is decoded, 30 seconds at a time: `on_chunk` receives
+ * each event as JSON, `{"type": "transcript.text.delta", "delta": "..."}` once per segment, then
+ * `{"type": "transcript.text.done", "text": "...", "usage": {"type": "duration", "seconds":
+ * ...}}` (the deltas joined make `text`, without its trailing space). The same request and
+ * audio as `ingle_audio_transcriptions_create`, with `response_format` `json` or `text`, and
+ * `"stream": true` allowed. Errors in the request or the audio are returned before any event.
+ * Returns when the transcription ends, fails, or `on_chunk` returns non-zero
+ * (`INGLE_ERROR_CANCELLED`: transcription stops before the next 30-second window, and no done
+ * event comes). `user_data` is passed to `on_chunk` untouched.
+ */
+enum IngleStatus ingle_audio_transcriptions_stream(struct IngleClient *client,
+                                                   const char *request_json,
+                                                   const uint8_t *file,
+                                                   size_t file_len,
+                                                   const char *filename,
+                                                   IngleChunkCallback on_chunk,
+                                                   void *user_data);
+
+/**
+ * The same request as `ingle_audio_transcriptions_create`, on raw audio instead of a file:
+ * `samples` is `n_samples` float32 samples in [-1, 1] (all channels together, interleaved
+ * when `channels > 1`; whole frames only), at `sample_rate` Hz (any rate: resampled to the
+ * model's 16 kHz), borrowed for the call. `*out` receives the response, to free with
+ * `ingle_transcription_free` (NULL on failure). Errors about the audio name `"samples"`,
+ * `"sample_rate"` or `"channels"`.
+ */
+enum IngleStatus ingle_audio_transcriptions_create_samples(struct IngleClient *client,
+                                                           const char *request_json,
+                                                           const float *samples,
+                                                           size_t n_samples,
+                                                           uint32_t sample_rate,
+                                                           uint16_t channels,
+                                                           struct IngleTranscription **out);
+
+/**
+ * Frees a transcription from `ingle_audio_transcriptions_create` or `_create_samples`, its
+ * body, content type and text. NULL is a no-op.
+ */
+void ingle_transcription_free(struct IngleTranscription *transcription);
 
 /**
  * The models of the client's configuration: `*out_json` receives

@@ -166,7 +166,7 @@ pub fn to_mono_16k(audio: crate::value::Audio, param: &str) -> Result<Vec<f32>> 
             ),
         ));
     }
-    if !(1..=64).contains(&channels) || audio.samples.len() % channels != 0 {
+    if !(1..=64).contains(&channels) || !audio.samples.len().is_multiple_of(channels) {
         return Err(Error::invalid(
             param,
             format!(
