@@ -149,7 +149,8 @@ fn models_list_and_retrieve() {
         [
             MODEL,
             ingle::DEFAULT_EMBEDDING_MODEL,
-            ingle::DEFAULT_SPEECH_MODEL
+            ingle::DEFAULT_SPEECH_MODEL,
+            ingle::config::DEFAULT_TRANSCRIPTION_MODEL
         ]
     );
     let model = shared().models.retrieve(MODEL).unwrap();
