@@ -477,7 +477,8 @@ impl Transcriber {
         }
         // Whisper's last timestamp can fall a little past the end of the audio (a window's
         // timestamps count from its start in 20 ms steps).
-        let duration = self.duration();
+        // Floored to 10 ms, the precision times are shown with (subtitles show milliseconds).
+        let duration = (self.duration() * 100.0).floor() / 100.0;
         for mut segment in segments {
             segment.start = segment.start.min(duration);
             segment.end = segment.end.min(duration);
