@@ -22,6 +22,17 @@ const client = new OpenAI();
 
 /** Lower case, no punctuation, single spaces: "No matter. Try again." = "No matter, try again." */
 const normalise = (text) => text.toLowerCase().replace(/[^a-z0-9' ]+/g, ' ').split(/\s+/).filter(Boolean).join(' ');
+// Word-level edit distance between two texts, normalised.
+const wordErrors = (a, b) => {
+  const [x, y] = [normalise(a).split(' '), normalise(b).split(' ')];
+  let row = Array.from({ length: y.length + 1 }, (_, j) => j);
+  x.forEach((word, i) => {
+    const next = [i + 1];
+    y.forEach((other, j) => next.push(Math.min(row[j] + (word !== other ? 1 : 0), next[j] + 1, row[j + 1] + 1)));
+    row = next;
+  });
+  return row[y.length];
+};
 
 async function waitIdle() {
   const deadline = Date.now() + 10000;
@@ -341,12 +352,14 @@ test('speech to text round trip: audio.speech output transcribes back', async ()
   const speech = await client.audio.speech.create({ model: voice, voice: 'alloy', input: sentence, response_format: 'wav' });
   const wav = Buffer.from(await speech.arrayBuffer());
   const r = await client.audio.transcriptions.create({ model, file: await toFile(wav, 'fox.wav') });
-  assert.equal(normalise(r.text), normalise(sentence), r.text);
+  // The voice samples its durations, so each synthesis differs a little and Whisper tiny can
+  // mishear one word of it ("quit brown fox"); more than one is a failure.
+  assert.ok(wordErrors(r.text, sentence) <= 1, r.text);
   assert.ok(r.usage.seconds > 1.5 && r.usage.seconds < 5, `${r.usage.seconds} s`);
   // The speech Response itself as the file (mp3), as openai takes a fetch Response.
   const mp3 = await client.audio.speech.create({ model: voice, voice: 'joe', input: sentence });
   const fromMp3 = await client.audio.transcriptions.create({ model, file: mp3, response_format: 'text' });
-  assert.equal(normalise(fromMp3), normalise(sentence), fromMp3);
+  assert.ok(wordErrors(fromMp3, sentence) <= 1, fromMp3);
 });
 
 test('translations reject naming the model (English-only); a bad file first', async () => {

