@@ -7,6 +7,9 @@
 //! strings are valid Unicode (no lone surrogate, which a Rust `String` cannot hold), JSON has
 //! no `NaN`, paths have no NUL byte; what is wrong beyond that the core reports, naming it.
 
+mod predictors;
+mod server;
+
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, SpeechRequest,
@@ -410,33 +413,68 @@ impl NativeClient {
             .map_err(py_err)
     }
 
-    /// The final prediction as JSON; a prediction that failed while running raises its error.
-    fn predictions_create(&self, py: Python<'_>, tag: String, inputs: String) -> PyResult<String> {
+    /// The final prediction as JSON. Errors found before it starts (an unknown tag, invalid
+    /// inputs) raise; a failure while running is the prediction's `error`, with its `logs`.
+    /// `raw_inputs` are inputs that cannot travel as JSON (`RawTensor`, `RawAudio`), merged
+    /// over those of `inputs`.
+    #[pyo3(signature = (tag, inputs, raw_inputs=None))]
+    fn predictions_create(
+        &self,
+        py: Python<'_>,
+        tag: String,
+        inputs: String,
+        raw_inputs: Option<Bound<'_, pyo3::types::PyDict>>,
+    ) -> PyResult<String> {
+        let raw = predictors::raw_inputs(raw_inputs)?;
         py.detach(|| {
-            let prediction = self
-                .client
-                .predictions
-                .create(&tag, inputs_from_json(&inputs)?)?;
-            prediction.into_json_text()
+            let mut inputs = inputs_from_json(&inputs)?;
+            inputs.extend(raw);
+            self.client.predictions.create(&tag, inputs)?.to_json_text()
         })
         .map_err(py_err)
     }
 
+    /// Each partial prediction as JSON, a failed one included (as for `predictions_create`).
+    #[pyo3(signature = (tag, inputs, raw_inputs=None))]
     fn predictions_stream(
         &self,
         py: Python<'_>,
         tag: String,
         inputs: String,
+        raw_inputs: Option<Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<NativeStream> {
+        let raw = predictors::raw_inputs(raw_inputs)?;
         py.detach(|| {
-            let predictions = self
-                .client
-                .predictions
-                .stream(&tag, inputs_from_json(&inputs)?)?;
-            Ok(predictions.into_json_texts())
+            let mut inputs = inputs_from_json(&inputs)?;
+            inputs.extend(raw);
+            let predictions = self.client.predictions.stream(&tag, inputs)?;
+            Ok(predictions.into_whole_json_texts())
         })
         .map(NativeStream::new)
         .map_err(py_err)
+    }
+
+    /// Registers a predictor written in Python: `declaration` is its JSON declaration and
+    /// `invoke(inputs, logs)` starts it (see `ingle._predictors`). The rules of the OpenAI
+    /// methods it claims are checked here; a broken one raises, naming the parameter.
+    fn register_predictor(&self, declaration: &str, invoke: Py<PyAny>) -> PyResult<()> {
+        let predictor = predictors::python_predictor(declaration, invoke).map_err(py_err)?;
+        self.client
+            .register(std::sync::Arc::new(predictor))
+            .map_err(py_err)
+    }
+
+    /// Serves this client's predictors over the HTTP API of `ingle serve`, from a thread of
+    /// its own, until `stop()`.
+    #[pyo3(signature = (host, port, api_key=None))]
+    fn serve(
+        &self,
+        py: Python<'_>,
+        host: &str,
+        port: u16,
+        api_key: Option<String>,
+    ) -> PyResult<server::NativeServer> {
+        server::NativeServer::start(py, self.client.clone(), host, port, api_key)
     }
 
     /// Load figures of a model, loading it if needed, as JSON.
@@ -579,6 +617,13 @@ impl NativeSpeechStream {
     }
 }
 
+/// Checks a predictor declaration (JSON) as registering it would: the `@predictor` decorator
+/// calls it, so a broken predictor fails where it is defined.
+#[pyfunction]
+fn check_predictor_declaration(declaration: &str) -> PyResult<()> {
+    predictors::check_declaration(declaration).map_err(py_err)
+}
+
 /// The native module of the `ingle` package.
 #[pymodule]
 fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -586,6 +631,11 @@ fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeStream>()?;
     m.add_class::<NativeSpeechStream>()?;
     m.add_class::<CancelFlag>()?;
+    m.add_class::<predictors::RawTensor>()?;
+    m.add_class::<predictors::RawAudio>()?;
+    m.add_class::<predictors::LogSink>()?;
+    m.add_class::<server::NativeServer>()?;
+    m.add_function(wrap_pyfunction!(check_predictor_declaration, m)?)?;
     m.add("__version__", ingle_core::VERSION)?;
     Ok(())
 }

@@ -3,7 +3,9 @@
 use crate::config::Config;
 use crate::error::Result;
 use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models};
-use crate::predict::{last_prediction, Inputs, Metrics, Prediction, PredictionStream, Predictor};
+use crate::predict::{
+    last_prediction, Inputs, Logs, Metrics, Prediction, PredictionStream, Predictor,
+};
 use crate::registry::Registry;
 use std::sync::Arc;
 
@@ -45,8 +47,11 @@ impl Client {
         }
     }
 
-    /// Adds a predictor of your own (for instance an [`crate::FnPredictor`]).
+    /// Adds a predictor of your own (for instance an [`crate::FnPredictor`]). Its signature
+    /// must follow the rules of each OpenAI method its annotations claim
+    /// ([`crate::openai::check_predictor`]); an error names the parameter at fault.
     pub fn register(&self, predictor: Arc<dyn Predictor>) -> Result<()> {
+        crate::openai::check_predictor(predictor.tag(), predictor.signature())?;
         self.registry.register(predictor)
     }
 
@@ -80,7 +85,13 @@ impl Predictions {
     pub fn stream(&self, tag: &str, inputs: Inputs) -> Result<PredictionStream> {
         let predictor = self.registry.get(tag)?;
         let inputs = predictor.signature().validate(inputs)?;
-        let outputs = predictor.predict(inputs)?;
-        Ok(PredictionStream::new(tag, predictor.signature(), outputs))
+        let logs = Logs::default();
+        let outputs = predictor.predict_logged(inputs, logs.clone())?;
+        Ok(PredictionStream::new(
+            tag,
+            predictor.signature(),
+            outputs,
+            logs,
+        ))
     }
 }

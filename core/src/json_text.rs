@@ -28,12 +28,24 @@ impl Prediction {
             None => Ok(self.to_json()?.to_string()),
         }
     }
+
+    /// The whole prediction's JSON, a failure included (as `error`, with the `logs` that tell
+    /// why), for callers that report failures as predictions rather than as errors.
+    pub fn to_json_text(&self) -> Result<String> {
+        Ok(self.to_json()?.to_string())
+    }
 }
 
 impl PredictionStream {
     /// Each partial prediction as JSON text; a failed one is yielded as its error.
     pub fn into_json_texts(self) -> JsonTextStream {
         Box::new(self.map(Prediction::into_json_text))
+    }
+
+    /// Each partial prediction as JSON text, a failed one included (see
+    /// [`Prediction::to_json_text`]).
+    pub fn into_whole_json_texts(self) -> JsonTextStream {
+        Box::new(self.map(|p| p.to_json_text()))
     }
 }
 

@@ -36,8 +36,9 @@ pub use config::{
 };
 pub use error::{Error, ErrorKind, Result};
 pub use predict::{
-    inputs_from_json, Annotation, FnPredictor, GenerationOption, Inputs, Metrics, OutputStream,
-    Outputs, Parameter, Prediction, PredictionStream, Predictor, PredictorKind, Signature,
+    inputs_from_json, Annotation, Declaration, ExternalPredictor, FnPredictor, GenerationOption,
+    Inputs, Logs, Metrics, OutputStream, Outputs, Parameter, Prediction, PredictionStream,
+    Predictor, PredictorKind, Signature,
 };
 pub use value::{Audio, Dtype, Tensor, Value, ValueType};
 

@@ -20,6 +20,8 @@ from ._exceptions import (
     StreamAlreadyConsumed,
 )
 from ._ingle import __version__
+from ._predictors import AudioSamples, Parameter, Predictor, PredictorDefinitionError, predictor
+from ._serve import Server, serve, serve_async, start_server
 from ._response import (
     AsyncStreamedBinaryAPIResponse,
     HttpxBinaryResponseContent,
@@ -42,6 +44,15 @@ __all__ = [
     "NotFoundError",
     "InternalServerError",
     "StreamAlreadyConsumed",
+    "predictor",
+    "Predictor",
+    "Parameter",
+    "PredictorDefinitionError",
+    "AudioSamples",
+    "serve",
+    "serve_async",
+    "start_server",
+    "Server",
     "types",
     "__version__",
 ]

@@ -22,6 +22,7 @@ from typing import (
     Literal,
     Mapping,
     Optional,
+    Sequence,
     Tuple,
     Type,
     TypeVar,
@@ -29,7 +30,7 @@ from typing import (
     overload,
 )
 
-from . import _arguments, _ingle
+from . import _arguments, _ingle, _predictors
 from ._arguments import NOT_GIVEN, REQUIRED
 from ._response import (
     AsyncResponseContextManager,
@@ -465,18 +466,34 @@ class Models(_Resource):
 
 
 class Predictions(_Resource):
-    """Run any predictor by tag with named inputs (ingle's own API, below the OpenAI one)."""
+    """Run any predictor by tag with named inputs (ingle's own API, below the OpenAI one).
+    NumPy arrays are tensor inputs; ``ingle.AudioSamples`` audio ones. Invalid inputs raise;
+    a predictor that fails while running gives a prediction with ``error`` (and ``logs``)."""
 
     def create(self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None) -> Prediction:
-        tag, body = _arguments.text("tag", tag), _arguments.inputs(inputs)
-        text = self._native.predictions_create(tag, body)
+        tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
+        text = self._native.predictions_create(tag, body, raw)
         return Prediction.construct(json.loads(text))  # type: ignore[return-value]
 
     def stream(
         self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
     ) -> Stream[Prediction]:
-        tag, body = _arguments.text("tag", tag), _arguments.inputs(inputs)
-        return Stream(self._native.predictions_stream(tag, body), Prediction)
+        tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
+        return Stream(self._native.predictions_stream(tag, body, raw), Prediction)
+
+
+class Predictors:
+    """``client.predictors``: serve functions of your own (see ``ingle.predictor``)."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    def register(self, *predictors: "_predictors.Predictor") -> None:
+        """Serves each predictor under its tag, through every OpenAI method its annotations
+        claim and through ``predictions``. A tag already served, or a signature that breaks a
+        method's rules, raises ``PredictorDefinitionError``."""
+        for item in predictors:
+            _predictors._register(self._native, item)
 
 
 def _native_client(config: Any, models_dir: Any) -> Any:
@@ -498,9 +515,12 @@ class OpenAI:
         *,
         config: Union[str, "os.PathLike[str]", None] = None,
         models_dir: Union[str, "os.PathLike[str]", None] = None,
+        predictors: Sequence["_predictors.Predictor"] = (),
         **openai_arguments: Any,
     ) -> None:
         self._native = _native_client(config, models_dir)
+        self.predictors = Predictors(self._native)
+        self.predictors.register(*predictors)
         self.chat = Chat(self._native)
         self.completions = Completions(self._native)
         self.embeddings = Embeddings(self._native)
@@ -747,15 +767,15 @@ class AsyncPredictions(_Resource):
     async def create(
         self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
     ) -> Prediction:
-        tag, body = _arguments.text("tag", tag), _arguments.inputs(inputs)
-        text = await _in_thread(self._native.predictions_create, tag, body)
+        tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
+        text = await _in_thread(self._native.predictions_create, tag, body, raw)
         return Prediction.construct(json.loads(text))  # type: ignore[return-value]
 
     async def stream(
         self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
     ) -> AsyncStream[Prediction]:
-        tag, body = _arguments.text("tag", tag), _arguments.inputs(inputs)
-        native = await _in_thread(self._native.predictions_stream, tag, body)
+        tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
+        native = await _in_thread(self._native.predictions_stream, tag, body, raw)
         return AsyncStream(native, Prediction)
 
 
@@ -768,9 +788,12 @@ class AsyncOpenAI:
         *,
         config: Union[str, "os.PathLike[str]", None] = None,
         models_dir: Union[str, "os.PathLike[str]", None] = None,
+        predictors: Sequence["_predictors.Predictor"] = (),
         **openai_arguments: Any,
     ) -> None:
         self._native = _native_client(config, models_dir)
+        self.predictors = Predictors(self._native)
+        self.predictors.register(*predictors)
         self.chat = AsyncChat(self._native)
         self.completions = AsyncCompletions(self._native)
         self.embeddings = AsyncEmbeddings(self._native)

@@ -8,12 +8,24 @@ r.model_dump())`` works when you need the real pydantic type.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Dict, Generic, Iterator, List, Optional, TypeVar, Union
+from typing import (
+    Any,
+    ClassVar,
+    Dict,
+    Generic,
+    Iterator,
+    List,
+    Optional,
+    TypedDict,
+    TypeVar,
+    Union,
+)
 
 __all__ = [
     "BaseModel",
     "CompletionUsage",
     "ChatCompletionMessage",
+    "ChatCompletionMessageParam",
     "Choice",
     "ChatCompletion",
     "ChoiceDelta",
@@ -133,6 +145,14 @@ class ChatCompletionMessage(BaseModel):
     audio: Optional[Any]
     function_call: Optional[Any]
     tool_calls: Optional[List[Any]]
+
+
+class ChatCompletionMessageParam(TypedDict, total=False):
+    """A chat message as a request gives it, and as a chat predictor receives it:
+    ``{"role": ..., "content": ...}`` (``openai.types.chat.ChatCompletionMessageParam``)."""
+
+    role: str
+    content: str
 
 
 class Choice(BaseModel):

@@ -253,3 +253,63 @@ fn supported_rate(rate: u32, supported: &[u32]) -> u32 {
 fn failed(what: &str, error: impl std::fmt::Display) -> Error {
     Error::internal(format!("{what}: {error}"))
 }
+
+/// Raw samples (any rate from 1000 to 768000 Hz, 1 to 64 interleaved channels, at most the
+/// hours [`decode::MAX_AUDIO_SECONDS`] allows) as mono at `rate`: checked, down-mixed, resampled.
+/// Errors name `param`. Mono audio at `rate` is moved through, not copied.
+pub fn to_mono(audio: crate::value::Audio, rate: u32, param: &str) -> Result<Vec<f32>> {
+    let channels = audio.channels as usize;
+    if !(1_000..=768_000).contains(&audio.sample_rate) {
+        return Err(Error::invalid(
+            param,
+            format!(
+                "`{param}` has a sample rate of {} Hz; it must be 1000 to 768000 Hz",
+                audio.sample_rate
+            ),
+        ));
+    }
+    if !(1..=64).contains(&channels) || !audio.samples.len().is_multiple_of(channels) {
+        return Err(Error::invalid(
+            param,
+            format!(
+                "`{param}` has {} samples in {} channels: it needs 1 to 64 channels and a whole \
+                 number of frames",
+                audio.samples.len(),
+                audio.channels
+            ),
+        ));
+    }
+    let seconds = (audio.samples.len() / channels) as u64 / u64::from(audio.sample_rate);
+    if seconds > decode::MAX_AUDIO_SECONDS {
+        return Err(Error::invalid(
+            param,
+            format!(
+                "`{param}` lasts {seconds} s, longer than the {} hours ingle transcribes in one \
+                 request; split it",
+                decode::MAX_AUDIO_SECONDS / 3600
+            ),
+        ));
+    }
+    let mono: Vec<f32> = if channels == 1 {
+        audio.samples // moved, not copied: an hour is 230 MB
+    } else {
+        audio
+            .samples
+            .chunks(channels)
+            .map(|frame| frame.iter().sum::<f32>() / channels as f32)
+            .collect()
+    };
+    if let Some(i) = mono.iter().position(|x| !x.is_finite()) {
+        return Err(Error::invalid(
+            param,
+            format!("`{param}` has a sample that is not a finite number (at {i})"),
+        ));
+    }
+    if audio.sample_rate == rate {
+        return Ok(mono);
+    }
+    let mut resampler = resample::Resampler::new(audio.sample_rate, rate)?;
+    let mut out = resampler.process(&mono);
+    out.extend(resampler.finish());
+    Ok(out)
+}

@@ -364,3 +364,67 @@ fn texts_of(input: &EmbeddingInput) -> Result<(Vec<Value>, bool)> {
         )),
     }
 }
+
+/// Embeddings (claimed by an input or output annotated `Embedding`, or an `EmbeddingDims`
+/// input): exactly one required input, the texts (a list annotated `Embedding`); an
+/// `EmbeddingDims` input has a default; the output annotated `Embedding` is the matrix.
+pub(super) fn rules(tag: &str, signature: &crate::predict::Signature) -> Result<()> {
+    use super::rules::{nothing_else_required, output, problem};
+    let dims = signature
+        .inputs
+        .iter()
+        .find(|p| matches!(p.annotation, Annotation::EmbeddingDims { .. }));
+    let claimed = signature.input_annotated(&Annotation::Embedding).is_some()
+        || signature.output_annotated(&Annotation::Embedding).is_some()
+        || dims.is_some();
+    if !claimed {
+        return Ok(());
+    }
+    let method = "embeddings";
+    let texts = signature
+        .input_annotated(&Annotation::Embedding)
+        .ok_or_else(|| {
+            problem(
+                tag,
+                "inputs",
+                "serves embeddings, so it needs one required input annotated Embedding: the \
+                 list of texts"
+                    .into(),
+            )
+        })?;
+    if !texts.required {
+        return Err(problem(
+            tag,
+            &texts.name,
+            format!(
+                "serves embeddings, so its texts `{}` must be required (no default)",
+                texts.name
+            ),
+        ));
+    }
+    if texts
+        .item_type
+        .is_some_and(|t| t != crate::value::ValueType::String)
+    {
+        return Err(problem(
+            tag,
+            &texts.name,
+            format!("embeds `{}`, which must be a list of strings", texts.name),
+        ));
+    }
+    if let Some(dims) = dims {
+        if dims.default.is_none() {
+            return Err(problem(
+                tag,
+                &dims.name,
+                format!(
+                    "declares `{}` (EmbeddingDims) without a default: callers may leave \
+                     `dimensions` out",
+                    dims.name
+                ),
+            ));
+        }
+    }
+    output(tag, signature, &Annotation::Embedding, method)?;
+    nothing_else_required(tag, signature, method, &[Some(texts)])
+}

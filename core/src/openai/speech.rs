@@ -559,3 +559,95 @@ impl Iterator for SpeechStream {
         }
     }
 }
+
+/// Speech (claimed by an `AudioVoice` or `AudioSpeed` input, or an `Audio` output with no
+/// `Audio` input): one required string input without annotation (the text), a required
+/// `AudioVoice` input, an `AudioSpeed` input with a default, an output annotated `Audio`.
+pub(super) fn rules(tag: &str, signature: &crate::predict::Signature) -> Result<()> {
+    use super::rules::{nothing_else_required, problem};
+    let find = |inputs: bool, f: fn(&Annotation) -> bool| {
+        let params = if inputs {
+            &signature.inputs
+        } else {
+            &signature.outputs
+        };
+        params.iter().find(|p| f(&p.annotation))
+    };
+    let is_audio = |a: &Annotation| matches!(a, Annotation::Audio { .. });
+    let voice = find(true, |a| matches!(a, Annotation::AudioVoice { .. }));
+    let speed = find(true, |a| matches!(a, Annotation::AudioSpeed { .. }));
+    let audio_out = find(false, is_audio);
+    let claimed = voice.is_some()
+        || speed.is_some()
+        || (audio_out.is_some() && find(true, is_audio).is_none());
+    if !claimed {
+        return Ok(());
+    }
+    let method = "audio.speech";
+    let texts: Vec<&Parameter> = signature
+        .inputs
+        .iter()
+        .filter(|p| p.value_type == ValueType::String && p.annotation == Annotation::Generic)
+        .collect();
+    let text = match texts.iter().filter(|p| p.required).count() {
+        1 => texts.iter().find(|p| p.required).copied(),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        problem(
+            tag,
+            texts.first().map_or("inputs", |p| p.name.as_str()),
+            format!(
+                "serves audio.speech, so it needs exactly one required string input without \
+                 annotation (the text to speak); it has {}",
+                match texts.len() {
+                    0 => "none".to_string(),
+                    _ => texts
+                        .iter()
+                        .map(|p| format!(
+                            "`{}`{}",
+                            p.name,
+                            if p.required { "" } else { " (optional)" }
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                }
+            ),
+        )
+    })?;
+    let voice = voice.ok_or_else(|| {
+        problem(
+            tag,
+            "inputs",
+            "serves audio.speech, so it needs a required input annotated AudioVoice".into(),
+        )
+    })?;
+    if !voice.required {
+        return Err(problem(
+            tag,
+            &voice.name,
+            format!(
+                "serves audio.speech, so its voice `{}` must be required (no default)",
+                voice.name
+            ),
+        ));
+    }
+    if let Some(speed) = speed.filter(|p| p.default.is_none()) {
+        return Err(problem(
+            tag,
+            &speed.name,
+            format!(
+                "declares `{}` (AudioSpeed) without a default: callers may leave `speed` out",
+                speed.name
+            ),
+        ));
+    }
+    if audio_out.is_none() {
+        return Err(problem(
+            tag,
+            "outputs",
+            "serves audio.speech, so it needs an output annotated Audio".into(),
+        ));
+    }
+    nothing_else_required(tag, signature, method, &[Some(text), Some(voice)])
+}

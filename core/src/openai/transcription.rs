@@ -551,7 +551,6 @@ impl Transcriptions {
                 }
             }
             TranscriptionAudio::Samples(audio) => {
-                // Rates and channel counts are checked by the predictor (`to_mono_16k`).
                 let frames = audio.samples.len() / audio.channels.max(1) as usize;
                 if audio.sample_rate == 0 || frames == 0 {
                     return Err(Error::invalid(
@@ -564,7 +563,14 @@ impl Transcriptions {
                     ));
                 }
                 duration = frames as f64 / audio.sample_rate as f64;
-                audio
+                // Every predictor gets mono samples at the rate its annotation declares.
+                let samples =
+                    crate::audio::to_mono(audio, sample_rate, "file").map_err(to_openai)?;
+                Audio {
+                    samples,
+                    sample_rate,
+                    channels: 1,
+                }
             }
         };
         inputs.insert(audio_param.name.clone(), Value::Audio(samples));
@@ -646,6 +652,50 @@ impl Translations {
             ),
         ))
     }
+}
+
+/// Transcription (claimed by an `Audio` input with no `Audio` output, or a transcription
+/// annotation): a required `Audio` input, text deltas out, nothing else required.
+pub(super) fn rules(tag: &str, signature: &Signature) -> Result<()> {
+    use super::rules::{generation_options, nothing_else_required, output, problem};
+    let is_audio =
+        |p: &&crate::predict::Parameter| matches!(p.annotation, Annotation::Audio { .. });
+    let audio = signature.inputs.iter().find(is_audio);
+    let transcription_annotated = signature.inputs.iter().chain(&signature.outputs).any(|p| {
+        matches!(
+            p.annotation,
+            Annotation::TranscriptionLanguage
+                | Annotation::TranscriptionPrompt
+                | Annotation::TranscriptionWordTimestamps
+                | Annotation::TranscriptionSegment
+        )
+    });
+    let claimed = transcription_annotated
+        || (audio.is_some() && !signature.outputs.iter().any(|p| is_audio(&p)));
+    if !claimed {
+        return Ok(());
+    }
+    let method = "audio.transcriptions";
+    let audio = audio.ok_or_else(|| {
+        problem(
+            tag,
+            "inputs",
+            "serves audio.transcriptions, so it needs an input annotated Audio".into(),
+        )
+    })?;
+    if !audio.required {
+        return Err(problem(
+            tag,
+            &audio.name,
+            format!(
+                "serves audio.transcriptions, so its audio `{}` must be required",
+                audio.name
+            ),
+        ));
+    }
+    output(tag, signature, &Annotation::TextDelta, method)?;
+    generation_options(tag, signature)?;
+    nothing_else_required(tag, signature, method, &[Some(audio)])
 }
 
 #[cfg(test)]

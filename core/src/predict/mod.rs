@@ -1,7 +1,11 @@
 //! Predictors, predictions, and the create / stream ways of running them.
 
+mod declare;
+mod external;
 mod signature;
 
+pub use declare::Declaration;
+pub use external::ExternalPredictor;
 pub use signature::{Annotation, GenerationOption, Inputs, Parameter, Signature};
 
 use crate::error::{Error, Result};
@@ -45,8 +49,62 @@ pub trait Predictor: Send + Sync {
     /// Starts a prediction on inputs already validated against [`Self::signature`].
     /// Errors that can be found before any output (a prompt too long, say) are returned here.
     fn predict(&self, inputs: Inputs) -> Result<OutputStream>;
+    /// [`Self::predict`], with what the predictor logs while running (what a Python predictor
+    /// prints, a traceback) written to `logs`, which `predictions` report. Built-in predictors
+    /// log nothing.
+    fn predict_logged(&self, inputs: Inputs, logs: Logs) -> Result<OutputStream> {
+        let _ = logs;
+        self.predict(inputs)
+    }
     fn metrics(&self) -> Metrics {
         Metrics::default()
+    }
+}
+
+/// Most bytes of logs a prediction keeps; later text is dropped, and the logs say so.
+pub const MAX_LOG_BYTES: usize = 1 << 20;
+
+/// The log of one prediction, shared by the predictor (which writes) and its prediction stream
+/// (which reports it). Cheap to clone; safe from any thread.
+#[derive(Debug, Clone, Default)]
+pub struct Logs(Arc<std::sync::Mutex<LogText>>);
+
+#[derive(Debug, Default)]
+struct LogText {
+    text: String,
+    dropped: usize,
+}
+
+impl Logs {
+    /// Appends `text`, up to [`MAX_LOG_BYTES`] in all.
+    pub fn write(&self, text: &str) {
+        let mut log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let room = MAX_LOG_BYTES.saturating_sub(log.text.len());
+        if text.len() <= room && log.dropped == 0 {
+            log.text.push_str(text);
+            return;
+        }
+        let mut end = room.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if log.dropped == 0 {
+            log.text.push_str(&text[..end]);
+        }
+        log.dropped += text.len() - end;
+    }
+
+    /// Everything logged so far; `None` when nothing was.
+    pub fn text(&self) -> Option<String> {
+        let log = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match (log.text.is_empty(), log.dropped) {
+            (true, 0) => None,
+            (_, 0) => Some(log.text.clone()),
+            (_, dropped) => Some(format!(
+                "{}\n…({dropped} more bytes of logs dropped)",
+                log.text
+            )),
+        }
     }
 }
 
@@ -146,10 +204,11 @@ pub struct PredictionStream {
     /// Outputs that are deltas (text or audio since the last partial output), which
     /// [`last_prediction`] joins into the whole.
     deltas: Vec<usize>,
+    logs: Logs,
 }
 
 impl PredictionStream {
-    pub(crate) fn new(tag: &str, signature: &Signature, outputs: OutputStream) -> Self {
+    pub(crate) fn new(tag: &str, signature: &Signature, outputs: OutputStream, logs: Logs) -> Self {
         let deltas = signature
             .outputs
             .iter()
@@ -169,6 +228,7 @@ impl PredictionStream {
             start: Instant::now(),
             outputs: Some(outputs),
             deltas,
+            logs,
         }
     }
 
@@ -180,7 +240,7 @@ impl PredictionStream {
             results,
             latency: self.start.elapsed().as_secs_f64() * 1000.0,
             error,
-            logs: None,
+            logs: self.logs.text(),
         }
     }
 }
@@ -210,6 +270,7 @@ impl Iterator for PredictionStream {
 pub(crate) fn last_prediction(stream: PredictionStream) -> Prediction {
     let mut fallback = stream.prediction(None, None);
     let deltas = stream.deltas.clone();
+    let logs = stream.logs.clone();
     let mut joined: Vec<Option<Value>> = vec![None; deltas.len()];
     let mut last: Option<Prediction> = None;
     for prediction in stream {
@@ -222,8 +283,10 @@ pub(crate) fn last_prediction(stream: PredictionStream) -> Prediction {
     }
     let Some(mut last) = last else {
         fallback.error = Some(Error::model("the predictor produced no output"));
+        fallback.logs = logs.text();
         return fallback;
     };
+    last.logs = logs.text();
     if let Some(results) = last.results.as_mut() {
         for (value, &i) in joined.into_iter().zip(&deltas) {
             if let (Some(value), Some(slot)) = (value, results.get_mut(i)) {

@@ -70,6 +70,10 @@ pub struct Parameter {
     /// Inclusive bounds of a numeric parameter.
     pub min: Option<f64>,
     pub max: Option<f64>,
+    /// The values it may take (an enumeration, a `Literal`); empty: any of its type.
+    pub choices: Vec<Value>,
+    /// The type of every item of a list parameter, when declared.
+    pub item_type: Option<ValueType>,
     pub annotation: Annotation,
 }
 
@@ -84,6 +88,8 @@ impl Parameter {
             default: None,
             min: None,
             max: None,
+            choices: Vec::new(),
+            item_type: None,
             annotation: Annotation::Generic,
         }
     }
@@ -106,6 +112,18 @@ impl Parameter {
         self
     }
 
+    /// Limits the parameter to these values.
+    pub fn choices(mut self, choices: Vec<Value>) -> Self {
+        self.choices = choices;
+        self
+    }
+
+    /// Declares the type of a list parameter's items.
+    pub fn items(mut self, item_type: ValueType) -> Self {
+        self.item_type = Some(item_type);
+        self
+    }
+
     pub fn annotated(mut self, annotation: Annotation) -> Self {
         self.annotation = annotation;
         self
@@ -125,6 +143,35 @@ impl Parameter {
                     self.name,
                     self.value_type.name(),
                     value.type_name()
+                ),
+            ));
+        }
+        if let (Some(item_type), Some(items)) = (self.item_type, value.as_list()) {
+            if let Some((i, item)) = items
+                .iter()
+                .enumerate()
+                .find(|(_, item)| !item.matches(item_type))
+            {
+                let name = format!("{}[{i}]", self.name);
+                return Err(Error::invalid(
+                    &name,
+                    format!(
+                        "Invalid type for `{name}`: expected {}, got {}",
+                        item_type.name(),
+                        item.type_name()
+                    ),
+                ));
+            }
+        }
+        if !self.choices.is_empty() && !self.choices.iter().any(|c| same_choice(c, value)) {
+            let allowed: Vec<String> = self.choices.iter().map(choice_text).collect();
+            return Err(Error::invalid(
+                &self.name,
+                format!(
+                    "Invalid value for `{}`: {}; it must be one of {}",
+                    self.name,
+                    crate::error::shown(&choice_text(value)),
+                    allowed.join(", ")
                 ),
             ));
         }
@@ -154,6 +201,24 @@ impl Parameter {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `value` is the choice `choice` (`1` is the choice `1.0`, as JSON does not tell them apart).
+fn same_choice(choice: &Value, value: &Value) -> bool {
+    match (choice.as_f64(), value.as_f64()) {
+        (Some(a), Some(b)) => a == b,
+        _ => choice == value,
+    }
+}
+
+/// A choice as an error message shows it: strings quoted, numbers as they are.
+fn choice_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("'{s}'"),
+        other => other
+            .to_json()
+            .map_or_else(|_| other.type_name().to_string(), |j| j.to_string()),
     }
 }
 

@@ -6,8 +6,8 @@
 //! and retrying works without a restart. Sessions are loaded once per model file and shared by
 //! every client of the process.
 
-mod embedding;
-mod speech;
+pub(crate) mod embedding;
+pub(crate) mod speech;
 mod stretch;
 pub mod whisper;
 

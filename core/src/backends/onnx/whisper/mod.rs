@@ -156,60 +156,7 @@ pub fn precision() -> Precision {
 /// `audio` as mono 16 kHz samples (averaging channels, resampling with a band-limited
 /// resampler).
 pub fn to_mono_16k(audio: crate::value::Audio, param: &str) -> Result<Vec<f32>> {
-    let channels = audio.channels as usize;
-    if !(1_000..=768_000).contains(&audio.sample_rate) {
-        return Err(Error::invalid(
-            param,
-            format!(
-                "`{param}` has a sample rate of {} Hz; it must be 1000 to 768000 Hz",
-                audio.sample_rate
-            ),
-        ));
-    }
-    if !(1..=64).contains(&channels) || !audio.samples.len().is_multiple_of(channels) {
-        return Err(Error::invalid(
-            param,
-            format!(
-                "`{param}` has {} samples in {} channels: it needs 1 to 64 channels and a whole \
-                 number of frames",
-                audio.samples.len(),
-                audio.channels
-            ),
-        ));
-    }
-    let seconds = (audio.samples.len() / channels) as u64 / u64::from(audio.sample_rate);
-    if seconds > crate::audio::decode::MAX_AUDIO_SECONDS {
-        return Err(Error::invalid(
-            param,
-            format!(
-                "`{param}` lasts {seconds} s, longer than the {} hours ingle transcribes in one \
-                 request; split it",
-                crate::audio::decode::MAX_AUDIO_SECONDS / 3600
-            ),
-        ));
-    }
-    let mono: Vec<f32> = if channels == 1 {
-        audio.samples // moved, not copied: an hour is 230 MB
-    } else {
-        audio
-            .samples
-            .chunks(channels)
-            .map(|frame| frame.iter().sum::<f32>() / channels as f32)
-            .collect()
-    };
-    if let Some(i) = mono.iter().position(|x| !x.is_finite()) {
-        return Err(Error::invalid(
-            param,
-            format!("`{param}` has a sample that is not a finite number (at {i})"),
-        ));
-    }
-    if audio.sample_rate == SAMPLE_RATE {
-        return Ok(mono);
-    }
-    let mut resampler = crate::audio::resample::Resampler::new(audio.sample_rate, SAMPLE_RATE)?;
-    let mut out = resampler.process(&mono);
-    out.extend(resampler.finish());
-    Ok(out)
+    crate::audio::to_mono(audio, SAMPLE_RATE, param)
 }
 
 /// Checks `language` for an English-only model.

@@ -1,0 +1,346 @@
+//! Predictors written in Python. `ingle._predictors` reads the function's annotations into a
+//! declaration (the core's JSON format, [`Declaration`]) and an `invoke(inputs, logs)` that
+//! returns a Python iterator of output lists; this wraps them into a core
+//! [`ExternalPredictor`], which checks the rules and every output. The core calls in from any
+//! thread (a request of `ingle serve`, a caller with the GIL released): each call attaches to
+//! the interpreter for as long as Python code runs, and no longer.
+
+use ingle_core::{
+    Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OutputStream, Outputs,
+    Tensor, Value,
+};
+use pyo3::exceptions::{PyStopIteration, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use std::collections::BTreeMap;
+
+/// A tensor between the core and Python: NumPy's dtype name, the shape, and the row-major
+/// little-endian bytes. `ingle._predictors` turns it into (and makes it from) an `ndarray`.
+#[pyclass(frozen, module = "ingle._ingle")]
+pub struct RawTensor {
+    #[pyo3(get)]
+    dtype: &'static str,
+    #[pyo3(get)]
+    shape: Vec<usize>,
+    #[pyo3(get)]
+    data: Py<PyBytes>,
+}
+
+#[pymethods]
+impl RawTensor {
+    #[new]
+    fn new(dtype: &str, shape: Vec<usize>, data: Py<PyBytes>) -> PyResult<Self> {
+        let dtype = dtype_of(dtype).ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "tensors of dtype {dtype} cannot cross into ingle; use float32, float16, int64, \
+                 int32, int8, uint8 or bool"
+            ))
+        })?;
+        Ok(RawTensor {
+            dtype: dtype.name(),
+            shape,
+            data,
+        })
+    }
+}
+
+/// Audio between the core and Python: float32 samples (native byte order, interleaved).
+#[pyclass(frozen, module = "ingle._ingle")]
+pub struct RawAudio {
+    #[pyo3(get)]
+    data: Py<PyBytes>,
+    #[pyo3(get)]
+    sample_rate: u32,
+    #[pyo3(get)]
+    channels: u16,
+}
+
+#[pymethods]
+impl RawAudio {
+    #[new]
+    fn new(data: Py<PyBytes>, sample_rate: u32, channels: u16) -> Self {
+        RawAudio {
+            data,
+            sample_rate,
+            channels,
+        }
+    }
+}
+
+/// Where a Python predictor's prints and tracebacks go: the prediction's logs.
+#[pyclass(frozen, module = "ingle._ingle")]
+pub struct LogSink {
+    logs: Logs,
+}
+
+#[pymethods]
+impl LogSink {
+    fn write(&self, text: &str) -> usize {
+        self.logs.write(text);
+        text.len()
+    }
+}
+
+fn dtype_of(name: &str) -> Option<Dtype> {
+    Some(match name {
+        "float32" => Dtype::F32,
+        "float16" => Dtype::F16,
+        "int64" => Dtype::I64,
+        "int32" => Dtype::I32,
+        "int8" => Dtype::I8,
+        "uint8" => Dtype::U8,
+        "bool" => Dtype::Bool,
+        _ => return None,
+    })
+}
+
+/// A core value as a Python object: JSON-like values as themselves, tensors and audio as
+/// [`RawTensor`] / [`RawAudio`].
+fn to_python(py: Python<'_>, value: &Value) -> PyResult<Py<PyAny>> {
+    Ok(match value {
+        Value::Null => py.None(),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any().unbind(),
+        Value::Int(i) => i.into_pyobject(py)?.into_any().unbind(),
+        Value::Float(f) => PyFloat::new(py, *f).into_any().unbind(),
+        Value::String(s) => PyString::new(py, s).into_any().unbind(),
+        Value::List(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_python(py, item)?)?;
+            }
+            list.into_any().unbind()
+        }
+        Value::Dict(map) => {
+            let dict = PyDict::new(py);
+            for (k, v) in map {
+                dict.set_item(k, to_python(py, v)?)?;
+            }
+            dict.into_any().unbind()
+        }
+        Value::Tensor(t) => Py::new(
+            py,
+            RawTensor {
+                dtype: t.dtype.name(),
+                shape: t.shape.clone(),
+                data: PyBytes::new(py, &t.data).unbind(),
+            },
+        )?
+        .into_any(),
+        Value::Audio(a) => {
+            let data = PyBytes::new_with(py, a.samples.len() * 4, |buffer| {
+                for (out, x) in buffer.chunks_exact_mut(4).zip(&a.samples) {
+                    out.copy_from_slice(&x.to_ne_bytes());
+                }
+                Ok(())
+            })?;
+            Py::new(
+                py,
+                RawAudio {
+                    data: data.unbind(),
+                    sample_rate: a.sample_rate,
+                    channels: a.channels,
+                },
+            )?
+            .into_any()
+        }
+    })
+}
+
+/// A Python object as a core value; `what` names it in errors. `ingle._predictors` has
+/// already turned arrays, enums and response objects into what this takes.
+fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
+    if object.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(b) = object.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if object.is_instance_of::<PyInt>() {
+        return object
+            .extract::<i64>()
+            .map(Value::Int)
+            .map_err(|_| format!("{what} is an integer beyond 64 bits"));
+    }
+    if let Ok(f) = object.cast::<PyFloat>() {
+        return Ok(Value::Float(f.value()));
+    }
+    if object.is_instance_of::<PyString>() {
+        return object
+            .extract::<String>()
+            .map(Value::String)
+            .map_err(|_| format!("{what} is a string that is not valid Unicode"));
+    }
+    if object.is_instance_of::<PyList>() || object.is_instance_of::<PyTuple>() {
+        let mut items = Vec::new();
+        for (i, item) in object.try_iter().map_err(|e| e.to_string())?.enumerate() {
+            let item = item.map_err(|e| e.to_string())?;
+            items.push(from_python(&item, &format!("{what}[{i}]"))?);
+        }
+        return Ok(Value::List(items));
+    }
+    if let Ok(dict) = object.cast::<PyDict>() {
+        let mut map = BTreeMap::new();
+        for (k, v) in dict.iter() {
+            let key: String = k
+                .extract()
+                .map_err(|_| format!("{what} is a dict with a key that is not a string"))?;
+            let value = from_python(&v, &format!("{what}[{key:?}]"))?;
+            map.insert(key, value);
+        }
+        return Ok(Value::Dict(map));
+    }
+    if let Ok(t) = object.cast::<RawTensor>() {
+        let t = t.get();
+        let data = t.data.as_bytes(object.py()).to_vec();
+        let dtype = dtype_of(t.dtype).expect("checked by RawTensor::new");
+        return Tensor::new(dtype, t.shape.clone(), data)
+            .map(Value::Tensor)
+            .map_err(|e| format!("{what}: {}", e.message));
+    }
+    if let Ok(a) = object.cast::<RawAudio>() {
+        let a = a.get();
+        let samples = a
+            .data
+            .as_bytes(object.py())
+            .chunks_exact(4)
+            .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        return Ok(Value::Audio(Audio {
+            samples,
+            sample_rate: a.sample_rate,
+            channels: a.channels,
+        }));
+    }
+    let type_name = object
+        .get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "object".into());
+    Err(format!(
+        "{what} is a {type_name}, which ingle cannot carry (use None, bool, int, float, str, \
+         list, dict or a NumPy array)"
+    ))
+}
+
+/// A Python exception raised by a predictor (or by ingle's wrapper of it) as a core error:
+/// `ingle._predictors` words the message (the predictor, the exception) and has written the
+/// traceback to the logs already.
+fn predictor_error(py: Python<'_>, error: PyErr, tag: &str) -> Error {
+    let message = error
+        .value(py)
+        .str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| format!("The predictor `{tag}` failed"));
+    Error::model(message)
+}
+
+/// The iterator `invoke` returned: each `__next__` runs the predictor to its next output.
+/// Dropping it closes the Python generator, so the predictor's `finally` runs at once.
+struct PythonOutputs {
+    tag: String,
+    iterator: Option<Py<PyAny>>,
+}
+
+impl Iterator for PythonOutputs {
+    type Item = ingle_core::Result<Outputs>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let iterator = self.iterator.as_ref()?;
+        let result = Python::attach(|py| -> Option<ingle_core::Result<Outputs>> {
+            let item = match iterator.bind(py).call_method0("__next__") {
+                Ok(item) => item,
+                Err(e) if e.is_instance_of::<PyStopIteration>(py) => return None,
+                Err(e) => return Some(Err(predictor_error(py, e, &self.tag))),
+            };
+            let list = match item.cast::<PyList>() {
+                Ok(list) => list,
+                Err(_) => {
+                    return Some(Err(Error::internal(
+                        "a Python predictor's wrapper gave something other than a list",
+                    )))
+                }
+            };
+            let mut outputs = Vec::with_capacity(list.len());
+            for (i, value) in list.iter().enumerate() {
+                match from_python(&value, &format!("output {i}")) {
+                    Ok(value) => outputs.push(value),
+                    Err(problem) => {
+                        return Some(Err(Error::model(format!(
+                            "The predictor `{}` gave a value ingle cannot carry: {problem}",
+                            self.tag
+                        ))))
+                    }
+                }
+            }
+            Some(Ok(outputs))
+        });
+        if !matches!(result, Some(Ok(_))) {
+            self.close();
+        }
+        result
+    }
+}
+
+impl PythonOutputs {
+    fn close(&mut self) {
+        if let Some(iterator) = self.iterator.take() {
+            // At interpreter shutdown there is nothing left to close.
+            Python::try_attach(|py| {
+                if let Err(e) = iterator.bind(py).call_method0("close") {
+                    e.write_unraisable(py, Some(iterator.bind(py)));
+                }
+            });
+        }
+    }
+}
+
+impl Drop for PythonOutputs {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Parses a declaration, checks it against the OpenAI rules, and wraps `invoke`.
+pub fn python_predictor(
+    declaration: &str,
+    invoke: Py<PyAny>,
+) -> ingle_core::Result<ExternalPredictor> {
+    let declaration = Declaration::from_json(declaration)?;
+    let tag = declaration.tag.clone();
+    ExternalPredictor::new(declaration, move |inputs: Inputs, logs: Logs| {
+        Python::attach(|py| -> ingle_core::Result<OutputStream> {
+            let call = || -> PyResult<Py<PyAny>> {
+                let dict = PyDict::new(py);
+                for (name, value) in &inputs {
+                    dict.set_item(name, to_python(py, value)?)?;
+                }
+                let sink = Py::new(py, LogSink { logs: logs.clone() })?;
+                Ok(invoke.bind(py).call1((dict, sink))?.unbind())
+            };
+            let iterator = call().map_err(|e| predictor_error(py, e, &tag))?;
+            Ok(Box::new(PythonOutputs {
+                tag: tag.clone(),
+                iterator: Some(iterator),
+            }))
+        })
+    })
+}
+
+/// Checks a declaration as registering it would, without registering it.
+pub fn check_declaration(declaration: &str) -> ingle_core::Result<()> {
+    let declaration = Declaration::from_json(declaration)?;
+    ingle_core::openai::check_predictor(&declaration.tag, &declaration.signature)
+}
+
+/// `predictions` inputs given as `RawTensor` / `RawAudio` (NumPy arrays, `ingle.AudioSamples`),
+/// which JSON cannot carry.
+pub fn raw_inputs(raw: Option<Bound<'_, PyDict>>) -> PyResult<Inputs> {
+    let mut inputs = Inputs::new();
+    for (name, value) in raw.iter().flat_map(|d| d.iter()) {
+        let name: String = name.extract()?;
+        let value = from_python(&value, &format!("inputs[{name:?}]"))
+            .map_err(|problem| crate::py_err(Error::invalid(name.as_str(), problem)))?;
+        inputs.insert(name, value);
+    }
+    Ok(inputs)
+}

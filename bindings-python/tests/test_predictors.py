@@ -1,0 +1,650 @@
+"""Predictors written in Python, served through the OpenAI methods, `predictions` and
+`ingle.serve` exactly like the built-in models."""
+
+import asyncio
+import enum
+import gc
+import io
+import json
+import threading
+import time
+import wave
+from typing import Annotated, AsyncIterator, Dict, Iterator, List, Literal, Optional, Tuple
+
+import numpy as np
+import openai
+import pytest
+
+import ingle
+from ingle import Parameter, PredictorDefinitionError, predictor
+from ingle.types import ChatCompletionChunk, ChatCompletionMessageParam
+
+from conftest import MODEL
+
+RATE = 24_000
+
+
+# --- The predictors under test ----------------------------------------------------------
+
+finally_ran = threading.Event()
+
+
+@predictor(tag="@test/echo")
+def echo(
+    messages: list[ChatCompletionMessageParam],
+    temperature: Annotated[float, Parameter.Temperature("Ignored.", min=0, max=2)] = 1.0,
+) -> Iterator[str]:
+    """Echoes the last message word by word."""
+    print("echoing", len(messages), "messages")
+    try:
+        for word in messages[-1]["content"].split():
+            yield word + " "
+    finally:
+        finally_ran.set()
+
+
+@predictor(tag="@test/chunks")
+def chunks(messages: list[ChatCompletionMessageParam]) -> Iterator[ChatCompletionChunk]:
+    """Yields ChatCompletionChunk objects, the last with a finish reason and usage."""
+    words = messages[-1]["content"].split()
+    for i, word in enumerate(words):
+        yield ChatCompletionChunk(
+            id="x", object="chat.completion.chunk", created=0, model="m",
+            choices=[{"index": 0, "delta": {"content": word}, "finish_reason": None}],
+        )
+    yield ChatCompletionChunk(
+        id="x", object="chat.completion.chunk", created=0, model="m",
+        choices=[{"index": 0, "delta": {}, "finish_reason": "length"}],
+        usage={"prompt_tokens": 7, "completion_tokens": len(words), "total_tokens": 7 + len(words)},
+    )
+
+
+def hashed_embedding(text: str, dims: int) -> np.ndarray:
+    """A deterministic unit vector per text."""
+    rng = np.random.default_rng(sum(text.encode()))
+    v = rng.standard_normal(dims).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+@predictor(tag="@test/embed")
+def embed(
+    texts: Annotated[list[str], Parameter.Embedding("Texts.")],
+    dims: Annotated[int, Parameter.EmbeddingDims("Dimensions.", min=1, max=16)] = 16,
+) -> Annotated[np.ndarray, Parameter.Embedding("float32 (N, D).")]:
+    return np.stack([hashed_embedding(t, 16)[:dims] for t in texts])
+
+
+class Voice(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+FREQUENCY = {Voice.LOW: 220.0, Voice.HIGH: 880.0}
+
+
+@predictor(tag="@test/tone")
+def tone(
+    # The voice first and oddly named: the OpenAI layer finds it by its annotation.
+    v: Annotated[Voice, Parameter.AudioVoice("The voice.")],
+    words: Annotated[str, Parameter.Generic("Text to speak.")],
+    pace: Annotated[float, Parameter.AudioSpeed("Speed.", min=0.25, max=4.0)] = 1.0,
+) -> Iterator[Annotated[np.ndarray, Parameter.Audio("A sine wave per word.", sample_rate=RATE)]]:
+    """A 0.25 s sine wave per word, at the voice's frequency, shorter when faster."""
+    assert isinstance(v, Voice)
+    n = int(RATE * 0.25 / pace)
+    t = np.arange(n) / RATE
+    for _ in words.split():
+        yield (0.5 * np.sin(2 * np.pi * FREQUENCY[v] * t)).astype(np.float32)
+
+
+heard: Dict[str, int] = {}
+
+
+@predictor(tag="@test/listen")
+def listen(
+    audio: Annotated[np.ndarray, Parameter.Audio("Speech at 8 kHz.", sample_rate=8000)],
+    language: Annotated[Optional[str], Parameter.TranscriptionLanguage("Language.")] = None,
+) -> Iterator[str]:
+    """Says how long the audio is and how loud, in two segments."""
+    heard["samples"] = len(audio)
+    heard["dtype"] = str(audio.dtype)
+    yield f"{len(audio) / 8000:.2f} seconds"
+    yield f" at peak {float(np.abs(audio).max()):.1f}"
+
+
+def wav_bytes(samples: np.ndarray, rate: int) -> bytes:
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    return buffer.getvalue()
+
+
+def read_wav(data: bytes) -> Tuple[np.ndarray, int]:
+    with wave.open(io.BytesIO(data)) as w:
+        assert w.getnchannels() == 1 and w.getsampwidth() == 2
+        pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+        return pcm.astype(np.float32) / 32768, w.getframerate()
+
+
+def dominant_frequency(samples: np.ndarray, rate: int) -> float:
+    spectrum = np.abs(np.fft.rfft(samples))
+    return float(np.argmax(spectrum) * rate / len(samples))
+
+
+@pytest.fixture(scope="module")
+def users(client):
+    """The session client, with this module's predictors registered once."""
+    client.predictors.register(echo, chunks, embed, tone, listen, add, count, late, async_add,
+                               async_count, wrong_shape, wrong_dtype, persona, fails)
+    return client
+
+
+# --- Chat -----------------------------------------------------------------------------
+
+
+def test_chat_predictor_whole_streamed_and_predictions(users):
+    messages = [{"role": "user", "content": "hello big world"}]
+    r = users.chat.completions.create(model="@test/echo", messages=messages)
+    assert r.choices[0].message.content == "hello big world "
+    assert r.choices[0].finish_reason == "stop"
+    assert r.model == "@test/echo"
+    deltas = [c.choices[0].delta.content for c in
+              users.chat.completions.create(model="@test/echo", messages=messages, stream=True)
+              if c.choices]
+    assert deltas == ["", "hello ", "big ", "world ", None]
+    p = users.predictions.create(tag="@test/echo", inputs={"messages": messages})
+    assert p.error is None and p.results == ["hello big world ", None, None]
+    assert p.logs == "echoing 1 messages\n"
+    parts = [q.results[0] for q in users.predictions.stream(tag="@test/echo", inputs={"messages": messages})]
+    assert parts == ["hello ", "big ", "world "]
+    # Its generation option is found by annotation; an unsupported one is refused by name.
+    users.chat.completions.create(model="@test/echo", messages=messages, temperature=0.5)
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.chat.completions.create(model="@test/echo", messages=messages, top_p=0.5)
+    assert e.value.param == "top_p"
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.chat.completions.create(model="@test/echo", messages=messages, temperature=3)
+    assert e.value.param == "temperature"
+
+
+def test_chat_predictor_yielding_chunks_gives_finish_reason_and_usage(users):
+    messages = [{"role": "user", "content": "one two"}]
+    r = users.chat.completions.create(model="@test/chunks", messages=messages)
+    assert r.choices[0].message.content == "onetwo"
+    assert r.choices[0].finish_reason == "length"
+    assert (r.usage.prompt_tokens, r.usage.completion_tokens, r.usage.total_tokens) == (7, 2, 9)
+    stream = users.chat.completions.create(
+        model="@test/chunks", messages=messages, stream=True, stream_options={"include_usage": True})
+    last = list(stream)[-1]
+    assert last.choices == [] and last.usage.completion_tokens == 2
+
+
+def test_breaking_out_of_a_stream_runs_the_generators_finally_at_once(users):
+    finally_ran.clear()
+    stream = users.chat.completions.create(
+        model="@test/echo", messages=[{"role": "user", "content": "a b c d e f"}], stream=True)
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content == "b ":
+            break
+    stream.close()
+    assert finally_ran.wait(1.0)
+    finally_ran.clear()
+    predictions = users.predictions.stream(tag="@test/echo", inputs={"messages": [{"role": "user", "content": "a b c"}]})
+    next(iter(predictions))
+    del predictions
+    gc.collect()
+    assert finally_ran.wait(1.0)
+
+
+def test_a_predictor_calls_a_model_through_the_client(users):
+    r = users.chat.completions.create(
+        model="@test/persona", messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=12)
+    assert "Paris" in r.choices[0].message.content
+    text = "".join(c.choices[0].delta.content or "" for c in users.chat.completions.create(
+        model="@test/persona", messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=12, stream=True) if c.choices)
+    assert "Paris" in text
+
+
+@predictor(tag="@test/persona")
+def persona(
+    messages: list[ChatCompletionMessageParam],
+    max_tokens: Annotated[int, Parameter.MaxTokens("Most tokens.")] = 32,
+) -> Iterator[ChatCompletionChunk]:
+    """SmolLM2 with a persona: a system message, then the caller's messages."""
+    client = _persona_client[0]
+    system = {"role": "system", "content": "Be brief."}
+    yield from client.chat.completions.create(
+        model=MODEL, messages=[system, *messages], max_tokens=max_tokens, temperature=0, stream=True)
+
+
+_persona_client: List[ingle.OpenAI] = []
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _persona(client):
+    _persona_client.append(client)
+
+
+# --- Embeddings --------------------------------------------------------------------------
+
+
+def test_embedding_predictor(users):
+    r = users.embeddings.create(model="@test/embed", input=["alpha", "beta"])
+    assert [d.index for d in r.data] == [0, 1]
+    assert np.allclose(r.data[0].embedding, hashed_embedding("alpha", 16), atol=1e-6)
+    r = users.embeddings.create(model="@test/embed", input="alpha", dimensions=4)
+    assert np.allclose(r.data[0].embedding, hashed_embedding("alpha", 16)[:4], atol=1e-6)
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.embeddings.create(model="@test/embed", input="alpha", dimensions=17)
+    assert e.value.param == "dimensions"
+    r = users.embeddings.create(model="@test/embed", input="alpha", encoding_format="base64")
+    assert isinstance(r.data[0].embedding, str)
+    p = users.predictions.create(tag="@test/embed", inputs={"texts": ["a", "b", "c"]})
+    assert p.results[0]["dtype"] == "float32" and p.results[0]["shape"] == [3, 16]
+
+
+# --- Speech ------------------------------------------------------------------------------
+
+
+def test_speech_predictor_every_format_and_voice(users):
+    r = users.audio.speech.create(model="@test/tone", voice="low", input="one two", response_format="wav")
+    samples, rate = read_wav(r.content)
+    assert rate == RATE and len(samples) == 2 * RATE // 4
+    assert abs(dominant_frequency(samples, rate) - 220) < 5
+    high, _ = read_wav(users.audio.speech.create(
+        model="@test/tone", voice="high", input="one", response_format="wav").content)
+    assert abs(dominant_frequency(high, RATE) - 880) < 5
+    fast, _ = read_wav(users.audio.speech.create(
+        model="@test/tone", voice="low", input="one two", response_format="wav", speed=2.0).content)
+    assert len(fast) == len(samples) // 2
+    # The built-in encoders serve it too.
+    for fmt, magic in [("mp3", None), ("opus", b"OggS"), ("flac", b"fLaC"), ("aac", None)]:
+        data = users.audio.speech.create(model="@test/tone", voice="low", input="a b", response_format=fmt).content
+        assert len(data) > 100, fmt
+        if magic:
+            assert data.startswith(magic), fmt
+    pcm = users.audio.speech.create(model="@test/tone", voice="low", input="a b", response_format="pcm").content
+    assert len(pcm) == 2 * 2 * RATE // 4  # 24 kHz s16le
+    # An OpenAI voice name is mapped to the first of its voices; others are refused by name.
+    users.audio.speech.create(model="@test/tone", voice="alloy", input="a")
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.audio.speech.create(model="@test/tone", voice="middle", input="a")
+    assert e.value.param == "voice"
+
+
+def test_speech_predictor_streamed(users):
+    with users.audio.speech.with_streaming_response.create(
+            model="@test/tone", voice="high", input="a b c", response_format="pcm") as response:
+        parts = list(response.iter_bytes())
+    assert sum(len(p) for p in parts) == 3 * 2 * RATE // 4
+    sse = users.audio.speech.create(model="@test/tone", voice="high", input="a b", stream_format="sse")
+    events = [json.loads(line[6:]) for line in sse.content.decode().splitlines() if line.startswith("data: ")]
+    assert {e["type"] for e in events[:-1]} == {"speech.audio.delta"} and len(events) >= 3
+    assert events[-1]["type"] == "speech.audio.done"
+    p = users.predictions.create(tag="@test/tone", inputs={"v": "low", "words": "a b c"})
+    assert p.results[0]["sample_rate"] == RATE
+    assert len(p.results[0]["data"]) > 4 * 3 * RATE // 4  # base64 of the joined float32 samples
+
+
+# --- Transcription -----------------------------------------------------------------------
+
+
+def test_transcription_predictor_gets_samples_at_its_rate(users):
+    t = np.arange(16000 * 2) / 16000
+    wav = wav_bytes(0.5 * np.sin(2 * np.pi * 300 * t), 16000)
+    r = users.audio.transcriptions.create(model="@test/listen", file=("two.wav", wav))
+    assert r.text == "2.00 seconds at peak 0.5"
+    assert heard == {"samples": 16000, "dtype": "float32"}
+    events = list(users.audio.transcriptions.create(model="@test/listen", file=("two.wav", wav), stream=True))
+    assert [e.type for e in events] == ["transcript.text.delta", "transcript.text.delta", "transcript.text.done"]
+    assert events[-1].text == "2.00 seconds at peak 0.5"
+    assert users.audio.transcriptions.create(
+        model="@test/listen", file=("two.wav", wav), response_format="text").strip() == r.text
+    # Samples at another rate are resampled to its 8 kHz.
+    r = users.audio.transcriptions.create(
+        model="@test/listen", file=np.zeros(44100, dtype=np.float32), sample_rate=44100)
+    assert r.text.startswith("1.00 seconds")
+    # It gives no segments, so no verbose_json.
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.audio.transcriptions.create(model="@test/listen", file=("two.wav", wav),
+                                          response_format="verbose_json")
+    assert e.value.param == "response_format"
+    p = users.predictions.create(tag="@test/listen", inputs={"audio": ingle.AudioSamples(
+        np.zeros(4000, dtype=np.float32), 8000)})
+    assert p.results[0] == "0.50 seconds at peak 0.0"
+
+
+# --- Eager and generator, create and stream -----------------------------------------------
+
+
+@predictor(tag="@test/add")
+def add(a: int, b: Annotated[int, Parameter.Numeric("At most 100.", min=0, max=100)] = 1) -> int:
+    return a + b
+
+
+@predictor(tag="@test/count")
+def count(n: int) -> Iterator[Annotated[int, Parameter.Generic("The count so far.")]]:
+    for i in range(1, n + 1):
+        yield i
+
+
+@predictor(tag="@test/async-add")
+async def async_add(a: int, b: int = 1) -> int:
+    await asyncio.sleep(0.01)
+    return a + b
+
+
+@predictor(tag="@test/async-count")
+async def async_count(n: int) -> AsyncIterator[int]:
+    for i in range(1, n + 1):
+        await asyncio.sleep(0.001)
+        yield i
+
+
+@predictor(tag="@test/late")
+def late(seconds: float) -> Tuple[str, float]:
+    """Sleeps, then says so: two outputs."""
+    time.sleep(seconds)
+    return "slept", seconds
+
+
+def test_the_four_cases_of_create_and_stream(users):
+    # Eager + create: the value. Eager + stream: one prediction with it.
+    assert users.predictions.create(tag="@test/add", inputs={"a": 2}).results == [3]
+    assert [p.results for p in users.predictions.stream(tag="@test/add", inputs={"a": 2, "b": 5})] == [[7]]
+    # Generator + stream: every partial value. Generator + create: the last one.
+    assert [p.results for p in users.predictions.stream(tag="@test/count", inputs={"n": 3})] == [[1], [2], [3]]
+    assert users.predictions.create(tag="@test/count", inputs={"n": 3}).results == [3]
+    # The same four with async functions.
+    assert users.predictions.create(tag="@test/async-add", inputs={"a": 2}).results == [3]
+    assert [p.results for p in users.predictions.stream(tag="@test/async-add", inputs={"a": 1})] == [[2]]
+    assert [p.results for p in users.predictions.stream(tag="@test/async-count", inputs={"n": 3})] == [[1], [2], [3]]
+    assert users.predictions.create(tag="@test/async-count", inputs={"n": 4}).results == [4]
+    assert users.predictions.create(tag="@test/late", inputs={"seconds": 0}).results == ["slept", 0.0]
+
+
+def test_inputs_are_checked_against_the_signature(users):
+    for inputs, param in [({}, "a"), ({"a": "x"}, "a"), ({"a": 1, "b": 101}, "b"), ({"a": 1, "c": 1}, "c")]:
+        with pytest.raises(ingle.BadRequestError) as e:
+            users.predictions.create(tag="@test/add", inputs=inputs)
+        assert e.value.param == param, inputs
+
+
+def test_async_predictors_run_from_inside_an_event_loop(users):
+    async def main():
+        # A sync call inside a running loop: the predictor's own loop runs in a helper thread.
+        assert users.predictions.create(tag="@test/async-add", inputs={"a": 40, "b": 2}).results == [42]
+        stream = users.predictions.stream(tag="@test/async-count", inputs={"n": 2})
+        assert [p.results for p in stream] == [[1], [2]]
+
+    asyncio.run(main())
+
+
+def test_async_client_serves_python_predictors(users):
+    async def main():
+        client = ingle.AsyncOpenAI()
+        client.predictors.register(echo_again)
+        r = await client.chat.completions.create(model="@test/echo-again", messages=[{"role": "user", "content": "x y"}])
+        assert r.choices[0].message.content == "x y "
+        stream = await client.chat.completions.create(
+            model="@test/echo-again", messages=[{"role": "user", "content": "x y"}], stream=True)
+        assert [c.choices[0].delta.content async for c in stream if c.choices][1:3] == ["x ", "y "]
+
+    asyncio.run(main())
+
+
+@predictor(tag="@test/echo-again")
+async def echo_again(messages: list[ChatCompletionMessageParam]) -> AsyncIterator[str]:
+    for word in messages[-1]["content"].split():
+        await asyncio.sleep(0)
+        yield word + " "
+
+
+def test_other_threads_run_while_a_predictor_runs(users):
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    try:
+        users.predictions.create(tag="@test/late", inputs={"seconds": 0.5})
+    finally:
+        stop.set()
+        thread.join()
+    assert len(ticks) >= 20, len(ticks)
+    # Predictors called from several threads at once.
+    results = []
+
+    def call(i):
+        results.append(users.predictions.create(tag="@test/add", inputs={"a": i}).results[0])
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results) == list(range(1, 9))
+
+
+# --- Failures ----------------------------------------------------------------------------
+
+
+@predictor(tag="@test/fails")
+def fails(after: int) -> Iterator[int]:
+    yield 1
+    if after:
+        print("about to fail")
+        raise ValueError(f"failed after {after}")
+
+
+@predictor(tag="@test/wrong-shape")
+def wrong_shape(texts: Annotated[list[str], Parameter.Embedding()]) -> Annotated[np.ndarray, Parameter.Embedding()]:
+    return np.zeros((len(texts) + 1, 4), dtype=np.float32)
+
+
+@predictor(tag="@test/wrong-dtype")
+def wrong_dtype(
+    text: str, voice: Annotated[Literal["a"], Parameter.AudioVoice()],
+) -> Annotated[np.ndarray, Parameter.Audio(sample_rate=RATE)]:
+    return np.zeros(100)  # float64
+
+
+def test_an_exception_fails_the_prediction_with_its_traceback_in_logs(users):
+    p = users.predictions.create(tag="@test/fails", inputs={"after": 1})
+    assert p.results is None
+    assert p.error["type"] == "server_error"
+    assert "ValueError: failed after 1" in p.error["message"] and "@test/fails" in p.error["message"]
+    assert p.logs.startswith("about to fail\nTraceback (most recent call last):")
+    assert "raise ValueError" in p.logs
+    streamed = list(users.predictions.stream(tag="@test/fails", inputs={"after": 2}))
+    assert streamed[0].results == [1] and streamed[-1].error is not None
+    assert "Traceback" in streamed[-1].logs
+    with pytest.raises(ingle.InternalServerError) as e:
+        users.chat.completions.create(model="@test/persona", messages=[{"role": "user", "content": "x"}],
+                                      max_tokens=0)
+    assert "@test/persona" in str(e.value)
+    # The client is fine afterwards.
+    assert users.predictions.create(tag="@test/fails", inputs={"after": 0}).results == [1]
+
+
+def test_outputs_that_break_the_signature_fail_clearly(users):
+    with pytest.raises(ingle.InternalServerError) as e:
+        users.embeddings.create(model="@test/wrong-shape", input=["a", "b"])
+    assert "@test/wrong-shape" in str(e.value) and "3 embeddings for 2 texts" in str(e.value)
+    with pytest.raises(ingle.InternalServerError) as e:
+        users.audio.speech.create(model="@test/wrong-dtype", voice="a", input="x")
+    assert "@test/wrong-dtype" in str(e.value) and "float64" in str(e.value)
+    assert users.predictions.create(tag="@test/add", inputs={"a": 1}).results == [2]
+
+
+def definition_error(function, tag="@test/bad"):
+    with pytest.raises(PredictorDefinitionError) as e:
+        predictor(tag=tag)(function)
+    return e.value
+
+
+def test_registration_rules_name_the_function_and_parameter():
+    # Chat: one required messages parameter, text or chunks out.
+    def two_required(messages: list[ChatCompletionMessageParam], style: str) -> Iterator[str]:
+        yield ""
+
+    e = definition_error(two_required)
+    assert e.function.endswith("two_required") and e.param == "style" and "two_required" in str(e)
+
+    def optional_messages(messages: Optional[list[ChatCompletionMessageParam]] = None) -> Iterator[str]:
+        yield ""
+
+    assert definition_error(optional_messages).param == "messages"
+
+    def chat_to_int(messages: list[ChatCompletionMessageParam]) -> int:
+        return 0
+
+    assert "str or ChatCompletionChunk" in str(definition_error(chat_to_int))
+
+    # Embeddings: exactly one required parameter; EmbeddingDims with a default; float32 (N, D) out.
+    def two_texts(a: Annotated[list[str], Parameter.Embedding()], b: str) -> Annotated[np.ndarray, Parameter.Embedding()]:
+        return np.zeros((1, 1), np.float32)
+
+    assert definition_error(two_texts).param == "b"
+
+    def dims_without_default(
+        texts: Annotated[list[str], Parameter.Embedding()],
+        dims: Annotated[int, Parameter.EmbeddingDims(max=8)],
+    ) -> Annotated[np.ndarray, Parameter.Embedding()]:
+        return np.zeros((1, 1), np.float32)
+
+    assert definition_error(dims_without_default).param == "dims"
+
+    def embeds_nothing(texts: Annotated[list[str], Parameter.Embedding()]) -> int:
+        return 0
+
+    assert definition_error(embeds_nothing).param == "outputs"
+
+    # Speech: a text and a required voice; a speed with a default; audio out.
+    def voice_default(
+        text: str, voice: Annotated[Literal["a"], Parameter.AudioVoice()] = "a",
+    ) -> Annotated[np.ndarray, Parameter.Audio(sample_rate=RATE)]:
+        return np.zeros(1, np.float32)
+
+    assert definition_error(voice_default).param == "voice"
+
+    def speed_required(
+        text: str, voice: Annotated[Literal["a"], Parameter.AudioVoice()],
+        speed: Annotated[float, Parameter.AudioSpeed()],
+    ) -> Annotated[np.ndarray, Parameter.Audio(sample_rate=RATE)]:
+        return np.zeros(1, np.float32)
+
+    assert definition_error(speed_required).param == "speed"
+
+    def no_text(voice: Annotated[Literal["a"], Parameter.AudioVoice()]) -> Annotated[np.ndarray, Parameter.Audio(sample_rate=RATE)]:
+        return np.zeros(1, np.float32)
+
+    assert "text to speak" in str(definition_error(no_text))
+
+    def voices_unknown(text: str, voice: Annotated[str, Parameter.AudioVoice()]) -> Annotated[np.ndarray, Parameter.Audio(sample_rate=RATE)]:
+        return np.zeros(1, np.float32)
+
+    assert "voices" in str(definition_error(voices_unknown))
+
+    def speech_no_audio(text: str, voice: Annotated[Literal["a"], Parameter.AudioVoice()]) -> str:
+        return ""
+
+    assert definition_error(speech_no_audio).param == "outputs"
+
+    # Transcription: audio in, text out.
+    def transcribes_to_int(audio: Annotated[np.ndarray, Parameter.Audio(sample_rate=16000)]) -> int:
+        return 0
+
+    assert definition_error(transcribes_to_int).param == "outputs"
+
+    def audio_not_array(audio: Annotated[bytes, Parameter.Audio(sample_rate=16000)]) -> str:
+        return ""
+
+    assert definition_error(audio_not_array).param == "audio"
+
+    # Types and hints.
+    def no_hint(x) -> int:
+        return 0
+
+    assert definition_error(no_hint).param == "x"
+
+    def no_return(x: int):
+        return 0
+
+    assert "return" in str(definition_error(no_return))
+
+    def odd_type(x: complex) -> int:
+        return 0
+
+    assert definition_error(odd_type).param == "x"
+
+    def varargs(*x: int) -> int:
+        return 0
+
+    assert definition_error(varargs).param == "x"
+
+    def temperature_as_text(messages: list[ChatCompletionMessageParam],
+                            t: Annotated[str, Parameter.Temperature()] = "hot") -> Iterator[str]:
+        yield ""
+
+    assert definition_error(temperature_as_text).param == "t"
+
+    def bad_default(x: Annotated[int, Parameter.Numeric(min=0, max=3)] = 5) -> int:
+        return x
+
+    assert definition_error(bad_default).param == "inputs[0].default"
+
+    def yields_without_iterator(x: int) -> int:
+        yield x
+
+    assert "Iterator" in str(definition_error(yields_without_iterator))
+
+    assert "tag" in str(definition_error(add.function, tag="has space"))
+
+
+def test_registering_a_tag_twice_or_a_non_predictor_is_refused(users):
+    with pytest.raises(PredictorDefinitionError) as e:
+        users.predictors.register(predictor(tag="@test/add")(lambda a: a))
+    with pytest.raises(PredictorDefinitionError) as e:
+        users.predictors.register(add)
+    assert "already registered" in str(e.value)
+    with pytest.raises(TypeError):
+        users.predictors.register(lambda: 0)
+    assert "@test/add" in [m.id for m in users.models.list().data]
+
+
+# --- Over HTTP ---------------------------------------------------------------------------
+
+
+def test_ingle_serve_serves_python_predictors_to_the_openai_sdk(users):
+    with ingle.start_server(users, port=0, api_key="secret") as server:
+        sdk = openai.OpenAI(base_url=server.url, api_key="secret", max_retries=0)
+        r = sdk.chat.completions.create(model="@test/echo", messages=[{"role": "user", "content": "over the wire"}])
+        assert r.choices[0].message.content == "over the wire "
+        stream = sdk.chat.completions.create(model="@test/echo", messages=[{"role": "user", "content": "a b"}], stream=True)
+        assert [c.choices[0].delta.content for c in stream if c.choices][1:3] == ["a ", "b "]
+        e = sdk.embeddings.create(model="@test/embed", input=["alpha"])
+        assert np.allclose(e.data[0].embedding, hashed_embedding("alpha", 16), atol=1e-6)
+        speech = sdk.audio.speech.create(model="@test/tone", voice="high", input="one", response_format="wav")
+        samples, rate = read_wav(speech.content)
+        assert abs(dominant_frequency(samples, rate) - 880) < 5
+        t = sdk.audio.transcriptions.create(model="@test/listen", file=("x.wav", wav_bytes(np.zeros(8000), 16000)))
+        assert t.text.startswith("0.50 seconds")
+        # A Python predictor that calls the model, from a server thread.
+        r = sdk.chat.completions.create(model="@test/persona", messages=[{"role": "user", "content": "What is the capital of France?"}], max_tokens=12)
+        assert "Paris" in r.choices[0].message.content
+        with pytest.raises(openai.InternalServerError):
+            sdk.chat.completions.create(model="@test/persona", messages=[{"role": "user", "content": "x"}], max_tokens=0)
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=server.url, api_key="wrong", max_retries=0).models.list()
+        assert "@test/echo" in [m.id for m in sdk.models.list().data]
