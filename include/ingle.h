@@ -111,6 +111,19 @@ typedef enum IngleStatus {
 typedef struct IngleClient IngleClient;
 
 /**
+ * The inputs of one call of a C predictor. Opaque; valid during the callback only. Read
+ * scalars and lists with `ingle_inputs_json`, audio with `ingle_inputs_audio` and tensors
+ * with `ingle_inputs_tensor`.
+ */
+typedef struct IngleInputs IngleInputs;
+
+/**
+ * Where a C predictor sends its outputs, logs and failure. Opaque; valid during the callback
+ * only, and only on the thread the callback runs on.
+ */
+typedef struct IngleSink IngleSink;
+
+/**
  * Receives one chunk of a stream: `chunk_json` is the chunk's JSON, NUL-terminated, `len` bytes
  * long (without the NUL). It is called synchronously on the thread that called the streaming
  * function, once per chunk, in order. `chunk_json` is valid only during the call: copy what you
@@ -241,6 +254,18 @@ typedef struct IngleTranscription {
    */
   double duration;
 } IngleTranscription;
+
+/**
+ * A predictor's callback: computes its outputs from `inputs` and sends each with
+ * `ingle_sink_emit` (once for an eager predictor, any number of times for a generator).
+ * Returns 0 on success; non-zero fails the prediction, with the message given to
+ * `ingle_sink_fail` (or a generic one). It runs on a thread ingle starts for each
+ * prediction, so it must be safe to call from several threads at once with the same
+ * `user_data`. It must not unwind (a C++ exception or `longjmp`) through ingle.
+ */
+typedef int32_t (*InglePredictorCallback)(const struct IngleInputs *inputs,
+                                          struct IngleSink *sink,
+                                          void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -494,6 +519,105 @@ const char *ingle_last_error_json(void);
  * Frees a string ingle returned through an `out_json` argument. NULL is a no-op.
  */
 void ingle_string_free(char *text);
+
+/**
+ * Serves `callback` as the predictor its declaration describes. `declaration_json` is
+ * `{"tag", "kind": "eager" | "generator", "description", "inputs": [...], "outputs": [...]}`,
+ * each parameter `{"name", "type", "description", "default", "required", "min", "max",
+ * "choices", "items", "annotation"}`; `type` is one of boolean, integer, number, string,
+ * array, object, tensor, audio; `annotation` one of generic, embedding, embedding_dims
+ * (`{"type", "min", "max"}`), audio_voice (`{"type", "voices"}`), audio_speed (`{"type", "min",
+ * "max"}`), audio (`{"type", "sample_rate"}`), transcription_language, transcription_prompt,
+ * transcription_word_timestamps, transcription_segment, chat_messages, prompt, text_delta,
+ * finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
+ * presence_penalty (docs/predictors.md has the whole format and the rules of each OpenAI
+ * method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last
+ * error naming the parameter. `user_data` is passed to every call of `callback` and must
+ * outlive the client.
+ */
+enum IngleStatus ingle_predictor_register(struct IngleClient *client,
+                                          const char *declaration_json,
+                                          InglePredictorCallback callback,
+                                          void *user_data);
+
+/**
+ * The inputs that are not audio or tensors, as one JSON object of parameter names to values
+ * (defaults filled in). Owned by `inputs`: valid during the callback; do not free it.
+ */
+const char *ingle_inputs_json(const struct IngleInputs *inputs);
+
+/**
+ * The audio input `name`: `*samples` receives `*frames * *channels` float32 samples
+ * (interleaved), owned by `inputs`; `*sample_rate` its rate (the rate the parameter's
+ * annotation declares when it came through `audio.transcriptions`). `INGLE_ERROR_NOT_FOUND`
+ * when there is no audio input of that name.
+ */
+enum IngleStatus ingle_inputs_audio(const struct IngleInputs *inputs,
+                                    const char *name,
+                                    const float **samples,
+                                    size_t *frames,
+                                    uint16_t *channels,
+                                    uint32_t *sample_rate);
+
+/**
+ * The tensor input `name`: `*data` receives its row-major little-endian elements, `*dtype`
+ * their NumPy name (`"float32"`, `"int64"`, ...), `*shape` its `*ndim` dimensions; all owned
+ * by `inputs`. `INGLE_ERROR_NOT_FOUND` when there is no tensor input of that name.
+ */
+enum IngleStatus ingle_inputs_tensor(const struct IngleInputs *inputs,
+                                     const char *name,
+                                     const void **data,
+                                     const char **dtype,
+                                     const size_t **shape,
+                                     size_t *ndim);
+
+/**
+ * Sets the audio output `name` of the next `ingle_sink_emit`: `frames * channels` float32
+ * samples (interleaved) at `sample_rate`, copied.
+ */
+enum IngleStatus ingle_sink_set_audio(struct IngleSink *sink,
+                                      const char *name,
+                                      const float *samples,
+                                      size_t frames,
+                                      uint16_t channels,
+                                      uint32_t sample_rate);
+
+/**
+ * Sets the tensor output `name` of the next `ingle_sink_emit`: `dtype` one of float32,
+ * float16, int64, int32, int8, uint8, bool; `ndim` dimensions in `shape`; `data` the
+ * row-major little-endian elements, copied.
+ */
+enum IngleStatus ingle_sink_set_tensor(struct IngleSink *sink,
+                                       const char *name,
+                                       const char *dtype,
+                                       const size_t *shape,
+                                       size_t ndim,
+                                       const void *data);
+
+/**
+ * Sends one output: `outputs_json` is a JSON object of output names to values (outputs left
+ * out are null), merged with the audio and tensors set since the last emit. Waits until the
+ * consumer takes it. Returns `INGLE_ERROR_CANCELLED` once the consumer has gone away (the
+ * callback should then return), `INGLE_ERROR_INVALID_REQUEST` for an unknown output or bad
+ * JSON. `outputs_json` may be NULL when every output was set as audio or a tensor.
+ */
+enum IngleStatus ingle_sink_emit(struct IngleSink *sink, const char *outputs_json);
+
+/**
+ * Whether the consumer has gone away (1) or not (0): a long computation between emits can
+ * check it to stop early.
+ */
+int32_t ingle_sink_cancelled(const struct IngleSink *sink);
+
+/**
+ * Appends `text` to the prediction's logs (what `ingle_predictions_*` report as `logs`).
+ */
+enum IngleStatus ingle_sink_log(struct IngleSink *sink, const char *text);
+
+/**
+ * Sets the message the prediction fails with when the callback then returns non-zero.
+ */
+enum IngleStatus ingle_sink_fail(struct IngleSink *sink, const char *message);
 
 #ifdef __cplusplus
 }  // extern "C"

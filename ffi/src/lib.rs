@@ -14,6 +14,8 @@
 // what it requires of them; repeating that as `# Safety` sections would add nothing.
 #![allow(clippy::missing_safety_doc)]
 
+mod predictors;
+
 use ingle_core::json_text::to_json_text;
 use ingle_core::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingRequest, SpeechRequest, TranscriptionAudio,

@@ -1,0 +1,501 @@
+//! Predictors written in C: `ingle_predictor_register` serves a callback under a tag, through
+//! the OpenAI functions and `ingle_predictions_*`, like a built-in model.
+//!
+//! The core pulls outputs one at a time, while a C callback pushes them as it goes; so each
+//! prediction runs its callback on a thread of its own, and every `ingle_sink_emit` hands one
+//! output over and waits until the consumer takes it. When the consumer goes away (a stream
+//! dropped, a callback returning non-zero), the next `ingle_sink_emit` returns
+//! `INGLE_ERROR_CANCELLED` and the callback should return.
+
+use crate::{
+    c_string_lossy, client_arg, ffi_call, str_arg, Failure, FfiResult, IngleClient, IngleStatus,
+};
+use ingle_core::{
+    Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OutputStream, Outputs,
+    Tensor, Value,
+};
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+
+/// The inputs of one call of a C predictor. Opaque; valid during the callback only. Read
+/// scalars and lists with `ingle_inputs_json`, audio with `ingle_inputs_audio` and tensors
+/// with `ingle_inputs_tensor`.
+pub struct IngleInputs {
+    /// The inputs that have a JSON form, as one object.
+    json: CString,
+    /// Audio and tensor inputs, by name.
+    raw: BTreeMap<String, RawInput>,
+}
+
+enum RawInput {
+    Audio(Audio),
+    Tensor { tensor: Tensor, dtype: CString },
+}
+
+/// Where a C predictor sends its outputs, logs and failure. Opaque; valid during the callback
+/// only, and only on the thread the callback runs on.
+pub struct IngleSink {
+    tag: String,
+    /// Output names in signature order.
+    outputs: Vec<String>,
+    /// Audio and tensor values set for the next `ingle_sink_emit`.
+    staged: BTreeMap<String, Value>,
+    sender: SyncSender<ingle_core::Result<Outputs>>,
+    cancelled: Arc<AtomicBool>,
+    logs: Logs,
+    error: Option<String>,
+}
+
+/// A predictor's callback: computes its outputs from `inputs` and sends each with
+/// `ingle_sink_emit` (once for an eager predictor, any number of times for a generator).
+/// Returns 0 on success; non-zero fails the prediction, with the message given to
+/// `ingle_sink_fail` (or a generic one). It runs on a thread ingle starts for each
+/// prediction, so it must be safe to call from several threads at once with the same
+/// `user_data`. It must not unwind (a C++ exception or `longjmp`) through ingle.
+pub type InglePredictorCallback = Option<
+    unsafe extern "C" fn(
+        inputs: *const IngleInputs,
+        sink: *mut IngleSink,
+        user_data: *mut c_void,
+    ) -> i32,
+>;
+
+/// What a C predictor's thread reports besides outputs.
+struct Callback {
+    function: unsafe extern "C" fn(*const IngleInputs, *mut IngleSink, *mut c_void) -> i32,
+    user_data: *mut c_void,
+}
+
+// SAFETY: `ingle_predictor_register` requires the callback and its `user_data` to be usable
+// from any thread; ingle only passes the pointer back to the callback.
+unsafe impl Send for Callback {}
+unsafe impl Sync for Callback {}
+
+fn inputs_of(inputs: Inputs) -> FfiResult<IngleInputs> {
+    let mut json = serde_json::Map::new();
+    let mut raw = BTreeMap::new();
+    for (name, value) in inputs {
+        match value {
+            Value::Audio(audio) => {
+                raw.insert(name, RawInput::Audio(audio));
+            }
+            Value::Tensor(tensor) => {
+                let dtype = CString::new(tensor.dtype.name()).expect("no NUL in dtype names");
+                raw.insert(name, RawInput::Tensor { tensor, dtype });
+            }
+            other => {
+                json.insert(name, other.to_json()?);
+            }
+        }
+    }
+    Ok(IngleInputs {
+        json: c_string_lossy(serde_json::Value::Object(json).to_string()),
+        raw,
+    })
+}
+
+/// The outputs the callback's thread sends, pulled by the core one at a time.
+struct Received {
+    receiver: Receiver<ingle_core::Result<Outputs>>,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Iterator for Received {
+    type Item = ingle_core::Result<Outputs>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Every sender gone: the callback returned and said how it went.
+        self.receiver.recv().ok()
+    }
+}
+
+impl Drop for Received {
+    fn drop(&mut self) {
+        // The next emit fails once the receiver is gone; this says so before it blocks.
+        self.cancelled.store(true, Ordering::Release);
+    }
+}
+
+fn start(
+    callback: &Arc<Callback>,
+    tag: &str,
+    outputs: &[String],
+    inputs: Inputs,
+    logs: Logs,
+) -> ingle_core::Result<OutputStream> {
+    let inputs = inputs_of(inputs).map_err(|f| f.error)?;
+    let (sender, receiver) = sync_channel(0);
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let mut sink = IngleSink {
+        tag: tag.to_string(),
+        outputs: outputs.to_vec(),
+        staged: BTreeMap::new(),
+        sender: sender.clone(),
+        cancelled: Arc::clone(&cancelled),
+        logs,
+        error: None,
+    };
+    let callback = Arc::clone(callback);
+    let tag = tag.to_string();
+    std::thread::Builder::new()
+        .name(format!("ingle-predictor {tag}"))
+        .spawn(move || {
+            let returned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+                (callback.function)(&inputs, &mut sink, callback.user_data)
+            }));
+            let failure = match returned {
+                Ok(0) => None,
+                Ok(code) => Some(sink.error.take().unwrap_or_else(|| {
+                    format!("The predictor `{tag}` failed (its callback returned {code})")
+                })),
+                Err(_) => Some(format!("The predictor `{tag}` panicked inside ingle")),
+            };
+            if let Some(message) = failure {
+                // Ignored when the consumer is gone: nobody is waiting for the result.
+                let _ = sender.send(Err(Error::model(message)));
+            }
+        })
+        .map_err(|e| Error::internal(format!("cannot start a predictor thread: {e}")))?;
+    Ok(Box::new(Received {
+        receiver,
+        cancelled,
+    }))
+}
+
+/// Serves `callback` as the predictor its declaration describes. `declaration_json` is
+/// `{"tag", "kind": "eager" | "generator", "description", "inputs": [...], "outputs": [...]}`,
+/// each parameter `{"name", "type", "description", "default", "required", "min", "max",
+/// "choices", "items", "annotation"}`; `type` is one of boolean, integer, number, string,
+/// array, object, tensor, audio; `annotation` one of generic, embedding, embedding_dims
+/// (`{"type", "min", "max"}`), audio_voice (`{"type", "voices"}`), audio_speed (`{"type", "min",
+/// "max"}`), audio (`{"type", "sample_rate"}`), transcription_language, transcription_prompt,
+/// transcription_word_timestamps, transcription_segment, chat_messages, prompt, text_delta,
+/// finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
+/// presence_penalty (docs/predictors.md has the whole format and the rules of each OpenAI
+/// method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last
+/// error naming the parameter. `user_data` is passed to every call of `callback` and must
+/// outlive the client.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_predictor_register(
+    client: *mut IngleClient,
+    declaration_json: *const c_char,
+    callback: InglePredictorCallback,
+    user_data: *mut c_void,
+) -> IngleStatus {
+    ffi_call(|| {
+        let client = client_arg(client)?;
+        let declaration = Declaration::from_json(str_arg(declaration_json, "declaration_json")?)?;
+        let function = callback.ok_or_else(|| Failure::null_argument("callback"))?;
+        let callback = Arc::new(Callback {
+            function,
+            user_data,
+        });
+        let tag = declaration.tag.clone();
+        let outputs: Vec<String> = declaration
+            .signature
+            .outputs
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        let predictor = ExternalPredictor::new(declaration, move |inputs, logs| {
+            start(&callback, &tag, &outputs, inputs, logs)
+        })?;
+        client.register(Arc::new(predictor))?;
+        Ok(())
+    })
+}
+
+unsafe fn inputs_arg<'a>(inputs: *const IngleInputs) -> FfiResult<&'a IngleInputs> {
+    inputs
+        .as_ref()
+        .ok_or_else(|| Failure::null_argument("inputs"))
+}
+
+unsafe fn sink_arg<'a>(sink: *mut IngleSink) -> FfiResult<&'a mut IngleSink> {
+    sink.as_mut().ok_or_else(|| Failure::null_argument("sink"))
+}
+
+/// The inputs that are not audio or tensors, as one JSON object of parameter names to values
+/// (defaults filled in). Owned by `inputs`: valid during the callback; do not free it.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_inputs_json(inputs: *const IngleInputs) -> *const c_char {
+    match inputs.as_ref() {
+        Some(inputs) => inputs.json.as_ptr(),
+        None => c"{}".as_ptr(),
+    }
+}
+
+/// The audio input `name`: `*samples` receives `*frames * *channels` float32 samples
+/// (interleaved), owned by `inputs`; `*sample_rate` its rate (the rate the parameter's
+/// annotation declares when it came through `audio.transcriptions`). `INGLE_ERROR_NOT_FOUND`
+/// when there is no audio input of that name.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_inputs_audio(
+    inputs: *const IngleInputs,
+    name: *const c_char,
+    samples: *mut *const f32,
+    frames: *mut usize,
+    channels: *mut u16,
+    sample_rate: *mut u32,
+) -> IngleStatus {
+    ffi_call(|| {
+        let inputs = inputs_arg(inputs)?;
+        let name = str_arg(name, "name")?;
+        if samples.is_null() || frames.is_null() || channels.is_null() || sample_rate.is_null() {
+            return Err(Failure::null_argument("samples"));
+        }
+        match inputs.raw.get(name) {
+            Some(RawInput::Audio(audio)) => {
+                *samples = audio.samples.as_ptr();
+                *frames = audio.samples.len() / audio.channels.max(1) as usize;
+                *channels = audio.channels;
+                *sample_rate = audio.sample_rate;
+                Ok(())
+            }
+            _ => Err(Failure::from(
+                Error::new(
+                    ingle_core::ErrorKind::NotFound,
+                    format!(
+                        "There is no audio input `{}`",
+                        ingle_core::error::shown(name)
+                    ),
+                )
+                .with_param("name"),
+            )),
+        }
+    })
+}
+
+/// The tensor input `name`: `*data` receives its row-major little-endian elements, `*dtype`
+/// their NumPy name (`"float32"`, `"int64"`, ...), `*shape` its `*ndim` dimensions; all owned
+/// by `inputs`. `INGLE_ERROR_NOT_FOUND` when there is no tensor input of that name.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_inputs_tensor(
+    inputs: *const IngleInputs,
+    name: *const c_char,
+    data: *mut *const c_void,
+    dtype: *mut *const c_char,
+    shape: *mut *const usize,
+    ndim: *mut usize,
+) -> IngleStatus {
+    ffi_call(|| {
+        let inputs = inputs_arg(inputs)?;
+        let name = str_arg(name, "name")?;
+        if data.is_null() || dtype.is_null() || shape.is_null() || ndim.is_null() {
+            return Err(Failure::null_argument("data"));
+        }
+        match inputs.raw.get(name) {
+            Some(RawInput::Tensor {
+                tensor,
+                dtype: name,
+            }) => {
+                *data = tensor.data.as_ptr() as *const c_void;
+                *dtype = name.as_ptr();
+                *shape = tensor.shape.as_ptr();
+                *ndim = tensor.shape.len();
+                Ok(())
+            }
+            _ => Err(Failure::from(
+                Error::new(
+                    ingle_core::ErrorKind::NotFound,
+                    format!(
+                        "There is no tensor input `{}`",
+                        ingle_core::error::shown(name)
+                    ),
+                )
+                .with_param("name"),
+            )),
+        }
+    })
+}
+
+impl IngleSink {
+    fn declared(&self, name: &str) -> FfiResult<()> {
+        if self.outputs.iter().any(|o| o == name) {
+            return Ok(());
+        }
+        Err(Failure::from(Error::invalid(
+            "name",
+            format!(
+                "The predictor `{}` has no output `{}`; its outputs: {}",
+                self.tag,
+                ingle_core::error::shown(name),
+                self.outputs.join(", ")
+            ),
+        )))
+    }
+}
+
+/// Sets the audio output `name` of the next `ingle_sink_emit`: `frames * channels` float32
+/// samples (interleaved) at `sample_rate`, copied.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_sink_set_audio(
+    sink: *mut IngleSink,
+    name: *const c_char,
+    samples: *const f32,
+    frames: usize,
+    channels: u16,
+    sample_rate: u32,
+) -> IngleStatus {
+    ffi_call(|| {
+        let sink = sink_arg(sink)?;
+        let name = str_arg(name, "name")?;
+        sink.declared(name)?;
+        let count = frames.checked_mul(channels as usize).ok_or_else(|| {
+            Failure::from(Error::invalid("frames", "`frames * channels` overflows"))
+        })?;
+        if samples.is_null() && count > 0 {
+            return Err(Failure::null_argument("samples"));
+        }
+        let samples = if count == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(samples, count).to_vec()
+        };
+        sink.staged.insert(
+            name.to_string(),
+            Value::Audio(Audio {
+                samples,
+                sample_rate,
+                channels,
+            }),
+        );
+        Ok(())
+    })
+}
+
+/// Sets the tensor output `name` of the next `ingle_sink_emit`: `dtype` one of float32,
+/// float16, int64, int32, int8, uint8, bool; `ndim` dimensions in `shape`; `data` the
+/// row-major little-endian elements, copied.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_sink_set_tensor(
+    sink: *mut IngleSink,
+    name: *const c_char,
+    dtype: *const c_char,
+    shape: *const usize,
+    ndim: usize,
+    data: *const c_void,
+) -> IngleStatus {
+    ffi_call(|| {
+        let sink = sink_arg(sink)?;
+        let name = str_arg(name, "name")?;
+        sink.declared(name)?;
+        let dtype = match str_arg(dtype, "dtype")? {
+            "float32" => Dtype::F32,
+            "float16" => Dtype::F16,
+            "int64" => Dtype::I64,
+            "int32" => Dtype::I32,
+            "int8" => Dtype::I8,
+            "uint8" => Dtype::U8,
+            "bool" => Dtype::Bool,
+            other => {
+                return Err(Failure::from(Error::invalid(
+                    "dtype",
+                    format!("Unknown dtype `{}`", ingle_core::error::shown(other)),
+                )))
+            }
+        };
+        if shape.is_null() && ndim > 0 {
+            return Err(Failure::null_argument("shape"));
+        }
+        let shape = if ndim == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(shape, ndim).to_vec()
+        };
+        let bytes = shape
+            .iter()
+            .try_fold(dtype.size(), |n, &d| n.checked_mul(d))
+            .ok_or_else(|| Failure::from(Error::invalid("shape", "The tensor's size overflows")))?;
+        if data.is_null() && bytes > 0 {
+            return Err(Failure::null_argument("data"));
+        }
+        let data = if bytes == 0 {
+            Vec::new()
+        } else {
+            std::slice::from_raw_parts(data as *const u8, bytes).to_vec()
+        };
+        sink.staged.insert(
+            name.to_string(),
+            Value::Tensor(Tensor::new(dtype, shape, data)?),
+        );
+        Ok(())
+    })
+}
+
+/// Sends one output: `outputs_json` is a JSON object of output names to values (outputs left
+/// out are null), merged with the audio and tensors set since the last emit. Waits until the
+/// consumer takes it. Returns `INGLE_ERROR_CANCELLED` once the consumer has gone away (the
+/// callback should then return), `INGLE_ERROR_INVALID_REQUEST` for an unknown output or bad
+/// JSON. `outputs_json` may be NULL when every output was set as audio or a tensor.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_sink_emit(
+    sink: *mut IngleSink,
+    outputs_json: *const c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let sink = sink_arg(sink)?;
+        let mut values: BTreeMap<String, Value> = std::mem::take(&mut sink.staged);
+        if !outputs_json.is_null() {
+            let given = ingle_core::inputs_from_json(str_arg(outputs_json, "outputs_json")?)
+                .map_err(|e| {
+                    Failure::from(Error::invalid(
+                        "outputs_json",
+                        e.message.replace("inputs", "outputs"),
+                    ))
+                })?;
+            for (name, value) in given {
+                sink.declared(&name)?;
+                values.insert(name, value);
+            }
+        }
+        let outputs: Outputs = sink
+            .outputs
+            .iter()
+            .map(|name| values.remove(name).unwrap_or_default())
+            .collect();
+        if sink.cancelled.load(Ordering::Acquire) || sink.sender.send(Ok(outputs)).is_err() {
+            sink.cancelled.store(true, Ordering::Release);
+            return Err(Failure::from(
+                Error::cancelled("The prediction was cancelled: its consumer went away")
+                    .with_param("sink"),
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// Whether the consumer has gone away (1) or not (0): a long computation between emits can
+/// check it to stop early.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_sink_cancelled(sink: *const IngleSink) -> i32 {
+    sink.as_ref()
+        .map_or(1, |s| i32::from(s.cancelled.load(Ordering::Acquire)))
+}
+
+/// Appends `text` to the prediction's logs (what `ingle_predictions_*` report as `logs`).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_sink_log(sink: *mut IngleSink, text: *const c_char) -> IngleStatus {
+    ffi_call(|| {
+        let sink = sink_arg(sink)?;
+        sink.logs.write(str_arg(text, "text")?);
+        Ok(())
+    })
+}
+
+/// Sets the message the prediction fails with when the callback then returns non-zero.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_sink_fail(
+    sink: *mut IngleSink,
+    message: *const c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let sink = sink_arg(sink)?;
+        let message = str_arg(message, "message")?;
+        sink.error = Some(format!("The predictor `{}` failed: {message}", sink.tag));
+        Ok(())
+    })
+}

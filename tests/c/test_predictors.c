@@ -1,0 +1,268 @@
+/* Predictors written in C (ingle_predictor_register), served through the OpenAI functions and
+ * ingle_predictions_*: a chat generator, a speech predictor, an embedding predictor and a
+ * transcription predictor, failures, cancellation and the registration rules. No model is
+ * loaded, so the whole program runs under valgrind. */
+#define _POSIX_C_SOURCE 200809L
+#include "check.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <time.h>
+
+static IngleClient *client;
+
+/* --- The predictors ------------------------------------------------------------------------ */
+
+static atomic_int echo_cancelled; /* set when an emit of the echo predictor was refused */
+
+/* Echoes the last message's words; `messages` is the declared input. */
+static int32_t echo(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    const char *json = ingle_inputs_json(inputs);
+    const char *last = strrchr(json, '{'); /* the last message object */
+    char *content = last ? json_string(last, "content") : NULL;
+    if (!content) {
+        ingle_sink_fail(sink, "no content in the last message");
+        return 1;
+    }
+    ingle_sink_log(sink, "echoing\n");
+    char *save = NULL;
+    for (char *word = strtok_r(content, " ", &save); word; word = strtok_r(NULL, " ", &save)) {
+        char out[256];
+        snprintf(out, sizeof out, "{\"text\":\"%s \"}", word);
+        IngleStatus status = ingle_sink_emit(sink, out);
+        if (status == INGLE_ERROR_CANCELLED) {
+            atomic_store(&echo_cancelled, 1);
+            break;
+        }
+    }
+    free(content);
+    return 0;
+}
+
+#define RATE 16000
+
+/* A 0.1 s tone per character, 220 Hz for the voice "low", 880 Hz for "high". */
+static int32_t tone(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    const char *json = ingle_inputs_json(inputs);
+    char *text = json_string(json, "text"), *voice = json_string(json, "voice");
+    double frequency = voice && strcmp(voice, "high") == 0 ? 880.0 : 220.0;
+    size_t frames = text ? strlen(text) * RATE / 10 : 0;
+    float *samples = (float *)malloc((frames ? frames : 1) * sizeof(float));
+    for (size_t i = 0; i < frames; i++) samples[i] = (float)(0.5 * sin(2 * 3.14159265358979 * frequency * (double)i / RATE));
+    IngleStatus status = ingle_sink_set_audio(sink, "audio", samples, frames, 1, RATE);
+    if (status == INGLE_OK) status = ingle_sink_emit(sink, NULL);
+    free(samples);
+    free(text);
+    free(voice);
+    return status == INGLE_OK ? 0 : 1;
+}
+
+/* Row i of the embedding: i + 1 in each of its 3 dimensions. */
+static int32_t embed(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    const char *json = ingle_inputs_json(inputs);
+    size_t rows = 0;
+    for (const char *p = strstr(json, "\"texts\":["); p && *p && *p != ']'; p++) rows += *p == ',';
+    rows += 1;
+    size_t shape[2] = {rows, 3};
+    float data[3 * 16];
+    for (size_t i = 0; i < rows * 3 && i < 48; i++) data[i] = (float)(i / 3 + 1);
+    if (ingle_sink_set_tensor(sink, "embeddings", "float32", shape, 2, data) != INGLE_OK) return 1;
+    return ingle_sink_emit(sink, NULL) == INGLE_OK ? 0 : 1;
+}
+
+/* Says how many samples it heard, at its 8 kHz. */
+static int32_t listen(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    const float *samples = NULL;
+    size_t frames = 0;
+    uint16_t channels = 0;
+    uint32_t rate = 0;
+    if (ingle_inputs_audio(inputs, "audio", &samples, &frames, &channels, &rate) != INGLE_OK) {
+        ingle_sink_fail(sink, ingle_last_error());
+        return 1;
+    }
+    char out[128];
+    snprintf(out, sizeof out, "{\"text\":\"%zu frames of %u channel at %u Hz\"}", frames, channels, rate);
+    return ingle_sink_emit(sink, out) == INGLE_OK ? 0 : 1;
+}
+
+/* Fails after one output, with a message and a log line. */
+static int32_t fails(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)inputs;
+    (void)user_data;
+    ingle_sink_emit(sink, "{\"n\":1}");
+    ingle_sink_log(sink, "about to fail\n");
+    ingle_sink_fail(sink, "the disk is full");
+    return 1;
+}
+
+/* Emits an output it does not declare: the emit is refused, and it returns that. */
+static int32_t stray(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)inputs;
+    (void)user_data;
+    IngleStatus status = ingle_sink_emit(sink, "{\"m\":1}");
+    CHECK(status == INGLE_ERROR_INVALID_REQUEST, "emit of an unknown output: %d", status);
+    CHECK(strstr(ingle_last_error(), "no output `m`") != NULL, "%s", ingle_last_error());
+    return ingle_sink_emit(sink, "{\"n\":2}") == INGLE_OK ? 0 : 1;
+}
+
+static const char *ECHO = "{\"tag\":\"@c/echo\",\"kind\":\"generator\",\"inputs\":[{\"name\":\"messages\",\"type\":"
+                          "\"array\",\"annotation\":\"chat_messages\"}],\"outputs\":[{\"name\":\"text\",\"type\":"
+                          "\"string\",\"annotation\":\"text_delta\"}]}";
+static const char *TONE = "{\"tag\":\"@c/tone\",\"inputs\":[{\"name\":\"voice\",\"type\":\"string\",\"annotation\":"
+                          "{\"type\":\"audio_voice\",\"voices\":[\"low\",\"high\"]}},{\"name\":\"text\",\"type\":"
+                          "\"string\"}],\"outputs\":[{\"name\":\"audio\",\"type\":\"audio\",\"annotation\":{\"type\":"
+                          "\"audio\",\"sample_rate\":16000}}]}";
+static const char *EMBED = "{\"tag\":\"@c/embed\",\"inputs\":[{\"name\":\"texts\",\"type\":\"array\",\"annotation\":"
+                           "\"embedding\"}],\"outputs\":[{\"name\":\"embeddings\",\"type\":\"tensor\","
+                           "\"annotation\":\"embedding\"}]}";
+static const char *LISTEN = "{\"tag\":\"@c/listen\",\"inputs\":[{\"name\":\"audio\",\"type\":\"audio\",\"annotation\":"
+                            "{\"type\":\"audio\",\"sample_rate\":8000}}],\"outputs\":[{\"name\":\"text\",\"type\":"
+                            "\"string\",\"annotation\":\"text_delta\"}]}";
+static const char *FAILS = "{\"tag\":\"@c/fails\",\"kind\":\"generator\",\"outputs\":[{\"name\":\"n\",\"type\":\"integer\"}]}";
+static const char *STRAY = "{\"tag\":\"@c/stray\",\"outputs\":[{\"name\":\"n\",\"type\":\"integer\"}]}";
+
+/* --- Tests --------------------------------------------------------------------------------- */
+
+#define ECHO_REQUEST(words) "{\"model\":\"@c/echo\",\"messages\":[{\"role\":\"user\",\"content\":\"" words "\"}]}"
+
+static void test_predictor_chat(void) {
+    char *json = NULL;
+    CHECK_STATUS(ingle_chat_completions_create(client, ECHO_REQUEST("hello big world"), &json), INGLE_OK);
+    char *content = json ? json_string(json, "content") : NULL;
+    CHECK(content && strcmp(content, "hello big world ") == 0, "content: %s", content ? content : "(none)");
+    CHECK(json && strstr(json, "\"finish_reason\":\"stop\""), "%s", json ? json : "(none)");
+    free(content);
+    ingle_string_free(json);
+    Collector c = {0};
+    CHECK_STATUS(ingle_chat_completions_stream(client, ECHO_REQUEST("a b c"), collect_chunk, &c), INGLE_OK);
+    CHECK(strcmp(c.content, "a b c ") == 0 && c.chunks == 5 && c.bad_chunks == 0, "%d chunks: %s", c.chunks,
+          c.content);
+    CHECK_STATUS(ingle_predictions_create(client, "@c/echo",
+                                          "{\"messages\":[{\"role\":\"user\",\"content\":\"x y\"}]}", &json),
+                 INGLE_OK);
+    CHECK(json && strstr(json, "\"results\":[\"x y \"]") && strstr(json, "\"logs\":\"echoing\\n\""), "%s",
+          json ? json : "(none)");
+    ingle_string_free(json);
+}
+
+static void test_predictor_speech(void) {
+    IngleSpeechSamples *samples = NULL;
+    CHECK_STATUS(ingle_audio_speech_create_samples(
+                     client, "{\"model\":\"@c/tone\",\"voice\":\"high\",\"input\":\"abcd\"}", &samples),
+                 INGLE_OK);
+    CHECK(samples && samples->sample_rate == RATE && samples->frames == 4 * RATE / 10 && samples->channels == 1,
+          "%zu frames at %u Hz", samples ? samples->frames : 0, samples ? samples->sample_rate : 0);
+    if (samples) {
+        int crossings = 0; /* 880 Hz: 176 zero crossings in 0.1 s */
+        for (size_t i = 1; i < RATE / 10; i++) crossings += (samples->samples[i - 1] < 0) != (samples->samples[i] < 0);
+        CHECK(crossings > 170 && crossings < 180, "%d zero crossings", crossings);
+    }
+    ingle_speech_samples_free(samples);
+    IngleSpeechAudio *audio = NULL;
+    CHECK_STATUS(ingle_audio_speech_create(
+                     client, "{\"model\":\"@c/tone\",\"voice\":\"low\",\"input\":\"ab\",\"response_format\":\"wav\"}",
+                     &audio),
+                 INGLE_OK);
+    CHECK(audio && audio->len == 44 + 2 * 2 * RATE / 10 && memcmp(audio->data, "RIFF", 4) == 0, "%zu bytes",
+          audio ? audio->len : 0);
+    ingle_speech_audio_free(audio);
+    CHECK_STATUS(ingle_audio_speech_create(client, "{\"model\":\"@c/tone\",\"voice\":\"mid\",\"input\":\"ab\"}", &audio),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"voice\""), "%s", ingle_last_error_json());
+}
+
+static void test_predictor_embeddings(void) {
+    IngleEmbeddingMatrix *matrix = NULL;
+    CHECK_STATUS(ingle_embeddings_create_matrix(client, "{\"model\":\"@c/embed\",\"input\":[\"a\",\"b\"]}", &matrix),
+                 INGLE_OK);
+    CHECK(matrix && matrix->rows == 2 && matrix->dims == 3 && matrix->data[0] == 1.0f && matrix->data[5] == 2.0f,
+          "%zu x %zu", matrix ? matrix->rows : 0, matrix ? matrix->dims : 0);
+    ingle_embedding_matrix_free(matrix);
+}
+
+static void test_predictor_transcription(void) {
+    static float silence[RATE];
+    IngleTranscription *t = NULL;
+    CHECK_STATUS(ingle_audio_transcriptions_create_samples(client, "{\"model\":\"@c/listen\"}", silence, RATE, RATE, 1,
+                                                           &t),
+                 INGLE_OK);
+    CHECK(t && strcmp(t->text, "8000 frames of 1 channel at 8000 Hz") == 0, "%s", t ? t->text : "(none)");
+    ingle_transcription_free(t);
+}
+
+static void test_predictor_failures(void) {
+    char *json = NULL;
+    CHECK_STATUS(ingle_predictions_create(client, "@c/fails", "{}", &json), INGLE_ERROR_MODEL);
+    CHECK(strstr(ingle_last_error(), "`@c/fails` failed: the disk is full") != NULL, "%s", ingle_last_error());
+    Collector c = {0};
+    CHECK_STATUS(ingle_predictions_stream(client, "@c/fails", "{}", collect_chunk, &c), INGLE_ERROR_MODEL);
+    CHECK(c.chunks == 2, "%d predictions", c.chunks);
+    CHECK_STATUS(ingle_predictions_create(client, "@c/stray", "{}", &json), INGLE_OK);
+    CHECK(json && strstr(json, "\"results\":[2]"), "%s", json ? json : "(none)");
+    ingle_string_free(json);
+}
+
+static void test_predictor_cancel(void) {
+    atomic_store(&echo_cancelled, 0);
+    Collector c = {.stop_after = 2};
+    CHECK_STATUS(ingle_chat_completions_stream(client, ECHO_REQUEST("a b c d e f g h"), collect_chunk, &c),
+                 INGLE_ERROR_CANCELLED);
+    /* The callback's next emit is refused; it returns within moments. */
+    for (int i = 0; i < 200 && !atomic_load(&echo_cancelled); i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
+    CHECK(atomic_load(&echo_cancelled), "the predictor was not told of the cancellation");
+}
+
+static void test_predictor_rules(void) {
+    /* Speech without a required voice; names the parameter. */
+    CHECK_STATUS(ingle_predictor_register(client,
+                                          "{\"tag\":\"@c/bad\",\"inputs\":[{\"name\":\"text\",\"type\":\"string\"},"
+                                          "{\"name\":\"v\",\"type\":\"string\",\"default\":\"a\",\"annotation\":{"
+                                          "\"type\":\"audio_voice\",\"voices\":[\"a\"]}}],\"outputs\":[{\"name\":\"o\","
+                                          "\"type\":\"audio\",\"annotation\":{\"type\":\"audio\",\"sample_rate\":8000}}]}",
+                                          tone, NULL),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"v\""), "%s", ingle_last_error_json());
+    CHECK_STATUS(ingle_predictor_register(client, "{\"tag\":", tone, NULL), INGLE_ERROR_INVALID_REQUEST);
+    CHECK_STATUS(ingle_predictor_register(client, ECHO, NULL, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_predictor_register(client, ECHO, echo, NULL), INGLE_ERROR_INVALID_REQUEST); /* twice */
+    CHECK(strstr(ingle_last_error(), "already registered"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_predictor_register(NULL, ECHO, echo, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    char *models = NULL;
+    CHECK_STATUS(ingle_models_list(client, &models), INGLE_OK);
+    CHECK(models && strstr(models, "\"@c/listen\""), "%s", models ? models : "(none)");
+    ingle_string_free(models);
+}
+
+static const Test tests[] = {
+    {"predictor_chat", test_predictor_chat},
+    {"predictor_speech", test_predictor_speech},
+    {"predictor_embeddings", test_predictor_embeddings},
+    {"predictor_transcription", test_predictor_transcription},
+    {"predictor_failures", test_predictor_failures},
+    {"predictor_cancel", test_predictor_cancel},
+    {"predictor_rules", test_predictor_rules},
+};
+
+int main(int argc, char **argv) {
+    if (ingle_client_create("{\"predictors\":[]}", &client) != INGLE_OK) {
+        fprintf(stderr, "cannot create the client: %s\n", ingle_last_error());
+        return 1;
+    }
+    const struct {
+        const char *declaration;
+        InglePredictorCallback callback;
+    } predictors[] = {{ECHO, echo}, {TONE, tone}, {EMBED, embed}, {LISTEN, listen}, {FAILS, fails}, {STRAY, stray}};
+    for (size_t i = 0; i < sizeof predictors / sizeof predictors[0]; i++) {
+        if (ingle_predictor_register(client, predictors[i].declaration, predictors[i].callback, NULL) != INGLE_OK) {
+            fprintf(stderr, "cannot register predictor %zu: %s\n", i, ingle_last_error());
+            return 1;
+        }
+    }
+    int status = run_tests(tests, sizeof tests / sizeof tests[0], argc, argv);
+    ingle_client_free(client);
+    return status;
+}
