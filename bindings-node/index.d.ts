@@ -336,6 +336,8 @@ export interface ClientOptions {
   config?: string | null;
   /** Where relative model paths resolve. */
   modelsDir?: string | null;
+  /** Predictors of your own to serve (see `predictor`). */
+  predictors?: Predictor[];
   /** The openai client's connection options (apiKey, baseURL, timeout, ...) are ignored. */
   [option: string]: unknown;
 }
@@ -427,6 +429,10 @@ export declare class OpenAI {
   };
   /** Load figures of a model (ingle's own). */
   metrics(model: string): Promise<Metrics>;
+  /** Serve functions of your own through every method above. */
+  predictors: {
+    register(...predictors: Predictor[]): void;
+  };
 }
 
 /** The base of every error ingle reports; itself for a bad client or request option, as in openai. */
@@ -445,6 +451,103 @@ export declare class BadRequestError extends APIError {}
 export declare class NotFoundError extends APIError {}
 export declare class InternalServerError extends APIError {}
 export declare class APIUserAbortError extends APIError {}
+
+// --- Predictors of your own -----------------------------------------------------------------
+
+export type ParameterType = 'string' | 'integer' | 'number' | 'boolean' | 'array' | 'object' | 'tensor' | 'audio';
+
+/** Fields every parameter takes: its name, and what the engine checks of its values. */
+export interface ParameterOptions {
+  name: string;
+  description?: string;
+  type?: ParameterType;
+  /** Makes the parameter optional, with this value when left out. */
+  default?: unknown;
+  /** `false`: optional without a default (left out of the inputs). */
+  required?: boolean;
+  min?: number;
+  max?: number;
+  /** The values it may take. */
+  choices?: Array<string | number | boolean>;
+  /** The type of an array's items. */
+  items?: Exclude<ParameterType, 'tensor' | 'audio'>;
+}
+
+/** A parameter with its annotation, made by one of `Parameter`'s functions. */
+export interface PredictorParameter extends ParameterOptions {
+  readonly annotation: string;
+}
+
+type Annotated<Extra = {}> = (options: ParameterOptions & Extra) => PredictorParameter;
+
+/** The annotations of predictor parameters: what each means to the OpenAI methods, which find
+ * parameters by annotation, never by name. */
+export declare const Parameter: {
+  Generic: Annotated;
+  Numeric: Annotated;
+  /** The texts to embed (an array of strings), or the embedding matrix out (rows). */
+  Embedding: Annotated;
+  /** `dimensions`: an integer with a default. */
+  EmbeddingDims: Annotated<{ max: number; min?: number }>;
+  /** `voice`: required; one of `voices`. */
+  AudioVoice: Annotated<{ voices: string[] }>;
+  /** `speed`: a number with a default. */
+  AudioSpeed: Annotated<{ min?: number; max?: number }>;
+  /** Audio in (a Float32Array of mono samples at `sample_rate`) or out. */
+  Audio: Annotated<{ sample_rate: number }>;
+  TranscriptionLanguage: Annotated;
+  TranscriptionPrompt: Annotated;
+  TranscriptionWordTimestamps: Annotated;
+  TranscriptionSegment: Annotated;
+  /** The chat messages (`messages`): makes the predictor a chat predictor. */
+  ChatMessages: Annotated;
+  /** The text to continue (`completions`' `prompt`). */
+  Prompt: Annotated;
+  MaxTokens: Annotated;
+  Temperature: Annotated;
+  TopP: Annotated;
+  Stop: Annotated;
+  Seed: Annotated;
+  FrequencyPenalty: Annotated;
+  PresencePenalty: Annotated;
+  TextDelta: Annotated;
+  FinishReason: Annotated;
+  Usage: Annotated;
+};
+
+/** What a predictor's function may return or yield: JSON values, a Float32Array (audio), rows
+ * of numbers (embeddings), or chat completion chunks (a chat predictor). */
+export type PredictorValue = unknown;
+
+export type PredictorFunction =
+  | ((inputs: Record<string, any>) => PredictorValue | Promise<PredictorValue>)
+  | ((inputs: Record<string, any>) => Iterator<PredictorValue> | AsyncIterator<PredictorValue>);
+
+export interface PredictorSpec {
+  /** The model name it is served as, e.g. `"@me/echo"`. */
+  tag: string;
+  description?: string;
+  /** `"generator"` when `fn` returns an iterator without being a generator function. */
+  kind?: 'eager' | 'generator';
+  inputs?: PredictorParameter[];
+  /** Required unless it is a chat predictor (an input annotated ChatMessages or Prompt). */
+  outputs?: PredictorParameter[];
+}
+
+/** A function made a predictor: register it with `client.predictors.register`. */
+export interface Predictor {
+  readonly tag: string;
+  readonly declaration: string;
+}
+
+/** Declares `fn` a predictor. Throws a PredictorDefinitionError naming the parameter when the
+ * declaration breaks a rule of the OpenAI method it serves. */
+export declare function predictor(spec: PredictorSpec, fn: PredictorFunction): Predictor;
+
+export declare class PredictorDefinitionError extends TypeError {
+  readonly functionName: string;
+  readonly param: string | null | undefined;
+}
 
 /** The version of ingle. */
 export declare const version: string;

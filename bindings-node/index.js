@@ -6,6 +6,7 @@
 
 const os = require('os');
 const { NativeClient, NativeCancel, version } = require('./native.js');
+const { Parameter, predictor, register, PredictorDefinitionError } = require('./predictors.js');
 
 class OpenAIError extends Error {
   constructor(message, options) {
@@ -757,7 +758,9 @@ class Predictions {
     this._native = native;
   }
 
-  /** Runs the predictor `tag` on named `inputs`: `{id, tag, created, results, latency, error, logs}`. */
+  /** Runs the predictor `tag` on named `inputs`: `{id, tag, created, results, latency, error, logs}`.
+   * Invalid inputs reject; a predictor that fails while running gives a prediction with `error`
+   * (and `logs`). */
   async create(body) {
     const { tag, inputs } = predictionArguments(body, 'predictions.create');
     return JSON.parse(await call(() => this._native.predictionsCreate(tag, inputs)));
@@ -806,6 +809,16 @@ class OpenAI {
       }
     }
     this._native = callSync(() => new NativeClient(config, modelsDir));
+    const native = this._native;
+    /** Serve functions of your own: `client.predictors.register(predictor({ tag, ... }, fn))`. */
+    this.predictors = {
+      register(...predictors) {
+        for (const p of predictors) register(native, p);
+      },
+    };
+    const { predictors = [] } = options;
+    if (!Array.isArray(predictors)) throw badOption(`new OpenAI(options): options.predictors must be an array, not ${describe(predictors)}`);
+    this.predictors.register(...predictors);
     this.chat = { completions: new ChatCompletions(this._native) };
     this.completions = new Completions(this._native);
     this.embeddings = new Embeddings(this._native);
@@ -836,3 +849,6 @@ module.exports.NotFoundError = NotFoundError;
 module.exports.InternalServerError = InternalServerError;
 module.exports.APIUserAbortError = APIUserAbortError;
 module.exports.version = version();
+module.exports.Parameter = Parameter;
+module.exports.predictor = predictor;
+module.exports.PredictorDefinitionError = PredictorDefinitionError;

@@ -12,4 +12,7 @@ export const {
   InternalServerError,
   APIUserAbortError,
   version,
+  Parameter,
+  predictor,
+  PredictorDefinitionError,
 } = ingle;

@@ -3,6 +3,8 @@
 //! text, and `index.js` gives them the interface of the `openai` package. Every call that waits on the core runs on the libuv thread pool and
 //! resolves a Promise, so the event loop never blocks.
 
+mod predictors;
+
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
@@ -10,6 +12,7 @@ use ingle_core::openai::{
 };
 use ingle_core::{inputs_from_json, Client, Config, Error};
 use napi::bindgen_prelude::{AsyncTask, Float32Array, Uint8Array};
+use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{Env, Status, Task};
 use napi_derive::napi;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -356,7 +359,28 @@ impl NativeClient {
             .map_err(js_error)
     }
 
-    /// The final prediction as JSON; a prediction that failed while running rejects.
+    /// Registers a predictor written in JS: `declaration` is its JSON declaration, `dispatch`
+    /// runs its steps on the main thread (see `predictors.rs`). The rules of the OpenAI
+    /// methods it claims are checked here; a broken one throws, naming the parameter.
+    #[napi(ts_args_type = "declaration: string, dispatch: (call: PredictorCall) => void")]
+    pub fn register_predictor(
+        &self,
+        declaration: String,
+        dispatch: ThreadsafeFunction<
+            predictors::PredictorCall,
+            napi::bindgen_prelude::Unknown<'static>,
+            predictors::PredictorCall,
+            Status,
+            false,
+            true,
+        >,
+    ) -> napi::Result<()> {
+        let predictor = predictors::js_predictor(&declaration, dispatch)?;
+        self.client.register(Arc::new(predictor)).map_err(js_error)
+    }
+
+    /// The final prediction as JSON. Errors before it starts reject; a failure while running
+    /// is the prediction's `error`, with its `logs`.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn predictions_create(
         &self,
@@ -368,7 +392,7 @@ impl NativeClient {
             let prediction = client
                 .predictions
                 .create(&tag, inputs_from_json(&inputs)?)?;
-            prediction.into_json_text().map(Some)
+            prediction.to_json_text().map(Some)
         })
     }
 
@@ -383,7 +407,7 @@ impl NativeClient {
             let predictions = client
                 .predictions
                 .stream(&tag, inputs_from_json(&inputs)?)?;
-            Ok(predictions.into_json_texts())
+            Ok(predictions.into_whole_json_texts())
         })
     }
 
@@ -569,6 +593,14 @@ impl NativeSpeechStream {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
     }
+}
+
+/// Checks a predictor declaration (JSON) as registering it would: `predictor()` calls it, so a
+/// broken predictor fails where it is defined.
+#[napi]
+pub fn check_predictor_declaration(declaration: String) -> napi::Result<()> {
+    let declaration = ingle_core::Declaration::from_json(&declaration).map_err(js_error)?;
+    ingle_core::openai::check_predictor(&declaration.tag, &declaration.signature).map_err(js_error)
 }
 
 /// The version of ingle.

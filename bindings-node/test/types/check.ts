@@ -1,5 +1,5 @@
 // Compiled with `tsc --noEmit`: ingle's results must be assignable to the openai package's types.
-import OpenAI from 'ingle';
+import OpenAI, { Parameter, predictor } from 'ingle';
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { Completion } from 'openai/resources/completions';
 import type { Model } from 'openai/resources/models';
@@ -70,4 +70,30 @@ export async function check(): Promise<void> {
   }
   const translation: Translation = await client.audio.translations.create({ model: 'm', file: named });
   void r, t, m, e, floats, b64, audio, body, contentType, tr, verbose, srt, text, raw, vtt, translation;
+}
+
+// Predictors: annotations take their own fields, and leaving a required one out is a type error.
+export function predictors(): OpenAI {
+  const tone = predictor({
+    tag: '@me/tone',
+    inputs: [
+      Parameter.Generic({ name: 'text', type: 'string' }),
+      Parameter.AudioVoice({ name: 'voice', voices: ['low', 'high'] }),
+      Parameter.AudioSpeed({ name: 'speed', default: 1, min: 0.25, max: 4 }),
+    ],
+    outputs: [Parameter.Audio({ name: 'audio', sample_rate: 24000 })],
+  }, ({ text }) => new Float32Array(text.length));
+  const echo = predictor({ tag: '@me/echo', inputs: [Parameter.ChatMessages({ name: 'messages' })] },
+    async function* ({ messages }) { yield String(messages.length); });
+  // @ts-expect-error Audio needs its sample_rate
+  Parameter.Audio({ name: 'audio' });
+  // @ts-expect-error AudioVoice needs its voices
+  Parameter.AudioVoice({ name: 'voice' });
+  // @ts-expect-error every parameter has a name
+  Parameter.Generic({ type: 'string' });
+  // @ts-expect-error types are ingle's
+  Parameter.Generic({ name: 'x', type: 'complex' });
+  const client = new OpenAI({ predictors: [tone] });
+  client.predictors.register(echo);
+  return client;
 }

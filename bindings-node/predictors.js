@@ -1,0 +1,399 @@
+'use strict';
+// Predictors written in JavaScript: `predictor({ tag, inputs, outputs }, fn)` declares a
+// function whose parameters carry annotations (`Parameter.AudioVoice({ name, voices })`, ...),
+// and `client.predictors.register(p)` serves it through the OpenAI methods and `predictions`.
+//
+// The engine runs predictions on libuv's thread pool and asks for each step (start, next
+// output, close) through `dispatch`, which runs here, on the main thread: the function's
+// promises and async generators are awaited without blocking the event loop, and each answer
+// goes back with `predictorReply`. What the function logs with `console` while it runs goes to
+// its prediction's `logs` (AsyncLocalStorage tells its calls from the rest of the program).
+
+const { AsyncLocalStorage } = require('async_hooks');
+const util = require('util');
+const native = require('./native.js');
+
+/** A predictor's declaration breaks a rule: `functionName` and `param` name the culprit. */
+class PredictorDefinitionError extends TypeError {
+  constructor(message, functionName, param) {
+    super(message);
+    this.name = 'PredictorDefinitionError';
+    this.functionName = functionName;
+    this.param = param;
+  }
+}
+
+const PARAMETER = Symbol('ingle.Parameter');
+
+// Annotation → [the core's name, the JS type a parameter of it has by default].
+const ANNOTATIONS = {
+  Generic: ['generic', null],
+  Numeric: ['generic', 'number'],
+  Embedding: ['embedding', null], // texts in (array of strings), the matrix out (tensor)
+  EmbeddingDims: ['embedding_dims', 'integer'],
+  AudioVoice: ['audio_voice', 'string'],
+  AudioSpeed: ['audio_speed', 'number'],
+  Audio: ['audio', 'audio'],
+  TranscriptionLanguage: ['transcription_language', 'string'],
+  TranscriptionPrompt: ['transcription_prompt', 'string'],
+  TranscriptionWordTimestamps: ['transcription_word_timestamps', 'boolean'],
+  TranscriptionSegment: ['transcription_segment', 'object'],
+  ChatMessages: ['chat_messages', 'array'],
+  Prompt: ['prompt', 'string'],
+  MaxTokens: ['max_tokens', 'integer'],
+  Temperature: ['temperature', 'number'],
+  TopP: ['top_p', 'number'],
+  Stop: ['stop', 'array'],
+  Seed: ['seed', 'integer'],
+  FrequencyPenalty: ['frequency_penalty', 'number'],
+  PresencePenalty: ['presence_penalty', 'number'],
+  TextDelta: ['text_delta', 'string'],
+  FinishReason: ['finish_reason', 'string'],
+  Usage: ['usage', 'object'],
+};
+
+/** `Parameter.AudioVoice({ name: 'voice', description, voices: ['low', 'high'] })`: one input or
+ * output of a predictor, with what it means to the OpenAI methods. Fields: `name`, `type`
+ * ('string' | 'integer' | 'number' | 'boolean' | 'array' | 'object' | 'tensor' | 'audio'),
+ * `description`, `default`, `required`, `min`, `max`, `choices`, `items`, and per annotation
+ * `voices` (AudioVoice), `sample_rate` (Audio). */
+const Parameter = {};
+for (const [name, [kind, type]] of Object.entries(ANNOTATIONS)) {
+  Parameter[name] = (options = {}) => {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`Parameter.${name}(options): options must be an object`);
+    }
+    return { [PARAMETER]: true, annotation: name, kind, defaultType: type, ...options };
+  };
+}
+
+const TYPES = ['string', 'integer', 'number', 'boolean', 'array', 'object', 'tensor', 'audio'];
+
+function describe(value) {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? `a ${value.constructor ? value.constructor.name : 'object'}` : `a ${typeof value}`;
+}
+
+/** The core's JSON of one parameter. */
+function declareParameter(p, side, index, fail) {
+  const where = `${side}[${index}]`;
+  if (p === null || typeof p !== 'object') fail(null, `${where} must be a parameter (Parameter.X({ name, ... })), not ${describe(p)}`);
+  const name = p.name;
+  if (typeof name !== 'string' || name === '') fail(null, `${where} needs a \`name\``);
+  let type = p.type || p.defaultType;
+  if (p.kind === 'embedding' && !p.type) type = side === 'inputs' ? 'array' : 'tensor';
+  if (!type && Array.isArray(p.choices) && p.choices.length) {
+    type = typeof p.choices[0] === 'string' ? 'string' : Number.isInteger(p.choices[0]) ? 'integer' : 'number';
+  }
+  if (!TYPES.includes(type)) fail(name, `has the type ${JSON.stringify(type)}; types are ${TYPES.join(', ')}`);
+  const json = { name, type };
+  if (p.description !== undefined) json.description = String(p.description);
+  for (const key of ['min', 'max', 'items']) if (p[key] !== undefined) json[key] = p[key];
+  if (p.kind === 'embedding' && side === 'inputs' && !p.items) json.items = 'string';
+  if (p.default !== undefined) json.default = p.default;
+  if (p.required !== undefined) json.required = p.required;
+  let choices = p.choices;
+  const kind = p.kind || 'generic';
+  if (kind === 'audio_voice') {
+    const voices = p.voices || choices;
+    json.annotation = { type: kind, voices };
+    choices = choices || voices;
+  } else if (kind === 'audio_speed') {
+    json.annotation = { type: kind, min: p.min ?? 0.25, max: p.max ?? 4.0 };
+    json.min = json.annotation.min;
+    json.max = json.annotation.max;
+  } else if (kind === 'embedding_dims') {
+    json.annotation = { type: kind, min: p.min ?? 1, max: p.max };
+  } else if (kind === 'audio') {
+    json.annotation = { type: kind, sample_rate: p.sample_rate };
+  } else if (kind !== 'generic') {
+    json.annotation = kind;
+  }
+  if (choices !== undefined) json.choices = choices;
+  return json;
+}
+
+const CHAT_OUTPUTS = [
+  { name: 'text', type: 'string', annotation: 'text_delta' },
+  { name: 'finish_reason', type: 'string', annotation: 'finish_reason', required: false },
+  { name: 'usage', type: 'object', annotation: 'usage', required: false },
+];
+
+/** A function as a predictor: `predictor({ tag, description, inputs, outputs }, fn)`. `fn`
+ * receives one object of the inputs by name and returns (or resolves to) its output, or yields
+ * partial outputs (a generator or async generator). A chat predictor (an input annotated
+ * ChatMessages) yields strings or chat completion chunks and declares no outputs. Throws a
+ * PredictorDefinitionError naming the parameter when a rule is broken. */
+function predictor(spec, fn) {
+  const functionName = (typeof fn === 'function' && fn.name) || 'predictor';
+  const fail = (param, message) => {
+    throw new PredictorDefinitionError(`${functionName}: ${param ? `the parameter \`${param}\` ` : ''}${message}`, functionName, param);
+  };
+  if (spec === null || typeof spec !== 'object') fail(null, `predictor(spec, fn): spec must be an object, not ${describe(spec)}`);
+  if (typeof fn !== 'function') fail(null, `predictor(spec, fn): fn must be a function, not ${describe(fn)}`);
+  const { tag, description = '', inputs = [], outputs } = spec;
+  if (typeof tag !== 'string') fail(null, 'predictor(spec, fn): spec.tag must be a string such as "@me/echo"');
+  if (!Array.isArray(inputs)) fail(null, 'spec.inputs must be an array of parameters');
+  const constructorName = fn.constructor ? fn.constructor.name : '';
+  const generator = spec.kind ? spec.kind === 'generator' : /GeneratorFunction$/.test(constructorName);
+  const declaredInputs = inputs.map((p, i) => declareParameter(p, 'inputs', i, fail));
+  const kinds = declaredInputs.map((p) => (typeof p.annotation === 'string' ? p.annotation : p.annotation && p.annotation.type));
+  const chat = kinds.includes('chat_messages') || kinds.includes('prompt');
+  const takesAudio = declaredInputs.some((p) => p.type === 'audio');
+  let declaredOutputs;
+  if (chat) {
+    if (outputs !== undefined) fail(null, 'is a chat predictor: it yields strings or chat completion chunks and declares no outputs');
+    declaredOutputs = CHAT_OUTPUTS;
+  } else {
+    if (!Array.isArray(outputs) || outputs.length === 0) fail(null, 'spec.outputs must be a non-empty array of parameters');
+    declaredOutputs = outputs.map((p, i) => {
+      const json = declareParameter(p, 'outputs', i, fail);
+      if (takesAudio && json.type === 'string' && !json.annotation) json.annotation = 'text_delta'; // the transcription
+      return json;
+    });
+  }
+  const declaration = JSON.stringify({
+    tag,
+    kind: generator ? 'generator' : 'eager',
+    description,
+    inputs: declaredInputs,
+    outputs: declaredOutputs,
+  });
+  try {
+    native.checkPredictorDeclaration(declaration);
+  } catch (err) {
+    const info = engineError(err);
+    if (!info) throw err;
+    throw new PredictorDefinitionError(`${functionName}: ${info.message}`, functionName, info.param);
+  }
+  return Object.freeze({
+    tag, fn, functionName, generator, chat, declaration,
+    inputs: declaredInputs, outputs: declaredOutputs,
+  });
+}
+
+function engineError(err) {
+  try {
+    const info = JSON.parse(err && err.message);
+    return info && info.ingle_error === true ? info : null;
+  } catch {
+    return null;
+  }
+}
+
+// --- Running -------------------------------------------------------------------------------
+
+const logsOf = new AsyncLocalStorage();
+let consolePatched = false;
+
+/** `console` while predictors are registered: what a predictor logs goes to its prediction. */
+function patchConsole() {
+  if (consolePatched) return;
+  consolePatched = true;
+  for (const method of ['log', 'info', 'warn', 'error', 'debug']) {
+    const original = console[method];
+    console[method] = function captured(...args) {
+      const store = logsOf.getStore();
+      if (store) {
+        store.text += `${util.format(...args)}\n`;
+        return;
+      }
+      original.apply(this, args);
+    };
+  }
+}
+
+const TYPED_ARRAYS = {
+  float32: Float32Array, int32: Int32Array, int64: BigInt64Array, int8: Int8Array, uint8: Uint8Array,
+};
+
+function dtypeOf(array) {
+  for (const [dtype, Class] of Object.entries(TYPED_ARRAYS)) if (array instanceof Class) return dtype;
+  return null;
+}
+
+/** An input from the engine: `$raw` references become typed arrays. */
+function fromEngine(value, buffers) {
+  if (value === null || typeof value !== 'object' || typeof value.$raw !== 'number') return value;
+  const bytes = buffers[value.$raw].slice(); // own, aligned memory
+  if (value.kind === 'audio') return new Float32Array(bytes.buffer);
+  const Class = TYPED_ARRAYS[value.dtype];
+  const data = Class ? new Class(bytes.buffer) : bytes;
+  return { data, dtype: value.dtype, shape: value.shape };
+}
+
+class OutputError extends Error {}
+
+/** One output value as the engine takes it: JSON, or a `$raw` reference into `buffers`. */
+function toEngine(value, output, buffers) {
+  if (value === undefined || value === null) return null;
+  const what = `the output \`${output.name}\``;
+  if (output.type === 'audio') {
+    let samples = value;
+    let channels = 1;
+    if (!(value instanceof Float32Array) && value && value.samples instanceof Float32Array) {
+      samples = value.samples;
+      channels = value.channels || 1;
+    }
+    if (!(samples instanceof Float32Array)) {
+      throw new OutputError(`${what} is ${describe(value)}; audio is a Float32Array of samples (or { samples, channels })`);
+    }
+    buffers.push(new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength));
+    return { $raw: buffers.length - 1, kind: 'audio', sample_rate: output.annotation.sample_rate, channels };
+  }
+  if (output.type === 'tensor') {
+    let data;
+    let shape;
+    if (Array.isArray(value)) { // rows: Float32Array or number[] each
+      const width = value.length ? value[0].length : 0;
+      data = new Float32Array(value.length * width);
+      value.forEach((row, i) => {
+        if (!row || row.length !== width) throw new OutputError(`${what} has rows of different lengths`);
+        data.set(row, i * width);
+      });
+      shape = [value.length, width];
+    } else if (value && ArrayBuffer.isView(value.data) && Array.isArray(value.shape)) {
+      ({ data, shape } = value);
+    } else {
+      throw new OutputError(`${what} is ${describe(value)}; a tensor is an array of rows or { data, shape }`);
+    }
+    const dtype = dtypeOf(data);
+    if (!dtype) throw new OutputError(`${what} is a ${data.constructor.name}; tensors are Float32Array, Int32Array, BigInt64Array, Int8Array or Uint8Array`);
+    buffers.push(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    return { $raw: buffers.length - 1, kind: 'tensor', dtype, shape };
+  }
+  if (typeof value === 'bigint') return Number(value);
+  return value;
+}
+
+function chatOutputs(value) {
+  if (typeof value === 'string') return [value, null, null];
+  if (value === null || typeof value !== 'object') {
+    throw new OutputError(`is ${describe(value)}; a chat predictor gives strings or chat completion chunks`);
+  }
+  const choice = (value.choices && value.choices[0]) || {};
+  const content = (choice.delta && choice.delta.content) || '';
+  if (typeof content !== 'string') throw new OutputError('has a delta content that is not a string');
+  const usage = value.usage ? { prompt_tokens: value.usage.prompt_tokens, completion_tokens: value.usage.completion_tokens } : null;
+  return [content, choice.finish_reason || null, usage];
+}
+
+function outputsOf(p, value) {
+  const buffers = [];
+  try {
+    let values;
+    if (p.chat) values = chatOutputs(value);
+    else if (p.outputs.length === 1) values = [toEngine(value, p.outputs[0], buffers)];
+    else {
+      if (!Array.isArray(value) || value.length !== p.outputs.length) {
+        throw new OutputError(`is ${describe(value)}; it declares ${p.outputs.length} outputs, so it gives an array of ${p.outputs.length} values`);
+      }
+      values = value.map((v, i) => toEngine(v, p.outputs[i], buffers));
+    }
+    return { json: JSON.stringify(values), buffers };
+  } catch (err) {
+    if (err instanceof OutputError) {
+      throw new OutputError(`The predictor \`${p.tag}\` returned a value that breaks its signature: ${err.message.replace(/^is /, 'it is ')}`);
+    }
+    throw err;
+  }
+}
+
+/** The state of each running prediction, by its id. */
+const running = new Map();
+
+function reply(call, store, error, outputs) {
+  const logs = store.text;
+  store.text = '';
+  native.predictorReply(call.reply, call.prediction, error, logs || null,
+    outputs ? outputs.json : null, outputs ? outputs.buffers : null);
+}
+
+function failure(p, err, store) {
+  if (err instanceof OutputError) return err.message;
+  store.text += `${(err && err.stack) || String(err)}\n`;
+  const described = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return `The predictor \`${p.tag}\` threw ${described}`;
+}
+
+/** One step of a prediction, asked by the engine (see the top of this file). */
+async function dispatch(p, call) {
+  if (call.op === 'start') {
+    const store = { text: '' };
+    let args;
+    try {
+      const inputs = JSON.parse(call.json);
+      args = {};
+      for (const [name, value] of Object.entries(inputs)) args[name] = fromEngine(value, call.buffers);
+    } catch (err) {
+      reply(call, store, failure(p, err, store), null);
+      return;
+    }
+    running.set(call.prediction, { args, store, iterator: null, done: false });
+    reply(call, store, null, null);
+    return;
+  }
+  const state = running.get(call.prediction);
+  if (call.op === 'close') {
+    running.delete(call.prediction);
+    if (state && state.iterator && !state.done) {
+      state.done = true;
+      try {
+        await logsOf.run(state.store, () => state.iterator.return());
+      } catch {
+        // A generator that throws while closing: nobody is waiting for it.
+      }
+    }
+    return;
+  }
+  if (!state) {
+    native.predictorReply(call.reply, call.prediction, `The prediction of \`${p.tag}\` is gone`, null, null, null);
+    return;
+  }
+  const { store } = state;
+  try {
+    if (state.done) {
+      reply(call, store, null, null);
+      return;
+    }
+    if (!p.generator) {
+      const value = await logsOf.run(store, () => p.fn(state.args));
+      state.done = true;
+      reply(call, store, null, outputsOf(p, value));
+      return;
+    }
+    if (!state.iterator) state.iterator = logsOf.run(store, () => p.fn(state.args));
+    const step = await logsOf.run(store, () => state.iterator.next());
+    if (step.done) {
+      state.done = true;
+      reply(call, store, null, null);
+      return;
+    }
+    reply(call, store, null, outputsOf(p, step.value));
+  } catch (err) {
+    state.done = true;
+    reply(call, store, failure(p, err, store), null);
+  }
+}
+
+function register(nativeClient, p) {
+  if (!p || typeof p.declaration !== 'string' || typeof p.fn !== 'function') {
+    throw new TypeError(`${describe(p)} is not a predictor; make one with predictor({ tag, inputs, outputs }, fn)`);
+  }
+  patchConsole();
+  try {
+    nativeClient.registerPredictor(p.declaration, (call) => {
+      dispatch(p, call).catch((err) => {
+        // dispatch answers every call itself; this is a bug, so say it rather than hang.
+        native.predictorReply(call.reply, call.prediction, `ingle: ${err && err.message}`, null, null, null);
+      });
+    });
+  } catch (err) {
+    const info = engineError(err);
+    if (!info) throw err;
+    throw new PredictorDefinitionError(`${p.functionName}: ${info.message}`, p.functionName, info.param);
+  }
+}
+
+module.exports = { Parameter, predictor, register, PredictorDefinitionError };
