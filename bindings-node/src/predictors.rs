@@ -236,12 +236,11 @@ fn value_from_js(
             let shape = json
                 .get("shape")
                 .and_then(serde_json::Value::as_array)
-                .map(|s| {
+                .and_then(|s| {
                     s.iter()
                         .map(|d| d.as_u64().map(|d| d as usize))
                         .collect::<Option<Vec<_>>>()
                 })
-                .flatten()
                 .ok_or("a tensor without a shape")?;
             Tensor::new(dtype, shape, bytes)
                 .map(Value::Tensor)
