@@ -3,7 +3,7 @@
 //! text, and `index.js` gives them the interface of the `openai` package. Every call that waits on the core runs on the libuv thread pool and
 //! resolves a Promise, so the event loop never blocks.
 
-mod predictors;
+pub mod predictors;
 
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
