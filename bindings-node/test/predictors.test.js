@@ -312,3 +312,19 @@ test('registration rules name the function and the parameter', () => {
   assert.throws(() => client.predictors.register(add), (err) => err instanceof PredictorDefinitionError && /already registered/.test(err.message));
   assert.throws(() => client.predictors.register(() => 0), TypeError);
 });
+
+test('the example runs', () => {
+  const { execFileSync } = require('node:child_process');
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ingle-example-'));
+  fs.mkdirSync(path.join(dir, 'node_modules'));
+  fs.symlinkSync(path.resolve(__dirname, '..'), path.join(dir, 'node_modules', 'ingle'));
+  const example = path.resolve(__dirname, '..', '..', 'examples', 'node', 'predictor.js');
+  fs.copyFileSync(example, path.join(dir, 'predictor.js'));
+  const out = execFileSync(process.execPath, ['predictor.js'], { cwd: dir, encoding: 'utf8', timeout: 120000 }).trim().split('\n');
+  assert.equal(out.at(-1), `tone.wav: ${44 + 3 * 2 * 4800} bytes`);
+  assert.ok(out[0].length > 5, out[0]);
+  fs.rmSync(dir, { recursive: true, force: true });
+});

@@ -648,3 +648,15 @@ def test_ingle_serve_serves_python_predictors_to_the_openai_sdk(users):
         with pytest.raises(openai.AuthenticationError):
             openai.OpenAI(base_url=server.url, api_key="wrong", max_retries=0).models.list()
         assert "@test/echo" in [m.id for m in sdk.models.list().data]
+
+
+def test_the_example_runs(tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python" / "predictor.py"
+    run = subprocess.run([sys.executable, str(example)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == f"tone.wav: {44 + 3 * 2 * 4800} bytes"
+    assert len(run.stdout.splitlines()[0]) > 5  # the pirate said something
