@@ -762,8 +762,8 @@ class Predictions {
    * Invalid inputs reject; a predictor that fails while running gives a prediction with `error`
    * (and `logs`). */
   async create(body) {
-    const { tag, inputs } = predictionArguments(body, 'predictions.create');
-    return JSON.parse(await call(() => this._native.predictionsCreate(tag, inputs)));
+    const { tag, inputs, buffers } = predictionArguments(body, 'predictions.create');
+    return JSON.parse(await call(() => this._native.predictionsCreate(tag, inputs, buffers)));
   }
 
   /** One prediction per partial result: `for await (const p of client.predictions.stream(...))`.
@@ -773,8 +773,8 @@ class Predictions {
     let signal;
     try {
       ({ signal } = requestOptions(options, 'predictions.stream'));
-      const { tag, inputs } = predictionArguments(body, 'predictions.stream');
-      start = call(() => this._native.predictionsStream(tag, inputs));
+      const { tag, inputs, buffers } = predictionArguments(body, 'predictions.stream');
+      start = call(() => this._native.predictionsStream(tag, inputs, buffers));
     } catch (err) {
       start = Promise.reject(err);
     }
@@ -783,14 +783,42 @@ class Predictions {
   }
 }
 
-/** `{ tag, inputs }` of a prediction as the addon takes them: the tag, and the inputs' JSON. */
+/** `{ tag, inputs, buffers }` of a prediction as the addon takes them: the tag, the inputs'
+ * JSON, and the bytes of audio inputs (`{ samples: Float32Array, sample_rate, channels }`) and
+ * tensor inputs (`{ data: TypedArray, shape }`), which the JSON refers to as `$raw` values. */
 function predictionArguments(body, method) {
   const { tag, inputs = {} } = requestBody(body, method);
   stringArgument(tag, 'tag', method);
   if (!isObject(inputs)) {
     throw badRequest('inputs', `${method}: \`inputs\` must be an object of parameter names to values, not ${describe(inputs)}`);
   }
-  return { tag, inputs: toJson(inputs) };
+  const plain = {};
+  const raw = {};
+  const buffers = [];
+  for (const [name, value] of Object.entries(inputs)) {
+    if (isObject(value) && value.samples instanceof Float32Array) {
+      const { samples, sample_rate: rate, channels = 1 } = value;
+      if (!Number.isInteger(rate) || rate <= 0) throw badRequest(name, `${method}: \`inputs.${name}.sample_rate\` must be a positive integer`);
+      buffers.push(new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength));
+      raw[name] = { $raw: buffers.length - 1, kind: 'audio', sample_rate: rate, channels };
+    } else if (isObject(value) && ArrayBuffer.isView(value.data) && Array.isArray(value.shape)) {
+      const dtype = tensorDtype(value.data);
+      if (!dtype) throw badRequest(name, `${method}: \`inputs.${name}.data\` is a ${value.data.constructor.name}; tensors are Float32Array, Int32Array, BigInt64Array, Int8Array or Uint8Array`);
+      buffers.push(new Uint8Array(value.data.buffer, value.data.byteOffset, value.data.byteLength));
+      raw[name] = { $raw: buffers.length - 1, kind: 'tensor', dtype, shape: value.shape };
+    } else {
+      plain[name] = value;
+    }
+  }
+  const json = toJson(plain);
+  if (buffers.length === 0) return { tag, inputs: json, buffers: null };
+  return { tag, inputs: JSON.stringify({ ...JSON.parse(json), ...raw }), buffers };
+}
+
+function tensorDtype(data) {
+  const dtypes = [[Float32Array, 'float32'], [Int32Array, 'int32'], [BigInt64Array, 'int64'], [Int8Array, 'int8'], [Uint8Array, 'uint8']];
+  const found = dtypes.find(([Class]) => data instanceof Class);
+  return found ? found[1] : null;
 }
 
 /** Runs models in this process. `config`: an ingle TOML config file (default: $INGLE_CONFIG,

@@ -10,7 +10,7 @@ use ingle_core::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
     SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
-use ingle_core::{inputs_from_json, Client, Config, Error};
+use ingle_core::{Client, Config, Error};
 use napi::bindgen_prelude::{AsyncTask, Float32Array, Uint8Array};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{Env, Status, Task};
@@ -386,12 +386,13 @@ impl NativeClient {
         &self,
         tag: String,
         inputs: String,
+        buffers: Option<Vec<Uint8Array>>,
     ) -> AsyncTask<Job<Option<String>>> {
         let client = self.client.clone();
+        let buffers = predictors::copied(buffers);
         work(move || {
-            let prediction = client
-                .predictions
-                .create(&tag, inputs_from_json(&inputs)?)?;
+            let inputs = predictors::inputs_with_raw(&inputs, buffers)?;
+            let prediction = client.predictions.create(&tag, inputs)?;
             prediction.to_json_text().map(Some)
         })
     }
@@ -401,12 +402,13 @@ impl NativeClient {
         &self,
         tag: String,
         inputs: String,
+        buffers: Option<Vec<Uint8Array>>,
     ) -> AsyncTask<Job<JsonTextStream>> {
         let client = self.client.clone();
+        let buffers = predictors::copied(buffers);
         start(move || {
-            let predictions = client
-                .predictions
-                .stream(&tag, inputs_from_json(&inputs)?)?;
+            let inputs = predictors::inputs_with_raw(&inputs, buffers)?;
+            let predictions = client.predictions.stream(&tag, inputs)?;
             Ok(predictions.into_whole_json_texts())
         })
     }

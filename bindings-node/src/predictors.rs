@@ -350,3 +350,28 @@ pub fn js_predictor(declaration: &str, dispatch: Dispatch) -> napi::Result<Exter
     })
     .map_err(js_error)
 }
+
+/// JS buffers copied out on the main thread, to go with a task to the pool.
+pub fn copied(buffers: Option<Vec<Uint8Array>>) -> Vec<Option<Vec<u8>>> {
+    buffers
+        .unwrap_or_default()
+        .iter()
+        .map(|b| Some(b.to_vec()))
+        .collect()
+}
+
+/// `predictions` inputs: JSON whose top-level `$raw` values are audio or tensors in `buffers`.
+pub fn inputs_with_raw(
+    json: &str,
+    mut buffers: Vec<Option<Vec<u8>>>,
+) -> ingle_core::Result<Inputs> {
+    let mut inputs = ingle_core::inputs_from_json(json)?;
+    for (name, value) in inputs.iter_mut() {
+        let is_raw = value.as_dict().is_some_and(|d| d.contains_key("$raw"));
+        if is_raw {
+            *value = value_from_js(value.to_json()?, &mut buffers)
+                .map_err(|problem| Error::invalid(name.as_str(), format!("`{name}`: {problem}")))?;
+        }
+    }
+    Ok(inputs)
+}

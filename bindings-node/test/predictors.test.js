@@ -220,6 +220,9 @@ test('a speech predictor: its voices, speed, the built-in encoders and streaming
   for await (const part of pcm.body) total += part.length;
   assert.equal(total, 3 * 2 * RATE / 4);
   await assert.rejects(client.audio.speech.create({ model: '@test/tone', voice: 'middle', input: 'a' }), (e) => e.param === 'voice');
+  const p = await client.predictions.create({ tag: '@test/tone', inputs: { v: 'low', words: 'a b c' } });
+  assert.equal(p.results[0].sample_rate, RATE);
+  assert.equal(Buffer.from(p.results[0].data, 'base64').length, 4 * 3 * RATE / 4);
 });
 
 test('a transcription predictor gets samples at its rate', async () => {
@@ -231,6 +234,15 @@ test('a transcription predictor gets samples at its rate', async () => {
   const events = [];
   for await (const e of await client.audio.transcriptions.create({ model: '@test/listen', file: await toFile(wav(samples, 16000), 'two.wav'), stream: true })) events.push(e.type);
   assert.deepEqual(events, ['transcript.text.delta', 'transcript.text.delta', 'transcript.text.done']);
+  // Through predictions, with the samples beside the JSON.
+  const p = await client.predictions.create({ tag: '@test/listen', inputs: { audio: { samples: new Float32Array(4000), sample_rate: 8000 } } });
+  assert.deepEqual(p.results, ['0.50 seconds at peak 0.0']);
+  const parts = [];
+  for await (const q of client.predictions.stream({ tag: '@test/listen', inputs: { audio: { samples: new Float32Array(8000), sample_rate: 8000 } } })) parts.push(q.results[0]);
+  assert.deepEqual(parts, ['1.00 seconds', ' at peak 0.0']);
+  const resampled = await client.predictions.create({ tag: '@test/listen', inputs: { audio: { samples: new Float32Array(88200), sample_rate: 44100, channels: 2 } } });
+  assert.deepEqual(resampled.results, ['1.00 seconds at peak 0.0']);
+  await assert.rejects(client.predictions.create({ tag: '@test/listen', inputs: { audio: { samples: new Float32Array(10), sample_rate: 10 } } }), (e) => e.param === 'audio');
 });
 
 test('the four cases: eager and generator, create and stream', async () => {

@@ -317,6 +317,13 @@ def test_transcription_predictor_gets_samples_at_its_rate(users):
     p = users.predictions.create(tag="@test/listen", inputs={"audio": ingle.AudioSamples(
         np.zeros(4000, dtype=np.float32), 8000)})
     assert p.results[0] == "0.50 seconds at peak 0.0"
+    # Audio at another rate, in stereo, is made mono at its declared rate, as for transcriptions.
+    stereo = np.zeros((16000, 2), dtype=np.float32)
+    p = users.predictions.create(tag="@test/listen", inputs={"audio": ingle.AudioSamples(stereo, 16000)})
+    assert p.results[0] == "1.00 seconds at peak 0.0"
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.predictions.create(tag="@test/listen", inputs={"audio": ingle.AudioSamples(np.zeros(4), 8000)})
+    assert e.value.param == "audio"  # float64
 
 
 # --- Eager and generator, create and stream -----------------------------------------------

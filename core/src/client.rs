@@ -4,9 +4,11 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models};
 use crate::predict::{
-    last_prediction, Inputs, Logs, Metrics, Prediction, PredictionStream, Predictor,
+    last_prediction, Annotation, Inputs, Logs, Metrics, Prediction, PredictionStream, Predictor,
+    Signature,
 };
 use crate::registry::Registry;
+use crate::value::{Audio, Value};
 use std::sync::Arc;
 
 /// Runs models in-process. `client.chat.completions.create(..)`, `client.completions`,
@@ -84,6 +86,7 @@ impl Predictions {
     /// Dropping the stream cancels the prediction.
     pub fn stream(&self, tag: &str, inputs: Inputs) -> Result<PredictionStream> {
         let predictor = self.registry.get(tag)?;
+        let inputs = audio_at_declared_rates(predictor.signature(), inputs)?;
         let inputs = predictor.signature().validate(inputs)?;
         let logs = Logs::default();
         let outputs = predictor.predict_logged(inputs, logs.clone())?;
@@ -94,4 +97,30 @@ impl Predictions {
             logs,
         ))
     }
+}
+
+/// Audio given for an input annotated `Audio { sample_rate }`, as the predictor declares it:
+/// mono at that rate (what `audio.transcriptions` gives it too). Errors name the input.
+fn audio_at_declared_rates(signature: &Signature, mut inputs: Inputs) -> Result<Inputs> {
+    for param in &signature.inputs {
+        let Annotation::Audio { sample_rate } = param.annotation else {
+            continue;
+        };
+        let Some(Value::Audio(audio)) = inputs.get_mut(&param.name) else {
+            continue;
+        };
+        if audio.sample_rate == sample_rate && audio.channels == 1 {
+            continue;
+        }
+        let given = std::mem::replace(
+            audio,
+            Audio {
+                samples: Vec::new(),
+                sample_rate,
+                channels: 1,
+            },
+        );
+        audio.samples = crate::audio::to_mono(given, sample_rate, &param.name)?;
+    }
+    Ok(inputs)
 }
