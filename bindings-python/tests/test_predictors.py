@@ -667,3 +667,29 @@ def test_the_example_runs(tmp_path):
     assert run.returncode == 0, run.stderr
     assert run.stdout.splitlines()[-1] == f"tone.wav: {44 + 3 * 2 * 4800} bytes"
     assert len(run.stdout.splitlines()[0]) > 5  # the pirate said something
+
+
+def test_serve_async_runs_until_cancelled(users):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    async def main():
+        task = asyncio.create_task(ingle.serve_async(users, port=port))
+        sdk = openai.AsyncOpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="x", max_retries=0)
+        for _ in range(100):
+            try:
+                r = await sdk.chat.completions.create(model="@test/echo", messages=[{"role": "user", "content": "async http"}])
+                break
+            except openai.APIConnectionError:
+                await asyncio.sleep(0.05)
+        assert r.choices[0].message.content == "async http "
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        with pytest.raises(openai.APIConnectionError):
+            await sdk.models.list()
+
+    asyncio.run(main())
