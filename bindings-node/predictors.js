@@ -185,6 +185,7 @@ function engineError(err) {
 // --- Running -------------------------------------------------------------------------------
 
 const logsOf = new AsyncLocalStorage();
+const MAX_LOG_CHARS = 1 << 20;
 let consolePatched = false;
 
 /** `console` while predictors are registered: what a predictor logs goes to its prediction. */
@@ -196,7 +197,9 @@ function patchConsole() {
     console[method] = function captured(...args) {
       const store = logsOf.getStore();
       if (store) {
-        store.text += `${util.format(...args)}\n`;
+        // Capped like the engine's logs (1 MB): a predictor logging in a loop must not grow
+        // without bound between two steps.
+        if (store.text.length < MAX_LOG_CHARS) store.text += `${util.format(...args)}\n`.slice(0, MAX_LOG_CHARS - store.text.length);
         return;
       }
       original.apply(this, args);

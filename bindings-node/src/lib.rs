@@ -1,9 +1,11 @@
 //! The native addon of the `ingle` npm package. Conversion only: requests arrive as OpenAI JSON
 //! text (an audio upload as its bytes or samples beside it), responses and chunks leave as JSON
-//! text, and `index.js` gives them the interface of the `openai` package. Every call that waits on the core runs on the libuv thread pool and
-//! resolves a Promise, so the event loop never blocks.
+//! text, and `index.js` gives them the interface of the `openai` package. Every call that waits
+//! on the core runs on a thread of its own (`spawned.rs`: not libuv's pool, which JavaScript
+//! predictors would exhaust) and resolves a Promise, so the event loop never blocks.
 
 pub mod predictors;
+mod spawned;
 
 use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle_core::openai::{
@@ -11,10 +13,11 @@ use ingle_core::openai::{
     SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
 use ingle_core::{Client, Config, Error};
-use napi::bindgen_prelude::{AsyncTask, Float32Array, Uint8Array};
+use napi::bindgen_prelude::{Float32Array, Uint8Array};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi::{Env, Status, Task};
 use napi_derive::napi;
+use spawned::Spawned;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -33,19 +36,19 @@ fn js_error(error: Error) -> napi::Error {
     napi::Error::new(Status::GenericFailure, reason.to_string())
 }
 
-/// Work for the libuv thread pool: a JSON text (or nothing, `null` in JS), or a started stream.
+/// Work for a thread of `spawned`'s pool: a JSON text (or nothing, `null` in JS), or a started stream.
 pub struct Job<T>(Option<Box<dyn FnOnce() -> ingle_core::Result<T> + Send>>);
 
 fn work(
     f: impl FnOnce() -> ingle_core::Result<Option<String>> + Send + 'static,
-) -> AsyncTask<Job<Option<String>>> {
-    AsyncTask::new(Job(Some(Box::new(f))))
+) -> Spawned<Job<Option<String>>> {
+    Spawned::new(Job(Some(Box::new(f))))
 }
 
 fn start(
     f: impl FnOnce() -> ingle_core::Result<JsonTextStream> + Send + 'static,
-) -> AsyncTask<Job<JsonTextStream>> {
-    AsyncTask::new(Job(Some(Box::new(f))))
+) -> Spawned<Job<JsonTextStream>> {
+    Spawned::new(Job(Some(Box::new(f))))
 }
 
 impl<T> Job<T> {
@@ -285,7 +288,7 @@ impl NativeClient {
         &self,
         request: String,
         cancel: Option<&NativeCancel>,
-    ) -> AsyncTask<Job<Option<String>>> {
+    ) -> Spawned<Job<Option<String>>> {
         let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         work(move || {
             let request = ChatCompletionRequest::from_json(&request)?;
@@ -297,7 +300,7 @@ impl NativeClient {
     }
 
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn chat_completions_stream(&self, request: String) -> AsyncTask<Job<JsonTextStream>> {
+    pub fn chat_completions_stream(&self, request: String) -> Spawned<Job<JsonTextStream>> {
         let client = self.client.clone();
         start(move || {
             let request = ChatCompletionRequest::from_json(&request)?;
@@ -310,7 +313,7 @@ impl NativeClient {
         &self,
         request: String,
         cancel: Option<&NativeCancel>,
-    ) -> AsyncTask<Job<Option<String>>> {
+    ) -> Spawned<Job<Option<String>>> {
         let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         work(move || {
             let request = CompletionRequest::from_json(&request)?;
@@ -322,7 +325,7 @@ impl NativeClient {
     }
 
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn completions_stream(&self, request: String) -> AsyncTask<Job<JsonTextStream>> {
+    pub fn completions_stream(&self, request: String) -> Spawned<Job<JsonTextStream>> {
         let client = self.client.clone();
         start(move || {
             let request = CompletionRequest::from_json(&request)?;
@@ -334,9 +337,9 @@ impl NativeClient {
     pub fn embeddings_create(
         &self,
         request: String,
-    ) -> AsyncTask<Job<(EmbeddingMatrix, EncodingFormat)>> {
+    ) -> Spawned<Job<(EmbeddingMatrix, EncodingFormat)>> {
         let client = self.client.clone();
-        AsyncTask::new(Job(Some(Box::new(move || {
+        Spawned::new(Job(Some(Box::new(move || {
             let request = EmbeddingRequest::from_json(&request)?;
             Ok((
                 client.embeddings.create_matrix(&request)?,
@@ -387,7 +390,7 @@ impl NativeClient {
         tag: String,
         inputs: String,
         buffers: Option<Vec<Uint8Array>>,
-    ) -> AsyncTask<Job<Option<String>>> {
+    ) -> Spawned<Job<Option<String>>> {
         let client = self.client.clone();
         let buffers = predictors::copied(buffers);
         work(move || {
@@ -403,7 +406,7 @@ impl NativeClient {
         tag: String,
         inputs: String,
         buffers: Option<Vec<Uint8Array>>,
-    ) -> AsyncTask<Job<JsonTextStream>> {
+    ) -> Spawned<Job<JsonTextStream>> {
         let client = self.client.clone();
         let buffers = predictors::copied(buffers);
         start(move || {
@@ -416,9 +419,9 @@ impl NativeClient {
     /// Starts speech (`audio.speech.create`): resolves once the first bytes are synthesised
     /// (about a sentence), or rejects with the request's error.
     #[napi(ts_return_type = "Promise<NativeSpeechStream>")]
-    pub fn audio_speech_stream(&self, request: String) -> AsyncTask<Job<StartedSpeech>> {
+    pub fn audio_speech_stream(&self, request: String) -> Spawned<Job<StartedSpeech>> {
         let client = self.client.clone();
-        AsyncTask::new(Job(Some(Box::new(move || {
+        Spawned::new(Job(Some(Box::new(move || {
             let request = SpeechRequest::from_json(&request)?;
             let mut stream = client.audio.speech.stream(&request)?;
             let first = stream.next().transpose()?;
@@ -434,10 +437,10 @@ impl NativeClient {
         request: String,
         audio: NativeAudio,
         cancel: Option<&NativeCancel>,
-    ) -> napi::Result<AsyncTask<Job<TranscriptionResponse>>> {
+    ) -> napi::Result<Spawned<Job<TranscriptionResponse>>> {
         let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         let audio = transcription_audio(audio)?;
-        Ok(AsyncTask::new(Job(Some(Box::new(move || {
+        Ok(Spawned::new(Job(Some(Box::new(move || {
             let request = TranscriptionRequest::from_json(&request)?;
             let stop = || cancel.load(Ordering::Acquire);
             client
@@ -455,7 +458,7 @@ impl NativeClient {
         &self,
         request: String,
         audio: NativeAudio,
-    ) -> napi::Result<AsyncTask<Job<JsonTextStream>>> {
+    ) -> napi::Result<Spawned<Job<JsonTextStream>>> {
         let client = self.client.clone();
         let audio = transcription_audio(audio)?;
         Ok(start(move || {
@@ -475,10 +478,10 @@ impl NativeClient {
         &self,
         request: String,
         audio: NativeAudio,
-    ) -> napi::Result<AsyncTask<Job<TranscriptionResponse>>> {
+    ) -> napi::Result<Spawned<Job<TranscriptionResponse>>> {
         let client = self.client.clone();
         let audio = transcription_audio(audio)?;
-        Ok(AsyncTask::new(Job(Some(Box::new(move || {
+        Ok(Spawned::new(Job(Some(Box::new(move || {
             let request = TranscriptionRequest::from_json(&request)?;
             client.audio.translations.create(&request, audio)
         })))))
@@ -486,7 +489,7 @@ impl NativeClient {
 
     /// Load figures of a model as JSON, loading it if needed.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn metrics(&self, model: String) -> AsyncTask<Job<Option<String>>> {
+    pub fn metrics(&self, model: String) -> Spawned<Job<Option<String>>> {
         let client = self.client.clone();
         work(move || {
             let m = client.metrics(&model)?;
@@ -515,7 +518,7 @@ pub struct NativeStream {
 #[napi]
 impl NativeStream {
     #[napi(ts_return_type = "Promise<string | null>")]
-    pub fn next(&self) -> AsyncTask<Job<Option<String>>> {
+    pub fn next(&self) -> Spawned<Job<Option<String>>> {
         let (inner, closed) = (Arc::clone(&self.inner), Arc::clone(&self.closed));
         work(move || {
             let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
@@ -568,9 +571,9 @@ impl NativeSpeechStream {
     }
 
     #[napi(ts_return_type = "Promise<Uint8Array | null>")]
-    pub fn next(&self) -> AsyncTask<Job<Option<Vec<u8>>>> {
+    pub fn next(&self) -> Spawned<Job<Option<Vec<u8>>>> {
         let (inner, closed) = (Arc::clone(&self.inner), Arc::clone(&self.closed));
-        AsyncTask::new(Job(Some(Box::new(move || {
+        Spawned::new(Job(Some(Box::new(move || {
             let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
             if closed.load(Ordering::Acquire) {
                 *inner = None; // stops synthesis

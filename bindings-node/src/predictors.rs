@@ -211,6 +211,11 @@ fn value_from_js(
         .get_mut(index as usize)
         .and_then(Option::take)
         .ok_or("a raw value refers to a missing buffer")?;
+    if json.get("kind").and_then(serde_json::Value::as_str) == Some("audio")
+        && !bytes.len().is_multiple_of(4)
+    {
+        return Err("audio crosses as float32 samples: its bytes must be a multiple of 4".into());
+    }
     match json.get("kind").and_then(serde_json::Value::as_str) {
         Some("audio") => {
             let number = |key: &str| {

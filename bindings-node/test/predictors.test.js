@@ -264,6 +264,19 @@ test('the four cases: eager and generator, create and stream', async () => {
   }
 });
 
+test('many predictors awaiting the client and libuv\'s pool at once do not deadlock', { timeout: 60000 }, async () => {
+  const fsp = require('node:fs/promises');
+  const nested = predictor({ tag: '@test/nested', inputs: [Parameter.Generic({ name: 'a', type: 'integer' })], outputs: [Parameter.Generic({ name: 'sum', type: 'integer' })] },
+    async ({ a }) => {
+      await fsp.readFile(__filename); // libuv's pool
+      const inner = await client.predictions.create({ tag: '@test/add', inputs: { a } }); // the client
+      return inner.results[0];
+    });
+  client.predictors.register(nested);
+  const results = await Promise.all(Array.from({ length: 12 }, (_, a) => client.predictions.create({ tag: '@test/nested', inputs: { a } })));
+  assert.deepEqual(results.map((p) => p.results[0]), Array.from({ length: 12 }, (_, a) => a + 1));
+});
+
 test('the event loop keeps running while predictors run', async () => {
   let ticks = 0;
   const timer = setInterval(() => { ticks++; }, 1);

@@ -58,12 +58,17 @@ pub struct RawAudio {
 #[pymethods]
 impl RawAudio {
     #[new]
-    fn new(data: Py<PyBytes>, sample_rate: u32, channels: u16) -> Self {
-        RawAudio {
+    fn new(py: Python<'_>, data: Py<PyBytes>, sample_rate: u32, channels: u16) -> PyResult<Self> {
+        if !data.as_bytes(py).len().is_multiple_of(4) {
+            return Err(PyTypeError::new_err(
+                "audio crosses as float32 samples: its bytes must be a multiple of 4",
+            ));
+        }
+        Ok(RawAudio {
             data,
             sample_rate,
             channels,
-        }
+        })
     }
 }
 
@@ -226,6 +231,9 @@ fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
 /// `ingle._predictors` words the message (the predictor, the exception) and has written the
 /// traceback to the logs already.
 fn predictor_error(py: Python<'_>, error: PyErr, tag: &str) -> Error {
+    if error.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+        return Error::cancelled(format!("The predictor `{tag}` was interrupted"));
+    }
     let message = error
         .value(py)
         .str()
@@ -246,7 +254,8 @@ impl Iterator for PythonOutputs {
 
     fn next(&mut self) -> Option<Self::Item> {
         let iterator = self.iterator.as_ref()?;
-        let result = Python::attach(|py| -> Option<ingle_core::Result<Outputs>> {
+        let tag = self.tag.clone();
+        let attached = Python::try_attach(|py| -> Option<ingle_core::Result<Outputs>> {
             let item = match iterator.bind(py).call_method0("__next__") {
                 Ok(item) => item,
                 Err(e) if e.is_instance_of::<PyStopIteration>(py) => return None,
@@ -273,6 +282,12 @@ impl Iterator for PythonOutputs {
                 }
             }
             Some(Ok(outputs))
+        });
+        // No interpreter (it is shutting down): the prediction cannot go on.
+        let result = attached.unwrap_or_else(|| {
+            Some(Err(Error::model(format!(
+                "The predictor `{tag}` cannot run: the Python interpreter is shutting down"
+            ))))
         });
         if !matches!(result, Some(Ok(_))) {
             self.close();
@@ -308,7 +323,7 @@ pub fn python_predictor(
     let declaration = Declaration::from_json(declaration)?;
     let tag = declaration.tag.clone();
     ExternalPredictor::new(declaration, move |inputs: Inputs, logs: Logs| {
-        Python::attach(|py| -> ingle_core::Result<OutputStream> {
+        let attached = Python::try_attach(|py| -> ingle_core::Result<OutputStream> {
             let call = || -> PyResult<Py<PyAny>> {
                 let dict = PyDict::new(py);
                 for (name, value) in &inputs {
@@ -322,6 +337,11 @@ pub fn python_predictor(
                 tag: tag.clone(),
                 iterator: Some(iterator),
             }))
+        });
+        attached.unwrap_or_else(|| {
+            Err(Error::model(format!(
+                "The predictor `{tag}` cannot run: the Python interpreter is shutting down"
+            )))
         })
     })
 }

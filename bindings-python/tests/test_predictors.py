@@ -484,7 +484,15 @@ def test_an_exception_fails_the_prediction_with_its_traceback_in_logs(users):
     assert users.predictions.create(tag="@test/fails", inputs={"after": 0}).results == [1]
 
 
+@predictor(tag="@test/not-a-tuple")
+def not_a_tuple(x: int) -> Tuple[int, int]:
+    return x  # type: ignore[return-value]
+
+
 def test_outputs_that_break_the_signature_fail_clearly(users):
+    users.predictors.register(not_a_tuple)
+    p = users.predictions.create(tag="@test/not-a-tuple", inputs={"x": 5})
+    assert "`@test/not-a-tuple`" in p.error["message"] and "declares a tuple of 2 outputs" in p.error["message"]
     with pytest.raises(ingle.InternalServerError) as e:
         users.embeddings.create(model="@test/wrong-shape", input=["a", "b"])
     assert "@test/wrong-shape" in str(e.value) and "3 embeddings for 2 texts" in str(e.value)

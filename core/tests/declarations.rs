@@ -62,6 +62,15 @@ fn malformed_declarations_name_the_field() {
             serde_json::json!({"tag": "@t/x", "kind": "lazy", "outputs": []}),
             "kind",
         ),
+        (
+            serde_json::json!({"tag": "@t/x", "kind": 1, "outputs": []}),
+            "kind",
+        ),
+        (
+            serde_json::json!({"tag": "@t/x", "inputs": [{"name": "a", "type": "number", "min": 2, "max": 1}],
+            "outputs": [{"name": "o", "type": "string"}]}),
+            "inputs[0].min",
+        ),
         (serde_json::json!({"tag": "@t/x", "outputs": []}), "outputs"),
         (
             serde_json::json!({"tag": "@t/x", "extra": 1, "outputs": []}),
@@ -196,6 +205,19 @@ fn the_rules_of_each_method_name_the_parameter() {
         refused(embed(serde_json::json!([{"name": "x", "type": "string"}]))),
         "inputs"
     );
+    // Taking both messages and a prompt, each request gives one: both must be optional.
+    let prompt = serde_json::json!({"name": "p", "type": "string", "annotation": "prompt"});
+    assert_eq!(
+        refused(chat(
+            serde_json::json!([messages, prompt]),
+            serde_json::json!([text_out])
+        )),
+        "m"
+    );
+    // Audio needs its rate: an audio parameter without the Audio annotation is refused.
+    let bare_audio = serde_json::json!({"tag": "@t/a", "inputs": [{"name": "a", "type": "audio"}],
+        "outputs": [{"name": "n", "type": "integer"}]});
+    assert_eq!(refused(bare_audio), "a");
     // Transcription: audio in, text out.
     let audio = serde_json::json!({"name": "a", "type": "audio", "annotation": {"type": "audio", "sample_rate": 16000}});
     let listen = serde_json::json!({"tag": "@t/l", "inputs": [audio], "outputs": [{"name": "n", "type": "integer"}]});

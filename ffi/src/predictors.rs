@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 /// The inputs of one call of a C predictor. Opaque; valid during the callback only. Read
 /// scalars and lists with `ingle_inputs_json`, audio with `ingle_inputs_audio` and tensors
@@ -63,10 +63,33 @@ pub type InglePredictorCallback = Option<
     ) -> i32,
 >;
 
-/// What a C predictor's thread reports besides outputs.
+/// A registered callback, and how many of its calls are running.
 struct Callback {
     function: unsafe extern "C" fn(*const IngleInputs, *mut IngleSink, *mut c_void) -> i32,
     user_data: *mut c_void,
+    running: Mutex<usize>,
+    returned: Condvar,
+}
+
+/// Held by the predictor: when the client is freed, waits until every call of the callback
+/// has returned, so the caller may free `user_data` once `ingle_client_free` returns.
+struct WaitForCalls(Arc<Callback>);
+
+impl Drop for WaitForCalls {
+    fn drop(&mut self) {
+        let mut running = self
+            .0
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        while *running > 0 {
+            running = self
+                .0
+                .returned
+                .wait(running)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
 }
 
 // SAFETY: `ingle_predictor_register` requires the callback and its `user_data` to be usable
@@ -140,7 +163,22 @@ fn start(
     };
     let callback = Arc::clone(callback);
     let tag = tag.to_string();
-    std::thread::Builder::new()
+    // Counted before the thread starts, so a client freed meanwhile waits for it.
+    *callback
+        .running
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner) += 1;
+    let counted = Arc::clone(&callback);
+    let on_error = Arc::clone(&callback);
+    let finished = move || {
+        let mut running = counted
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *running -= 1;
+        counted.returned.notify_all();
+    };
+    let spawned = std::thread::Builder::new()
         .name(format!("ingle-predictor {tag}"))
         .spawn(move || {
             let returned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
@@ -153,12 +191,26 @@ fn start(
                 })),
                 Err(_) => Some(format!("The predictor `{tag}` panicked inside ingle")),
             };
+            drop(sink); // its sender: the consumer sees the end once the result is sent
             if let Some(message) = failure {
                 // Ignored when the consumer is gone: nobody is waiting for the result.
                 let _ = sender.send(Err(Error::model(message)));
             }
-        })
-        .map_err(|e| Error::internal(format!("cannot start a predictor thread: {e}")))?;
+            drop(sender);
+            finished();
+        });
+    if let Err(e) = spawned {
+        // The closure, and with it the count's decrement, never ran.
+        let mut running = on_error
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *running -= 1;
+        on_error.returned.notify_all();
+        return Err(Error::internal(format!(
+            "cannot start a predictor thread: {e}"
+        )));
+    }
     Ok(Box::new(Received {
         receiver,
         cancelled,
@@ -176,8 +228,9 @@ fn start(
 /// finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
 /// presence_penalty (docs/predictors.md has the whole format and the rules of each OpenAI
 /// method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last
-/// error naming the parameter. `user_data` is passed to every call of `callback` and must
-/// outlive the client.
+/// error naming the parameter. `user_data` is passed to every call of `callback`;
+/// `ingle_client_free` waits until every running call has returned, so it may be freed after
+/// that (a callback that ignores `INGLE_ERROR_CANCELLED` delays `ingle_client_free`).
 #[no_mangle]
 pub unsafe extern "C" fn ingle_predictor_register(
     client: *mut IngleClient,
@@ -192,7 +245,10 @@ pub unsafe extern "C" fn ingle_predictor_register(
         let callback = Arc::new(Callback {
             function,
             user_data,
+            running: Mutex::new(0),
+            returned: Condvar::new(),
         });
+        let wait = WaitForCalls(Arc::clone(&callback));
         let tag = declaration.tag.clone();
         let outputs: Vec<String> = declaration
             .signature
@@ -201,6 +257,7 @@ pub unsafe extern "C" fn ingle_predictor_register(
             .map(|p| p.name.clone())
             .collect();
         let predictor = ExternalPredictor::new(declaration, move |inputs, logs| {
+            let _ = &wait; // dropped with the predictor: waits for running calls
             start(&callback, &tag, &outputs, inputs, logs)
         })?;
         client.register(Arc::new(predictor))?;

@@ -237,7 +237,35 @@ static void test_predictor_rules(void) {
     ingle_string_free(models);
 }
 
+static atomic_int slow_returned;
+
+/* Emits once, then works on for 300 ms whatever the consumer does, and says when it returns. */
+static int32_t slow(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)inputs;
+    ingle_sink_emit(sink, "{\"n\":1}");
+    nanosleep(&(struct timespec){0, 300000000}, NULL);
+    atomic_store((atomic_int *)user_data, 1);
+    return 0;
+}
+
+/* Freeing the client waits for running callbacks, so their user_data may be freed then. */
+static void test_predictor_free_waits(void) {
+    IngleClient *own = NULL;
+    CHECK_STATUS(ingle_client_create("{\"predictors\":[]}", &own), INGLE_OK);
+    atomic_store(&slow_returned, 0);
+    CHECK_STATUS(ingle_predictor_register(own, "{\"tag\":\"@c/slow\",\"kind\":\"generator\",\"outputs\":[{"
+                                               "\"name\":\"n\",\"type\":\"integer\"}]}",
+                                          slow, &slow_returned),
+                 INGLE_OK);
+    Collector c = {.stop_after = 1};
+    CHECK_STATUS(ingle_predictions_stream(own, "@c/slow", "{}", collect_chunk, &c), INGLE_ERROR_CANCELLED);
+    CHECK(atomic_load(&slow_returned) == 0, "the callback returned before the stream was cancelled");
+    ingle_client_free(own);
+    CHECK(atomic_load(&slow_returned) == 1, "ingle_client_free returned while a callback was running");
+}
+
 static const Test tests[] = {
+    {"predictor_free_waits", test_predictor_free_waits},
     {"predictor_chat", test_predictor_chat},
     {"predictor_speech", test_predictor_speech},
     {"predictor_embeddings", test_predictor_embeddings},

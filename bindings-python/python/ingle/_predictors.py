@@ -570,10 +570,10 @@ class Predictor:
         try:
             if self.chat_outputs:
                 return _chat_outputs(value)
-            values = list(value) if len(self.outputs) > 1 else [value]
             if len(self.outputs) > 1 and not isinstance(value, tuple):
                 raise _OutputError(f"is a {type(value).__name__}; it declares a tuple of "
                                    f"{len(self.outputs)} outputs")
+            values = list(value) if len(self.outputs) > 1 else [value]
             if len(values) != len(self.outputs):
                 raise _OutputError(f"has {len(values)} values; it declares {len(self.outputs)}")
             return [None if v is None else p.from_python(v, f"the output `{p.name}`")
@@ -691,8 +691,9 @@ class _Runner:
         token = _current_logs.set(self.logs)
         try:
             return function()
-        except (StopIteration, StopAsyncIteration, GeneratorExit, _PredictorFailed):
-            raise
+        except (StopIteration, StopAsyncIteration, GeneratorExit, _PredictorFailed,
+                KeyboardInterrupt, SystemExit):
+            raise  # the end of a generator, a failure already worded, or the process stopping
         except BaseException as error:
             self.logs.write(traceback.format_exc())
             described = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -844,13 +844,26 @@ fn chat_rules(tag: &str, signature: &Signature) -> Result<()> {
         (None, Some(_)) => "completions",
         (Some(_), Some(_)) => "chat.completions and completions",
     };
+    let both = messages.is_some() && prompt.is_some();
     for input in [messages, prompt].into_iter().flatten() {
-        if !input.required && (messages.is_none() || prompt.is_none()) {
+        if !input.required && !both {
             return Err(rules::problem(
                 tag,
                 &input.name,
                 format!(
                     "serves {method}, so its input `{}` must be required (no default)",
+                    input.name
+                ),
+            ));
+        }
+        if input.required && both {
+            // A chat request gives no prompt and a completion request no messages.
+            return Err(rules::problem(
+                tag,
+                &input.name,
+                format!(
+                    "serves {method}, and each request gives only one of messages and prompt, \
+                     so `{}` must be optional",
                     input.name
                 ),
             ));
@@ -962,6 +975,17 @@ mod rules {
         use ValueType as T;
         for (side, params) in [("input", &signature.inputs), ("output", &signature.outputs)] {
             for (i, p) in params.iter().enumerate() {
+                if p.value_type == T::Audio && !matches!(p.annotation, Annotation::Audio { .. }) {
+                    return Err(problem(
+                        tag,
+                        &p.name,
+                        format!(
+                            "declares the {side} `{}` as audio without an Audio annotation: \
+                             annotate it Audio with its sample rate",
+                            p.name
+                        ),
+                    ));
+                }
                 if p.annotation == Annotation::Generic {
                     continue;
                 }

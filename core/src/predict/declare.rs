@@ -60,15 +60,16 @@ impl Declaration {
             Some(Json::String(tag)) => check_tag(tag)?,
             _ => return Err(Error::invalid("tag", "A predictor needs a `tag` string")),
         };
-        let kind = match object.get("kind").and_then(Json::as_str) {
-            Some("eager") | None => PredictorKind::Eager,
-            Some("generator") => PredictorKind::Generator,
+        let kind = match object.get("kind") {
+            None | Some(Json::Null) => PredictorKind::Eager,
+            Some(Json::String(kind)) if kind == "eager" => PredictorKind::Eager,
+            Some(Json::String(kind)) if kind == "generator" => PredictorKind::Generator,
             Some(other) => {
                 return Err(Error::invalid(
                     "kind",
                     format!(
-                        "Invalid `kind` '{}': it must be 'eager' or 'generator'",
-                        shown(other)
+                        "Invalid `kind` {}: it must be 'eager' or 'generator'",
+                        shown(&other.to_string())
                     ),
                 ))
             }
@@ -241,6 +242,14 @@ fn parameter(json: &Json, path: &str) -> Result<Parameter> {
         &format!("{path}.description"),
     )?)
     .range(number(object, "min", path)?, number(object, "max", path)?);
+    if let (Some(min), Some(max)) = (parameter.min, parameter.max) {
+        if min > max {
+            return Err(Error::invalid(
+                format!("{path}.min"),
+                format!("The parameter `{name}` has min {min} above its max {max}"),
+            ));
+        }
+    }
     if let Some(items) = object.get("items").filter(|j| !j.is_null()) {
         let items = items.as_str().ok_or_else(|| {
             Error::invalid(format!("{path}.items"), "`items` must be a type name")

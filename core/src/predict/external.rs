@@ -208,7 +208,12 @@ impl Checked {
                 }
                 _ => {}
             }
-            if !param.choices.is_empty() && !param.choices.contains(value) {
+            if !param.choices.is_empty()
+                && !param
+                    .choices
+                    .iter()
+                    .any(|c| super::signature::same_choice(c, value))
+            {
                 return Err(self.wrong(format!(
                     "gave a value for its output `{name}` that is not one of its choices"
                 )));

@@ -205,7 +205,7 @@ impl Parameter {
 }
 
 /// Whether `value` is the choice `choice` (`1` is the choice `1.0`, as JSON does not tell them apart).
-fn same_choice(choice: &Value, value: &Value) -> bool {
+pub(crate) fn same_choice(choice: &Value, value: &Value) -> bool {
     match (choice.as_f64(), value.as_f64()) {
         (Some(a), Some(b)) => a == b,
         _ => choice == value,
