@@ -532,8 +532,9 @@ void ingle_string_free(char *text);
  * finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
  * presence_penalty (docs/predictors.md has the whole format and the rules of each OpenAI
  * method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last
- * error naming the parameter. `user_data` is passed to every call of `callback` and must
- * outlive the client.
+ * error naming the parameter. `user_data` is passed to every call of `callback`;
+ * `ingle_client_free` waits until every running call has returned, so it may be freed after
+ * that (a callback that ignores `INGLE_ERROR_CANCELLED` delays `ingle_client_free`).
  */
 enum IngleStatus ingle_predictor_register(struct IngleClient *client,
                                           const char *declaration_json,
