@@ -186,19 +186,6 @@ fn inputs_for_js(inputs: Inputs) -> ingle_core::Result<(String, Vec<Uint8Array>)
     Ok((serde_json::Value::Object(json).to_string(), buffers))
 }
 
-fn dtype_of(name: &str) -> Option<Dtype> {
-    Some(match name {
-        "float32" => Dtype::F32,
-        "float16" => Dtype::F16,
-        "int64" => Dtype::I64,
-        "int32" => Dtype::I32,
-        "int8" => Dtype::I8,
-        "uint8" => Dtype::U8,
-        "bool" => Dtype::Bool,
-        _ => return None,
-    })
-}
-
 /// A value from JS: JSON, or a `$raw` reference to one of `buffers`.
 fn value_from_js(
     json: serde_json::Value,
@@ -236,7 +223,7 @@ fn value_from_js(
             let dtype = json
                 .get("dtype")
                 .and_then(serde_json::Value::as_str)
-                .and_then(dtype_of)
+                .and_then(Dtype::from_name)
                 .ok_or("a tensor of an unknown dtype")?;
             let shape = json
                 .get("shape")

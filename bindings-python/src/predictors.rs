@@ -30,7 +30,7 @@ pub struct RawTensor {
 impl RawTensor {
     #[new]
     fn new(dtype: &str, shape: Vec<usize>, data: Py<PyBytes>) -> PyResult<Self> {
-        let dtype = dtype_of(dtype).ok_or_else(|| {
+        let dtype = Dtype::from_name(dtype).ok_or_else(|| {
             PyTypeError::new_err(format!(
                 "tensors of dtype {dtype} cannot cross into ingle; use float32, float16, int64, \
                  int32, int8, uint8 or bool"
@@ -84,19 +84,6 @@ impl LogSink {
         self.logs.write(text);
         text.len()
     }
-}
-
-fn dtype_of(name: &str) -> Option<Dtype> {
-    Some(match name {
-        "float32" => Dtype::F32,
-        "float16" => Dtype::F16,
-        "int64" => Dtype::I64,
-        "int32" => Dtype::I32,
-        "int8" => Dtype::I8,
-        "uint8" => Dtype::U8,
-        "bool" => Dtype::Bool,
-        _ => return None,
-    })
 }
 
 /// A core value as a Python object: JSON-like values as themselves, tensors and audio as
@@ -197,7 +184,7 @@ fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
     if let Ok(t) = object.cast::<RawTensor>() {
         let t = t.get();
         let data = t.data.as_bytes(object.py()).to_vec();
-        let dtype = dtype_of(t.dtype).expect("checked by RawTensor::new");
+        let dtype = Dtype::from_name(t.dtype).expect("checked by RawTensor::new");
         return Tensor::new(dtype, t.shape.clone(), data)
             .map(Value::Tensor)
             .map_err(|e| format!("{what}: {}", e.message));

@@ -30,6 +30,21 @@ impl Dtype {
         }
     }
 
+    /// The dtype of a NumPy name (the inverse of [`Self::name`]).
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        [
+            Dtype::F32,
+            Dtype::F16,
+            Dtype::I64,
+            Dtype::I32,
+            Dtype::I8,
+            Dtype::U8,
+            Dtype::Bool,
+        ]
+        .into_iter()
+        .find(|d| d.name() == name)
+    }
+
     pub fn size(self) -> usize {
         match self {
             Dtype::F32 | Dtype::I32 => 4,
@@ -271,5 +286,26 @@ impl<T: Into<Value>> From<Vec<T>> for Value {
 impl<T: Into<Value>> From<Option<T>> for Value {
     fn from(v: Option<T>) -> Self {
         v.map_or(Value::Null, Into::into)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dtype;
+
+    #[test]
+    fn dtype_names_round_trip() {
+        for dtype in [
+            Dtype::F32,
+            Dtype::F16,
+            Dtype::I64,
+            Dtype::I32,
+            Dtype::I8,
+            Dtype::U8,
+            Dtype::Bool,
+        ] {
+            assert_eq!(Dtype::from_name(dtype.name()), Some(dtype));
+        }
+        assert_eq!(Dtype::from_name("float64"), None);
     }
 }

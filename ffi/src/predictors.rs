@@ -440,21 +440,13 @@ pub unsafe extern "C" fn ingle_sink_set_tensor(
         let sink = sink_arg(sink)?;
         let name = str_arg(name, "name")?;
         sink.declared(name)?;
-        let dtype = match str_arg(dtype, "dtype")? {
-            "float32" => Dtype::F32,
-            "float16" => Dtype::F16,
-            "int64" => Dtype::I64,
-            "int32" => Dtype::I32,
-            "int8" => Dtype::I8,
-            "uint8" => Dtype::U8,
-            "bool" => Dtype::Bool,
-            other => {
-                return Err(Failure::from(Error::invalid(
-                    "dtype",
-                    format!("Unknown dtype `{}`", ingle_core::error::shown(other)),
-                )))
-            }
-        };
+        let dtype = str_arg(dtype, "dtype")?;
+        let dtype = Dtype::from_name(dtype).ok_or_else(|| {
+            Failure::from(Error::invalid(
+                "dtype",
+                format!("Unknown dtype `{}`", ingle_core::error::shown(dtype)),
+            ))
+        })?;
         if shape.is_null() && ndim > 0 {
             return Err(Failure::null_argument("shape"));
         }
