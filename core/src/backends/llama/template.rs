@@ -1,0 +1,363 @@
+//! Chat templates as Hugging Face `transformers` renders them (`apply_chat_template`): each
+//! GGUF's own `tokenizer.chat_template` (Jinja) in an environment with the same rules —
+//! `trim_blocks`, `lstrip_blocks`, loop controls, Python string methods, `raise_exception`,
+//! `strftime_now`, and a `tojson` that is Python's `json.dumps` (keys kept in order, `", "` and
+//! `": "` separators, non-ASCII kept) rather than minijinja's compact, HTML-escaping one.
+//!
+//! WIP (issue 16): not yet wired into the llama predictor.
+
+use crate::error::{Error, Result};
+use minijinja::value::{Kwargs, Value as JinjaValue};
+use minijinja::{Environment, ErrorKind as JinjaErrorKind};
+
+/// A compiled chat template and the special tokens it may refer to.
+pub struct ChatTemplate {
+    env: Environment<'static>,
+    bos_token: String,
+    eos_token: String,
+}
+
+const NAME: &str = "chat_template";
+
+impl ChatTemplate {
+    /// Compiles `source`; a template with a syntax error is a model error naming `tag`.
+    pub fn new(tag: &str, source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
+        let mut env = Environment::new();
+        env.set_trim_blocks(true);
+        env.set_lstrip_blocks(true);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_filter("tojson", tojson);
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", strftime_now);
+        env.add_template_owned(NAME, source.to_string())
+            .map_err(|e| {
+                Error::model(format!(
+                    "The chat template of `{tag}` does not compile: {e}"
+                ))
+            })?;
+        Ok(ChatTemplate {
+            env,
+            bos_token: bos_token.to_string(),
+            eos_token: eos_token.to_string(),
+        })
+    }
+
+    /// Renders `messages` (OpenAI-shaped JSON objects) and `tools` (function tools), with the
+    /// generation prompt when `add_generation_prompt`.
+    pub fn render(
+        &self,
+        messages: &serde_json::Value,
+        tools: Option<&serde_json::Value>,
+        add_generation_prompt: bool,
+    ) -> Result<String> {
+        let template = self
+            .env
+            .get_template(NAME)
+            .map_err(|e| Error::internal(format!("chat template missing: {e}")))?;
+        let context = minijinja::context! {
+            messages => JinjaValue::from_serialize(messages),
+            tools => tools.map(JinjaValue::from_serialize),
+            add_generation_prompt => add_generation_prompt,
+            bos_token => self.bos_token.as_str(),
+            eos_token => self.eos_token.as_str(),
+        };
+        template.render(context).map_err(|e| {
+            if e.kind() == JinjaErrorKind::InvalidOperation {
+                // raise_exception: the template refused the conversation (say, roles that
+                // do not alternate); its message is the caller's to read.
+                Error::invalid(
+                    "messages",
+                    format!(
+                        "The chat template refused the messages: {}",
+                        e.detail().unwrap_or_default()
+                    ),
+                )
+            } else {
+                Error::model(format!("The chat template failed: {e}"))
+            }
+        })
+    }
+}
+
+fn raise_exception(message: String) -> std::result::Result<JinjaValue, minijinja::Error> {
+    Err(minijinja::Error::new(
+        JinjaErrorKind::InvalidOperation,
+        message,
+    ))
+}
+
+/// `strftime_now(format)`: the local time, formatted as Python's `strftime` does for the
+/// directives templates use (`%d`, `%m`, `%Y`, `%b`, `%B`, `%H`, `%M`, `%S`, `%%`).
+fn strftime_now(format: String) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let (days, seconds) = (now.div_euclid(86_400), now.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let mut out = String::new();
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('d') => out.push_str(&format!("{day:02}")),
+            Some('m') => out.push_str(&format!("{month:02}")),
+            Some('Y') => out.push_str(&year.to_string()),
+            Some('b') => out.push_str(&MONTHS[month as usize - 1][..3]),
+            Some('B') => out.push_str(MONTHS[month as usize - 1]),
+            Some('H') => out.push_str(&format!("{:02}", seconds / 3600)),
+            Some('M') => out.push_str(&format!("{:02}", seconds / 60 % 60)),
+            Some('S') => out.push_str(&format!("{:02}", seconds % 60)),
+            Some('%') => out.push('%'),
+            Some(other) => {
+                out.push('%');
+                out.push(other);
+            }
+            None => out.push('%'),
+        }
+    }
+    out
+}
+
+/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// `tojson` as `transformers` defines it: `json.dumps(x, ensure_ascii=False, indent=indent,
+/// separators=separators, sort_keys=False)`.
+fn tojson(value: JinjaValue, kwargs: Kwargs) -> std::result::Result<JinjaValue, minijinja::Error> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    let ensure_ascii: Option<bool> = kwargs.get("ensure_ascii")?;
+    let separators: Option<Vec<String>> = kwargs.get("separators")?;
+    kwargs.assert_all_used()?;
+    let json = serde_json::to_value(&value).map_err(|e| {
+        minijinja::Error::new(JinjaErrorKind::InvalidOperation, format!("tojson: {e}"))
+    })?;
+    let (item, key) = match separators.as_deref() {
+        Some([item, key]) => (item.clone(), key.clone()),
+        _ if indent.is_some() => (",".into(), ": ".into()),
+        _ => (", ".into(), ": ".into()),
+    };
+    let mut out = String::new();
+    dump(
+        &json,
+        indent,
+        0,
+        &item,
+        &key,
+        ensure_ascii.unwrap_or(false),
+        &mut out,
+    );
+    Ok(JinjaValue::from_safe_string(out))
+}
+
+fn dump(
+    value: &serde_json::Value,
+    indent: Option<usize>,
+    depth: usize,
+    item: &str,
+    key: &str,
+    ascii: bool,
+    out: &mut String,
+) {
+    use serde_json::Value as J;
+    let newline = |out: &mut String, depth: usize| {
+        if let Some(n) = indent {
+            out.push('\n');
+            out.push_str(&" ".repeat(n * depth));
+        }
+    };
+    // With an indent, Python ends items with the separator stripped of trailing spaces.
+    let item_sep = if indent.is_some() {
+        item.trim_end()
+    } else {
+        item
+    };
+    match value {
+        J::Null => out.push_str("null"),
+        J::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        J::Number(n) => out.push_str(&python_number(n)),
+        J::String(s) => quote(s, ascii, out),
+        J::Array(items) if items.is_empty() => out.push_str("[]"),
+        J::Array(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_sep);
+                }
+                newline(out, depth + 1);
+                dump(v, indent, depth + 1, item, key, ascii, out);
+            }
+            newline(out, depth);
+            out.push(']');
+        }
+        J::Object(map) if map.is_empty() => out.push_str("{}"),
+        J::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(item_sep);
+                }
+                newline(out, depth + 1);
+                quote(k, ascii, out);
+                out.push_str(key);
+                dump(v, indent, depth + 1, item, key, ascii, out);
+            }
+            newline(out, depth);
+            out.push('}');
+        }
+    }
+}
+
+/// A number as Python's `json.dumps` writes it: integers as they are, floats as `repr` (`1.0`,
+/// `0.1`, `1e-05`, `1e+16`).
+fn python_number(n: &serde_json::Number) -> String {
+    if n.is_i64() || n.is_u64() {
+        return n.to_string();
+    }
+    let f = n.as_f64().unwrap_or(f64::NAN);
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    let exponent = if f == 0.0 {
+        0
+    } else {
+        f.abs().log10().floor() as i32
+    };
+    if (-4..16).contains(&exponent) {
+        let text = format!("{f:?}"); // shortest round-trip, e.g. 0.1, 1.0
+        if text.contains('e') {
+            format!("{f}")
+        } else {
+            text
+        }
+    } else {
+        // Python: 1e-05, 1.5e+16
+        let text = format!("{f:e}"); // 1e-5, 1.5e16
+        let (mantissa, exp) = text.split_once('e').unwrap_or((&text, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        format!(
+            "{mantissa}e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        )
+    }
+}
+
+/// A JSON string as Python writes it (`\uXXXX` for control characters, and for non-ASCII when
+/// `ascii`).
+fn quote(s: &str, ascii: bool, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (ascii && !c.is_ascii()) => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tojson_is_pythons_json_dumps() {
+        let t = ChatTemplate::new(
+            "t",
+            "{{ x | tojson }}|{{ x | tojson(indent=2) }}",
+            "<s>",
+            "</s>",
+        )
+        .unwrap();
+        let env = &t.env;
+        let out = env
+            .render_str(
+                "{{ x | tojson }}",
+                minijinja::context! { x => JinjaValue::from_serialize(serde_json::json!({"b": 1, "a": [1.0, "é<>"], "c": {}})) },
+            )
+            .unwrap();
+        assert_eq!(out, r#"{"b": 1, "a": [1.0, "é<>"], "c": {}}"#);
+        let out = env
+            .render_str(
+                "{{ x | tojson(indent=2) }}",
+                minijinja::context! { x => JinjaValue::from_serialize(serde_json::json!({"b": [1, 2]})) },
+            )
+            .unwrap();
+        assert_eq!(out, "{\n  \"b\": [\n    1,\n    2\n  ]\n}");
+    }
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_000), (2024, 10, 4));
+    }
+}
+
+/// Renders the case in `$INGLE_TEMPLATE_CASE` (`{template, bos, eos, messages, tools,
+/// add_generation_prompt}`) into `$INGLE_TEMPLATE_OUT`, for comparison with transformers.
+#[cfg(test)]
+#[test]
+#[ignore]
+fn render_fixture() {
+    let case: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(std::env::var("INGLE_TEMPLATE_CASE").unwrap()).unwrap(),
+    )
+    .unwrap();
+    let t = ChatTemplate::new(
+        "fixture",
+        case["template"].as_str().unwrap(),
+        case["bos"].as_str().unwrap(),
+        case["eos"].as_str().unwrap(),
+    )
+    .unwrap();
+    let tools = case.get("tools").filter(|t| !t.is_null());
+    let out = t
+        .render(
+            &case["messages"],
+            tools,
+            case["add_generation_prompt"].as_bool().unwrap(),
+        )
+        .unwrap();
+    std::fs::write(std::env::var("INGLE_TEMPLATE_OUT").unwrap(), out).unwrap();
+}
