@@ -9,6 +9,7 @@
 //! up their own team and oversubscribe the cores (3x slower on 2 cores). Requests beyond
 //! `parallel` wait in a queue for a free sequence. See docs/architecture.md.
 
+mod spike;
 pub mod template;
 mod text;
 
