@@ -102,3 +102,56 @@ fn llguidance_json_schema_speed() {
         }
     }
 }
+
+#[test]
+#[ignore]
+fn llguidance_forced_tool_call() {
+    let path = std::path::PathBuf::from(std::env::var("HOME").unwrap())
+        .join(".cache/ingle/models/Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf");
+    let model = LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default())
+        .unwrap();
+    let source = model
+        .chat_template(None)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let template =
+        super::template::ChatTemplate::new("qwen", &source, "<|endoftext|>", "<|im_end|>").unwrap();
+    let parameters = serde_json::json!({"type": "object", "properties": {
+        "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"]});
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "get_weather",
+        "description": "Get the current weather in a city.", "parameters": parameters}}]);
+    for question in [
+        "What's the weather in Paris right now, in celsius?",
+        "Write a haiku about the sea.",
+    ] {
+        let messages = serde_json::json!([{"role": "user", "content": question}]);
+        let prompt = template.render(&messages, Some(&tools), true).unwrap();
+        let mut free = LlamaSampler::greedy();
+        let (text, _, _) = decode(&model, &prompt, &mut free, 80);
+        println!("{question}\n  free: {text:?}");
+        let tok_env = LlamaSampler::llguidance_tok_env(&model);
+        let factory = llguidance::ParserFactory::new_simple(&tok_env).unwrap();
+        let call_schema = serde_json::json!({"type": "object", "properties": {
+            "name": {"const": "get_weather"}, "arguments": parameters},
+            "required": ["name", "arguments"], "additionalProperties": false});
+        let lark = format!(
+            "start: \"<tool_call>\\n\" payload \"\\n</tool_call>\"\npayload: %json {call_schema}\n"
+        );
+        let grammar = llguidance::api::TopLevelGrammar::from_lark(lark);
+        let matcher = llguidance::Matcher::new(factory.create_parser(grammar));
+        assert!(!matcher.is_error(), "{:?}", matcher.get_error());
+        let mut forced =
+            LlamaSampler::chain_simple([LlamaSampler::from(matcher), LlamaSampler::greedy()]);
+        let (call, n, secs) = decode(&model, &prompt, &mut forced, 120);
+        println!("  forced: {call:?} ({n} tokens, {:.2} s)", secs);
+        let json = call
+            .trim_start_matches("<tool_call>\n")
+            .trim_end_matches("\n</tool_call>");
+        let parsed: serde_json::Value = serde_json::from_str(json).expect("a JSON call");
+        assert_eq!(parsed["name"], "get_weather");
+        assert!(parsed["arguments"]["city"].is_string());
+    }
+}
