@@ -155,3 +155,49 @@ fn llguidance_forced_tool_call() {
         assert!(parsed["arguments"]["city"].is_string());
     }
 }
+
+#[test]
+#[ignore]
+fn llguidance_auto_tool_call() {
+    let path = std::path::PathBuf::from(std::env::var("HOME").unwrap())
+        .join(".cache/ingle/models/Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf");
+    let model = LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default())
+        .unwrap();
+    let source = model
+        .chat_template(None)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    let template =
+        super::template::ChatTemplate::new("qwen", &source, "<|endoftext|>", "<|im_end|>").unwrap();
+    let parameters = serde_json::json!({"type": "object", "properties": {
+        "city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+        "required": ["city"]});
+    let tools = serde_json::json!([{"type": "function", "function": {"name": "get_weather",
+        "description": "Get the current weather in a city.", "parameters": parameters}}]);
+    let call_schema = serde_json::json!({"type": "object", "properties": {
+        "name": {"const": "get_weather"}, "arguments": parameters},
+        "required": ["name", "arguments"], "additionalProperties": false});
+    let tok_env = LlamaSampler::llguidance_tok_env(&model);
+    let factory = llguidance::ParserFactory::new_simple(&tok_env).unwrap();
+    // Free text until the model opens a call; from there, a valid call.
+    let lark = format!(
+        "start: prefix call?\nprefix[stop=\"<tool_call>\"]: /(?s:.*)/\ncall: \"\\n\" payload \"\\n</tool_call>\"\npayload: %json {call_schema}\n"
+    );
+    for question in [
+        "What's the weather in Paris right now, in celsius?",
+        "Use the tool: what is the weather in Rome?",
+        "Write a haiku about the sea.",
+    ] {
+        let messages = serde_json::json!([{"role": "user", "content": question}]);
+        let prompt = template.render(&messages, Some(&tools), true).unwrap();
+        let grammar = llguidance::api::TopLevelGrammar::from_lark(lark.clone());
+        let matcher = llguidance::Matcher::new(factory.create_parser(grammar));
+        assert!(!matcher.is_error(), "{:?}", matcher.get_error());
+        let mut auto =
+            LlamaSampler::chain_simple([LlamaSampler::from(matcher), LlamaSampler::greedy()]);
+        let (text, n, _) = decode(&model, &prompt, &mut auto, 120);
+        println!("{question}\n  auto ({n} tokens): {text:?}");
+    }
+}
