@@ -21,6 +21,7 @@
 
 pub mod audio;
 pub mod backends;
+pub mod chat;
 mod client;
 pub mod config;
 pub mod error;
