@@ -50,11 +50,8 @@ impl ToolCallParser {
     pub fn push(&mut self, text: &str) -> Vec<Piece> {
         self.pending.push_str(text);
         let mut out = Vec::new();
-        loop {
-            match self.step(false) {
-                Some(piece) => push_piece(&mut out, piece),
-                None => break,
-            }
+        while let Some(piece) = self.step(false) {
+            push_piece(&mut out, piece);
         }
         out
     }

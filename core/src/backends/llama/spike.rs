@@ -3,6 +3,7 @@
 //! spike -- --ignored --nocapture`.
 
 #![cfg(test)]
+#![allow(clippy::explicit_counter_loop)] // a spike
 
 use super::backend;
 use llama_cpp_2::context::params::LlamaContextParams;
