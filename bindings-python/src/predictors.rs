@@ -12,7 +12,6 @@ use ingle_core::{
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use std::collections::BTreeMap;
 
 /// A tensor between the core and Python: NumPy's dtype name, the shape, and the row-major
 /// little-endian bytes. `ingle._predictors` turns it into (and makes it from) an `ndarray`.
@@ -171,7 +170,7 @@ fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
         return Ok(Value::List(items));
     }
     if let Ok(dict) = object.cast::<PyDict>() {
-        let mut map = BTreeMap::new();
+        let mut map = ingle_core::Dict::new();
         for (k, v) in dict.iter() {
             let key: String = k
                 .extract()

@@ -33,6 +33,10 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_MODEL: &str = "@local/smollm2-135m-instruct";
 /// The file of the default model, inside the models directory.
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The second chat model, which can call tools (Hermes format); registered when cached.
+pub const TOOLS_MODEL: &str = "@local/qwen2.5-coder-0.5b-instruct";
+/// Its GGUF in the models dir (assembled from six wheels by `scripts/fetch-models`).
+pub const TOOLS_MODEL_FILE: &str = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf";
 /// The tag of the embedding model, registered by default when its files are in the models
 /// directory.
 pub const DEFAULT_EMBEDDING_MODEL: &str = "@local/all-minilm-l6-v2";
@@ -243,6 +247,7 @@ impl Default for Config {
     fn default() -> Self {
         Config::empty()
             .predictor(PredictorConfig::llama(DEFAULT_MODEL, DEFAULT_MODEL_FILE))
+            .predictor(PredictorConfig::llama(TOOLS_MODEL, TOOLS_MODEL_FILE).if_present())
             .predictor(
                 PredictorConfig::embedding(
                     DEFAULT_EMBEDDING_MODEL,

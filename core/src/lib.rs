@@ -34,6 +34,7 @@ mod value;
 pub use client::{Client, Predictions};
 pub use config::{
     Config, PredictorConfig, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL, DEFAULT_SPEECH_MODEL,
+    TOOLS_MODEL,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use predict::{
@@ -41,7 +42,7 @@ pub use predict::{
     Inputs, Logs, Metrics, OutputStream, Outputs, Parameter, Prediction, PredictionStream,
     Predictor, PredictorKind, Signature,
 };
-pub use value::{Audio, Dtype, Tensor, Value, ValueType};
+pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType};
 
 /// The version of ingle.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -2,7 +2,9 @@
 //! keep their raw buffers (they never become JSON number arrays inside the library).
 
 use crate::error::{Error, Result};
-use std::collections::BTreeMap;
+/// A dict value: its keys keep the order they were given in (a JSON schema's properties, a
+/// tool's fields), as chat templates render them in that order.
+pub type Dict = indexmap::IndexMap<String, Value>;
 
 /// Element type of a [`Tensor`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,7 +102,7 @@ pub enum Value {
     Float(f64),
     String(String),
     List(Vec<Value>),
-    Dict(BTreeMap<String, Value>),
+    Dict(Dict),
     Tensor(Tensor),
     Audio(Audio),
 }
@@ -193,7 +195,7 @@ impl Value {
         }
     }
 
-    pub fn as_dict(&self) -> Option<&BTreeMap<String, Value>> {
+    pub fn as_dict(&self) -> Option<&Dict> {
         match self {
             Value::Dict(d) => Some(d),
             _ => None,

@@ -314,7 +314,7 @@ fn a_generator_without_finish_reason_stops_when_it_ends_and_logs_reach_the_predi
     let client = client_with(echo, vec![vec![Value::from("a")], vec![Value::from("b")]]);
     let request = ChatCompletionRequest::new("@t/c", vec![ChatMessage::user("x")]);
     let completion = client.chat.completions.create(&request).unwrap();
-    assert_eq!(completion.choices[0].message.content, "ab");
+    assert_eq!(completion.choices[0].message.text(), "ab");
     assert_eq!(completion.choices[0].finish_reason, "stop");
     let inputs = ingle::inputs_from_json(r#"{"m": [{"role": "user", "content": "x"}]}"#).unwrap();
     let prediction = client.predictions.create("@t/c", inputs).unwrap();

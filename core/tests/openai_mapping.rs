@@ -60,7 +60,7 @@ fn a_predictor_with_the_right_annotations_serves_chat_whatever_its_names() {
     let request =
         ChatCompletionRequest::new("@test/echo", vec![ChatMessage::user("hello there world")]);
     let completion = client.chat.completions.create(&request).unwrap();
-    assert_eq!(completion.choices[0].message.content, "hello there world");
+    assert_eq!(completion.choices[0].message.text(), "hello there world");
     assert_eq!(completion.choices[0].finish_reason, "stop");
     let chunks: Vec<_> = client
         .chat

@@ -12,9 +12,9 @@ fn greedy_capital_of_france_mentions_paris() {
     let completion = shared().chat.completions.create(&france()).unwrap();
     let choice = &completion.choices[0];
     assert!(
-        choice.message.content.contains("Paris"),
+        choice.message.text().contains("Paris"),
         "{:?}",
-        choice.message.content
+        choice.message.text()
     );
     assert_eq!(choice.finish_reason, "stop");
     assert_eq!(choice.message.role, "assistant");
@@ -90,11 +90,11 @@ fn stream_chunks_concatenate_to_the_non_stream_content_for_the_same_seed() {
         .flat_map(|c| c.choices[0].delta.content.clone())
         .collect();
     assert!(!streamed.is_empty());
-    assert_eq!(streamed, whole.choices[0].message.content);
+    assert_eq!(streamed, whole.choices[0].message.text());
 
     let again = client.chat.completions.create(&request).unwrap();
     assert_eq!(
-        again.choices[0].message.content, whole.choices[0].message.content,
+        again.choices[0].message.text(), whole.choices[0].message.text(),
         "same seed, same text"
     );
 }
@@ -151,8 +151,8 @@ fn max_tokens_5_ends_with_length_and_5_completion_tokens() {
 fn a_stop_sequence_cuts_the_text_before_it() {
     let full = shared().chat.completions.create(&france()).unwrap().choices[0]
         .message
-        .content
-        .clone();
+        .text()
+        .to_string();
     let at = full.find("Paris").expect("greedy answer mentions Paris");
     // "is Par" spans two tokens (" is", " Paris"): it must still never be emitted.
     for stop in ["Paris", "is Par"] {
@@ -161,9 +161,9 @@ fn a_stop_sequence_cuts_the_text_before_it() {
             ..france()
         };
         let completion = shared().chat.completions.create(&request).unwrap();
-        let content = &completion.choices[0].message.content;
+        let content = &completion.choices[0].message.text();
         assert_eq!(completion.choices[0].finish_reason, "stop");
-        assert_eq!(content, &full[..full.find(stop).unwrap()], "stop {stop:?}");
+        assert_eq!(*content, &full[..full.find(stop).unwrap()], "stop {stop:?}");
         let streamed: Vec<String> = shared()
             .chat
             .completions
@@ -180,8 +180,8 @@ fn a_stop_sequence_cuts_the_text_before_it() {
     };
     let content = shared().chat.completions.create(&many).unwrap().choices[0]
         .message
-        .content
-        .clone();
+        .text()
+        .to_string();
     assert_eq!(content, full[..full.find("capital").unwrap()]);
 }
 
@@ -199,7 +199,7 @@ fn usage_counts_match_the_tokenizer() {
         [LlamaChatMessage::new("user".into(), "What is the capital of France?".into()).unwrap()];
     let prompt = model.apply_chat_template(&template, &chat, true).unwrap();
     let prompt_tokens = model.vocab().tokenize(prompt.as_bytes(), true, true).len();
-    let content = &completion.choices[0].message.content;
+    let content = &completion.choices[0].message.text();
     // The greedy answer ends with the end-of-turn token, which is not part of the content.
     let completion_tokens = model
         .vocab()
@@ -251,9 +251,9 @@ fn system_developer_assistant_tool_roles_and_text_parts_are_accepted() {
     };
     let completion = shared().chat.completions.create(&request).unwrap();
     assert!(
-        completion.choices[0].message.content.contains("Paris"),
+        completion.choices[0].message.text().contains("Paris"),
         "{:?}",
-        completion.choices[0].message.content
+        completion.choices[0].message.text()
     );
 }
 
@@ -441,8 +441,8 @@ fn penalties_and_top_p_change_sampling() {
     };
     let plain = client.chat.completions.create(&base).unwrap().choices[0]
         .message
-        .content
-        .clone();
+        .text()
+        .to_string();
     let penalised = ChatCompletionRequest {
         frequency_penalty: Some(2.0),
         presence_penalty: Some(2.0),
@@ -450,8 +450,8 @@ fn penalties_and_top_p_change_sampling() {
     };
     let penalised = client.chat.completions.create(&penalised).unwrap().choices[0]
         .message
-        .content
-        .clone();
+        .text()
+        .to_string();
     assert_ne!(plain, penalised, "penalties change greedy output");
     // top_p near 0 leaves only the most likely token: the same text as greedy, whatever the seed.
     let narrow = |seed| ChatCompletionRequest {
@@ -462,12 +462,12 @@ fn penalties_and_top_p_change_sampling() {
     };
     let a = client.chat.completions.create(&narrow(1)).unwrap().choices[0]
         .message
-        .content
-        .clone();
+        .text()
+        .to_string();
     let b = client.chat.completions.create(&narrow(2)).unwrap().choices[0]
         .message
-        .content
-        .clone();
+        .text()
+        .to_string();
     assert_eq!(a, plain);
     assert_eq!(b, plain);
 }

@@ -21,8 +21,8 @@ fn four_threads_times_five_requests_all_succeed() {
                         let completion = if i % 2 == 0 {
                             client.chat.completions.create(&request).unwrap().choices[0]
                                 .message
-                                .content
-                                .clone()
+                                .text()
+                                .to_string()
                         } else {
                             let mut text = String::new();
                             for chunk in client.chat.completions.stream(&request).unwrap() {
@@ -68,7 +68,7 @@ fn more_requests_than_sequences_queue_and_all_finish() {
                         ..france()
                     })
                     .unwrap();
-                assert!(completion.choices[0].message.content.contains("Paris"));
+                assert!(completion.choices[0].message.text().contains("Paris"));
             });
         }
     });
@@ -106,7 +106,7 @@ fn dropping_a_stream_after_3_chunks_stops_generation() {
     );
     // The single sequence is free: the next request runs at once and is correct.
     let completion = client.chat.completions.create(&france()).unwrap();
-    assert!(completion.choices[0].message.content.contains("Paris"));
+    assert!(completion.choices[0].message.text().contains("Paris"));
     assert_eq!(client.metrics(MODEL).unwrap().cancelled_requests, 1);
 }
 
@@ -148,5 +148,5 @@ fn create_until_stops_generation_when_asked() {
         .unwrap_err();
     assert_eq!(error.kind, ingle::ErrorKind::Cancelled);
     let completion = client.chat.completions.create(&france()).unwrap();
-    assert!(completion.choices[0].message.content.contains("Paris"));
+    assert!(completion.choices[0].message.text().contains("Paris"));
 }

@@ -58,9 +58,9 @@ fn chat_without_a_template_is_a_clear_error_unless_one_is_configured() {
     let configured = client(Some("chatml"));
     let completion = configured.chat.completions.create(&chat).unwrap();
     assert!(
-        completion.choices[0].message.content.contains("Paris"),
+        completion.choices[0].message.text().contains("Paris"),
         "{:?}",
-        completion.choices[0].message.content
+        completion.choices[0].message.text()
     );
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }

@@ -1,4 +1,4 @@
-//! Tool calls in generated text, found as the text streams (WIP, issue 16).
+//! Tool calls in generated text, found as the text streams.
 //!
 //! A model writes its calls in its family's format; this splits the stream into text and calls
 //! so that no call markup ever reaches `content`. Formats:
@@ -8,7 +8,12 @@
 //!   `name` is one of the given tools (recognised only when the whole object is such a call).
 //!
 //! Text is released as soon as it cannot be the start of a call: the parser holds back only a
-//! possible opening (`<tool_c`, a fence, a `{` at the start of a line) until it knows.
+//! possible opening (`<tool_c`, a fence, a `{` at the start of a line) until it knows. A tagged
+//! call streams: its name as soon as `{"name": "...", "arguments": ` has been read, then its
+//! arguments as they arrive. Fenced and bare calls come whole, once recognised.
+//!
+//! Another family is a new [`ToolFormat`] (its tags) where it writes `{name, arguments}` objects
+//! between tags, or a new parser beside this one where it writes something else.
 
 use serde_json::Value as Json;
 
@@ -19,11 +24,37 @@ pub enum Piece {
     Text(String),
     /// A whole call: `arguments` as the JSON text OpenAI sends.
     Call { name: String, arguments: String },
+    /// The start of a streamed call: its name; its arguments follow in `Arguments` pieces.
+    CallStart { name: String },
+    /// More of the arguments (JSON text) of the call last started.
+    Arguments(String),
 }
 
-const OPEN: &str = "<tool_call>";
-const CLOSE: &str = "</tool_call>";
+/// How a model family marks its calls: `{"name", "arguments"}` objects between tags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolFormat {
+    pub open: &'static str,
+    pub close: &'static str,
+}
+
+/// Hermes (NousResearch), used by Qwen2.5 and many others.
+pub const HERMES: ToolFormat = ToolFormat {
+    open: "<tool_call>",
+    close: "</tool_call>",
+};
+
+const OPEN: &str = HERMES.open;
+const CLOSE: &str = HERMES.close;
 const FENCE: &str = "```";
+
+/// A tagged block being streamed.
+#[derive(Debug, Default)]
+struct TaggedCall {
+    /// Where the arguments' value starts in the block's body, once the name has been read.
+    arguments_at: Option<usize>,
+    /// Bytes of the arguments' value already given out.
+    emitted: usize,
+}
 
 /// Splits generated text into content and tool calls as it arrives.
 pub struct ToolCallParser {
@@ -34,6 +65,8 @@ pub struct ToolCallParser {
     at_line_start: bool,
     /// A tagged call just ended: the newline after it belongs to it, when it comes.
     after_block: bool,
+    /// The tagged call `pending` starts with, while it streams.
+    tagged: Option<TaggedCall>,
 }
 
 impl ToolCallParser {
@@ -43,6 +76,7 @@ impl ToolCallParser {
             pending: String::new(),
             at_line_start: true,
             after_block: false,
+            tagged: None,
         }
     }
 
@@ -144,19 +178,7 @@ impl ToolCallParser {
     /// call after all.
     fn read_block(&mut self, end: bool) -> Option<Piece> {
         if self.pending.starts_with(OPEN) {
-            let Some(close) = self.pending.find(CLOSE) else {
-                return end.then(|| self.give_up_block());
-            };
-            let body = self.pending[OPEN.len()..close].trim().to_string();
-            return match self.call_of(&body, false) {
-                Some(call) => {
-                    self.pending.drain(..close + CLOSE.len());
-                    self.after_block = true; // its newline, now or in the next text
-                    self.at_line_start = true;
-                    Some(call)
-                }
-                None => Some(self.give_up_block()),
-            };
+            return self.read_tagged(end);
         }
         if self.pending.starts_with(FENCE) {
             // ```json\n{...}\n```
@@ -169,6 +191,13 @@ impl ToolCallParser {
                         .get(..after.trim_start().len().min(4))
                         .unwrap_or(""),
                 ) || after.trim_start().starts_with("json");
+                if end {
+                    let body = after.trim_start();
+                    let body = body.strip_prefix("json").unwrap_or(body).to_string();
+                    if let Some(call) = self.cut_short_call(&body) {
+                        return Some(call);
+                    }
+                }
                 return (end || !header_ok).then(|| self.give_up_block());
             };
             let inner = &after[..close];
@@ -199,8 +228,80 @@ impl ToolCallParser {
                     None => Some(self.give_up_block()),
                 }
             }
-            None => end.then(|| self.give_up_block()),
+            None if end => {
+                let body = self.pending.clone();
+                Some(self.cut_short_call(&body).unwrap_or_else(|| self.give_up_block()))
+            }
+            None => None,
         }
+    }
+
+    /// A tagged block: its name once read, its arguments as they come, the block gone once
+    /// closed. Tags are markup, never content: a block that is no call is dropped.
+    fn read_tagged(&mut self, end: bool) -> Option<Piece> {
+        let close = self.pending.find(CLOSE);
+        let body_end = close.unwrap_or(self.pending.len());
+        let body = &self.pending[OPEN.len()..body_end];
+        let tagged = self.tagged.get_or_insert_with(TaggedCall::default);
+        if tagged.arguments_at.is_none() {
+            match call_head(body) {
+                Head::Complete { name, arguments_at } => {
+                    tagged.arguments_at = Some(arguments_at);
+                    return Some(Piece::CallStart { name });
+                }
+                Head::Partial if close.is_none() && !end => return None,
+                // Another shape (or not JSON at all): read the block whole.
+                Head::Partial | Head::Other => {
+                    if close.is_none() && !end {
+                        return None;
+                    }
+                    let call = self.call_of(body.trim(), false);
+                    self.end_tagged(close);
+                    return call.or(Some(Piece::Text(String::new())));
+                }
+            }
+        }
+        let start = tagged.arguments_at.unwrap_or(0);
+        let value = &body[start.min(body.len())..];
+        let value_end = json_value_end(value);
+        let available = value_end.unwrap_or(value.len());
+        if tagged.emitted < available {
+            let fragment = value[tagged.emitted..available].to_string();
+            tagged.emitted = available;
+            return Some(Piece::Arguments(fragment));
+        }
+        if close.is_some() || end {
+            self.end_tagged(close);
+            return Some(Piece::Text(String::new()));
+        }
+        None
+    }
+
+    /// Drops the tagged block `pending` starts with (up to its close, or all of it).
+    fn end_tagged(&mut self, close: Option<usize>) {
+        self.tagged = None;
+        match close {
+            Some(close) => {
+                self.pending.drain(..close + CLOSE.len());
+                self.after_block = true; // its newline, now or in the next text
+            }
+            None => self.pending.clear(),
+        }
+        self.at_line_start = true;
+    }
+
+    /// At the end of generation (cut short by `max_tokens`), an open fenced or bare block that
+    /// has named a given tool is that call, as far as it went: markup never becomes content.
+    fn cut_short_call(&mut self, body: &str) -> Option<Piece> {
+        let Head::Complete { name, arguments_at } = call_head(body) else {
+            return None;
+        };
+        if !self.tools.contains(&name) {
+            return None;
+        }
+        let arguments = body[arguments_at..].trim_end().to_string();
+        self.pending.clear();
+        Some(Piece::Call { name, arguments })
     }
 
     /// Releases the opening character of a block that is not a call, as text.
@@ -262,6 +363,103 @@ fn json_object_end(text: &str) -> Option<usize> {
     None
 }
 
+/// What the start of a tagged block's body says so far.
+enum Head {
+    /// `{"name": "...", "arguments": ` read: the name, and where the arguments' value starts.
+    Complete { name: String, arguments_at: usize },
+    /// Could still become that.
+    Partial,
+    /// Something else: another key order, other keys, not JSON.
+    Other,
+}
+
+/// Reads `{ "name" : "<name>" , "arguments" : ` (whitespace anywhere) at the start of `body`.
+fn call_head(body: &str) -> Head {
+    let bytes = body.as_bytes();
+    let mut i = 0;
+    let skip_ws = |i: &mut usize| {
+        while *i < bytes.len() && bytes[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    };
+    // Each literal must match; running out of text is Partial.
+    let expect = |i: &mut usize, literal: &str| -> Option<bool> {
+        let rest = &body[*i..];
+        if rest.len() < literal.len() {
+            return if literal.starts_with(rest) { None } else { Some(false) };
+        }
+        if rest.starts_with(literal) {
+            *i += literal.len();
+            Some(true)
+        } else {
+            Some(false)
+        }
+    };
+    macro_rules! step {
+        ($literal:expr) => {
+            skip_ws(&mut i);
+            match expect(&mut i, $literal) {
+                None => return Head::Partial,
+                Some(false) => return Head::Other,
+                Some(true) => {}
+            }
+        };
+    }
+    step!("{");
+    step!("\"name\"");
+    step!(":");
+    skip_ws(&mut i);
+    if i >= bytes.len() {
+        return Head::Partial;
+    }
+    if bytes[i] != b'"' {
+        return Head::Other;
+    }
+    let Some(len) = json_string_end(&body[i..]) else {
+        return Head::Partial;
+    };
+    let Ok(name) = serde_json::from_str::<String>(&body[i..i + len]) else {
+        return Head::Other;
+    };
+    i += len;
+    step!(",");
+    step!("\"arguments\"");
+    step!(":");
+    skip_ws(&mut i);
+    if i >= bytes.len() {
+        return Head::Partial;
+    }
+    Head::Complete {
+        name,
+        arguments_at: i,
+    }
+}
+
+/// The length of the JSON string at the start of `text` (quotes included), once closed.
+fn json_string_end(text: &str) -> Option<usize> {
+    let mut escaped = false;
+    for (i, c) in text.char_indices().skip(1) {
+        match (escaped, c) {
+            (true, _) => escaped = false,
+            (false, '\\') => escaped = true,
+            (false, '"') => return Some(i + 1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The length of the JSON value at the start of `text` once it is known to be whole: an object
+/// or array when its brackets balance, a string when closed, a scalar when followed by a
+/// delimiter.
+fn json_value_end(text: &str) -> Option<usize> {
+    match text.as_bytes().first()? {
+        b'{' | b'[' => json_object_end(text),
+        b'"' => json_string_end(text),
+        _ => text.find([',', '}', ']', '\n', ' ']),
+    }
+}
+
 /// Appends, joining adjacent texts.
 fn push_piece(out: &mut Vec<Piece>, piece: Piece) {
     match (out.last_mut(), piece) {
@@ -287,7 +485,35 @@ mod tests {
         for piece in parser.finish() {
             push_piece(&mut out, piece);
         }
-        out
+        fold(out)
+    }
+
+    /// Streamed calls folded into whole ones, to compare with what the text holds.
+    fn fold(pieces: Vec<Piece>) -> Vec<Piece> {
+        let mut out: Vec<Piece> = Vec::new();
+        for piece in pieces {
+            match (out.last_mut(), piece) {
+                (_, Piece::CallStart { name }) => out.push(Piece::Call {
+                    name,
+                    arguments: String::new(),
+                }),
+                (Some(Piece::Call { arguments, .. }), Piece::Arguments(more)) => {
+                    arguments.push_str(&more)
+                }
+                (_, piece) => push_piece(&mut out, piece),
+            }
+        }
+        // Compare arguments as JSON values: streamed ones keep the model's spacing.
+        out.into_iter()
+            .map(|piece| match piece {
+                Piece::Call { name, arguments } => Piece::Call {
+                    name,
+                    arguments: serde_json::from_str::<Json>(&arguments)
+                        .map_or(arguments, |v| v.to_string()),
+                },
+                piece => piece,
+            })
+            .collect()
     }
 
     fn call(city: &str) -> Piece {
@@ -327,7 +553,13 @@ mod tests {
                 vec![Piece::Text("```python\nprint(1)\n```".into())],
             ),
             ("a < b and {x}", vec![Piece::Text("a < b and {x}".into())]),
-            ("<tool_call> oops", vec![Piece::Text("<tool_call> oops".into())]),
+            // Tags are markup: a broken block is dropped, never shown as content.
+            ("<tool_call> oops", vec![]),
+            ("Hi <tool_call>{\"name\": \"x\", \"arg", vec![Piece::Text("Hi ".into())]),
+            // Cut short (by max_tokens): the call as far as it went, tagged or not.
+            ("Hi\n{\"name\": \"get_weather\", \"arguments\": {\"ci", vec![Piece::Text("Hi\n".into()), Piece::Call { name: "get_weather".into(), arguments: "{\"ci".into() }]),
+            ("```json\n{\"name\": \"get_weather\", \"arguments\": {", vec![Piece::Call { name: "get_weather".into(), arguments: "{".into() }]),
+            ("<tool_call>{\"name\": \"x\", \"arguments\": {\"a\": 1", vec![Piece::Call { name: "x".into(), arguments: "{\"a\": 1".into() }]),
         ];
         for (text, expected) in cases {
             for chunk in [1, 2, 3, 7, 1000] {
@@ -338,6 +570,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_tagged_call_streams_its_name_then_its_arguments() {
+        let mut parser = ToolCallParser::new(vec![]);
+        assert_eq!(parser.push("<tool_call>\n{\"name\": \"get_"), vec![]);
+        assert_eq!(
+            parser.push("weather\", \"arguments\": {\"ci"),
+            vec![
+                Piece::CallStart {
+                    name: "get_weather".into()
+                },
+                Piece::Arguments("{\"ci".into())
+            ]
+        );
+        assert_eq!(
+            parser.push("ty\": \"Paris\"}}\n</tool"),
+            vec![Piece::Arguments("ty\": \"Paris\"}".into())]
+        );
+        assert_eq!(parser.push("_call>\nDone"), vec![Piece::Text("Done".into())]);
+        assert_eq!(parser.finish(), vec![]);
     }
 
     #[test]

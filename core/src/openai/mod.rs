@@ -23,14 +23,17 @@ use crate::predict::{
 };
 use crate::registry::Registry;
 use crate::value::Value;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Chat roles the OpenAI API knows.
 pub const CHAT_ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
 
 /// Request fields accepted and ignored because they mean nothing for a local model.
-const IGNORED_FIELDS: [&str; 4] = ["store", "metadata", "service_tier", "parallel_tool_calls"];
+const IGNORED_FIELDS: [&str; 3] = ["store", "metadata", "service_tier"];
+
+/// Most choices one request may ask for (`n`).
+pub const MAX_CHOICES: i64 = 8;
 
 /// `client.chat`.
 #[derive(Clone)]
@@ -147,28 +150,24 @@ impl ChatCompletions {
             choices: Vec::new(),
             usage: Usage::default(),
         };
-        let (mut content, mut finish_reason) = (String::new(), None);
+        let mut choices: Vec<FoldedChoice> = (0..chunks.runs.len())
+            .map(|_| FoldedChoice::default())
+            .collect();
         while let Some(chunk) = next_unless_stopped(&mut chunks, &mut stop)? {
             for choice in chunk.choices {
-                content.extend(choice.delta.content);
-                finish_reason = choice.finish_reason.or(finish_reason);
+                if let Some(folded) = choices.get_mut(choice.index as usize) {
+                    folded.add(choice);
+                }
             }
             if let Some(usage) = chunk.usage {
                 completion.usage = usage;
             }
         }
-        let finish_reason = finish_reason
-            .ok_or_else(|| Error::internal("generation ended without a finish reason"))?;
-        completion.choices.push(ChatChoice {
-            index: 0,
-            message: AssistantMessage {
-                role: "assistant".into(),
-                content,
-                refusal: None,
-            },
-            finish_reason,
-            logprobs: None,
-        });
+        for (index, folded) in choices.into_iter().enumerate() {
+            completion
+                .choices
+                .push(folded.finish(index as u32, chunks.logprobs)?);
+        }
         Ok(completion)
     }
 
@@ -188,8 +187,39 @@ impl ChatCompletions {
     ) -> Result<ChatCompletionStream> {
         reject_other_fields(&request.other)?;
         check_stream_options(request.stream_options.as_ref())?;
-        check_n(request.n)?;
+        let n = check_n(request.n)?;
         let messages = chat_messages(&request.messages)?;
+        let logprobs = match (request.logprobs, request.top_logprobs) {
+            (_, Some(k)) if !(0..=20).contains(&k) => {
+                return Err(Error::invalid(
+                    "top_logprobs",
+                    format!("Invalid value for `top_logprobs`: {k}; it must be from 0 to 20"),
+                ))
+            }
+            (Some(true), k) => Some(k.unwrap_or(0)),
+            (_, Some(_)) => {
+                return Err(Error::invalid(
+                    "top_logprobs",
+                    "`top_logprobs` needs `logprobs: true`",
+                ))
+            }
+            _ => None,
+        };
+        let tool_choice = match &request.tool_choice {
+            // Always a dict for the predictor: {"type": "auto"} for "auto".
+            Some(serde_json::Value::String(kind)) => Some(serde_json::json!({"type": kind})),
+            Some(serde_json::Value::Null) | None => None,
+            Some(other) => Some(other.clone()),
+        };
+        if request.tool_choice.as_ref().is_some_and(|c| !c.is_null())
+            && request.tools.as_ref().is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+            && tool_choice.as_ref().and_then(|c| c.get("type")) != Some(&"none".into())
+        {
+            return Err(Error::invalid(
+                "tool_choice",
+                "`tool_choice` is only allowed when `tools` are given",
+            ));
+        }
         let max_tokens = match (request.max_completion_tokens, request.max_tokens) {
             (Some(n), _) => Some(("max_completion_tokens", n)),
             (None, Some(n)) => Some(("max_tokens", n)),
@@ -203,8 +233,17 @@ impl ChatCompletions {
             stop: request.stop.clone(),
             frequency_penalty: request.frequency_penalty,
             presence_penalty: request.presence_penalty,
+            tools: request
+                .tools
+                .clone()
+                .filter(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty())),
+            tool_choice,
+            parallel_tool_calls: request.parallel_tool_calls,
+            response_format: request.response_format.clone().filter(|f| !f.is_null()),
+            logprobs,
+            logit_bias: request.logit_bias.clone().filter(|b| !b.is_empty()),
         };
-        let run = start_generation(
+        let runs = start_choices(
             &self.registry,
             &request.model,
             Annotation::ChatMessages,
@@ -212,15 +251,19 @@ impl ChatCompletions {
             messages,
             "chat completions",
             options,
+            n,
         )?;
         Ok(ChatCompletionStream {
             id: random_id("chatcmpl-"),
             created: unix_now(),
             model: request.model.clone(),
-            run: Some(run),
+            runs: runs.into_iter().map(Some).collect(),
+            next_run: 0,
             include_usage,
+            logprobs: logprobs.is_some(),
             pending: VecDeque::new(),
             started: false,
+            usage: Usage::default(),
         })
     }
 }
@@ -253,20 +296,36 @@ impl Completions {
             choices: Vec::new(),
             usage: None,
         };
-        let (mut text, mut finish_reason) = (String::new(), None);
+        let mut choices: Vec<CompletionChoice> = (0..chunks.runs.len())
+            .map(|index| CompletionChoice {
+                text: String::new(),
+                index: index as u32,
+                logprobs: chunks.logprobs.then(|| serde_json::json!({
+                    "tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []
+                })),
+                finish_reason: None,
+            })
+            .collect();
         while let Some(chunk) = next_unless_stopped(&mut chunks, &mut stop)? {
             for choice in chunk.choices {
-                text.push_str(&choice.text);
-                finish_reason = choice.finish_reason.or(finish_reason);
+                let Some(folded) = choices.get_mut(choice.index as usize) else {
+                    continue;
+                };
+                folded.text.push_str(&choice.text);
+                folded.finish_reason = choice.finish_reason.or(folded.finish_reason.take());
+                if let (Some(all), Some(more)) = (&mut folded.logprobs, choice.logprobs) {
+                    for key in ["tokens", "token_logprobs", "top_logprobs", "text_offset"] {
+                        if let (Some(list), Some(items)) =
+                            (all[key].as_array_mut(), more[key].as_array())
+                        {
+                            list.extend(items.iter().cloned());
+                        }
+                    }
+                }
             }
             completion.usage = chunk.usage.or(completion.usage);
         }
-        completion.choices.push(CompletionChoice {
-            text,
-            index: 0,
-            logprobs: None,
-            finish_reason,
-        });
+        completion.choices = choices;
         Ok(completion)
     }
 
@@ -282,7 +341,13 @@ impl Completions {
     fn start(&self, request: &CompletionRequest, include_usage: bool) -> Result<CompletionStream> {
         reject_other_fields(&request.other)?;
         check_stream_options(request.stream_options.as_ref())?;
-        check_n(request.n)?;
+        let n = check_n(request.n)?;
+        if let Some(k) = request.logprobs.filter(|k| !(0..=5).contains(k)) {
+            return Err(Error::invalid(
+                "logprobs",
+                format!("Invalid value for `logprobs`: {k}; it must be from 0 to 5"),
+            ));
+        }
         let prompt = match &request.prompt {
             Prompt::Text(text) => text.clone(),
             Prompt::Many(items) => match items.as_slice() {
@@ -304,8 +369,13 @@ impl Completions {
             stop: request.stop.clone(),
             frequency_penalty: request.frequency_penalty,
             presence_penalty: request.presence_penalty,
+            logprobs: request.logprobs,
+            logit_bias: request.logit_bias.clone().filter(|b| !b.is_empty()),
+            ..SamplingRequest::default()
         };
-        let run = start_generation(
+        // Offsets count characters of the prompt and the completion, as llama-cpp-python's.
+        let prompt_chars = prompt.chars().count();
+        let runs = start_choices(
             &self.registry,
             &request.model,
             Annotation::Prompt,
@@ -313,19 +383,25 @@ impl Completions {
             Value::String(prompt),
             "text completions",
             options,
+            n,
         )?;
         Ok(CompletionStream {
             id: random_id("cmpl-"),
             created: unix_now(),
             model: request.model.clone(),
-            run: Some(run),
+            offsets: vec![prompt_chars; runs.len()],
+            runs: runs.into_iter().map(Some).collect(),
+            next_run: 0,
             include_usage,
+            logprobs: request.logprobs.is_some(),
             pending: VecDeque::new(),
+            usage: Usage::default(),
         })
     }
 }
 
 /// The sampling options of a request, with the OpenAI field each came from.
+#[derive(Clone, Default)]
 struct SamplingRequest {
     max_tokens: Option<(&'static str, i64)>,
     temperature: Option<f64>,
@@ -334,6 +410,13 @@ struct SamplingRequest {
     stop: Option<StopSequences>,
     frequency_penalty: Option<f64>,
     presence_penalty: Option<f64>,
+    tools: Option<serde_json::Value>,
+    tool_choice: Option<serde_json::Value>,
+    parallel_tool_calls: Option<bool>,
+    response_format: Option<serde_json::Value>,
+    /// Alternatives per token (chat: `top_logprobs`, completions: `logprobs`).
+    logprobs: Option<i64>,
+    logit_bias: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl SamplingRequest {
@@ -368,8 +451,59 @@ impl SamplingRequest {
         if let Some(stop) = self.stop {
             given.push((G::Stop, "stop", Value::from(stop.into_vec())));
         }
+        let json = [
+            (G::Tools, "tools", self.tools),
+            (G::ToolChoice, "tool_choice", self.tool_choice),
+            (G::ResponseFormat, "response_format", self.response_format),
+            (
+                G::LogitBias,
+                "logit_bias",
+                self.logit_bias.map(serde_json::Value::Object),
+            ),
+        ];
+        for (option, field, value) in json {
+            if let Some(value) = value {
+                given.push((option, field, Value::from(value)));
+            }
+        }
+        if let Some(parallel) = self.parallel_tool_calls {
+            given.push((G::ParallelToolCalls, "parallel_tool_calls", Value::Bool(parallel)));
+        }
+        if let Some(top) = self.logprobs {
+            given.push((G::Logprobs, "logprobs", Value::Int(top)));
+        }
         given
     }
+}
+
+/// Starts `n` generations of the same request, the choices of one response. With a `seed`,
+/// choice `i` draws with `seed + i`, so that the choices differ yet repeat.
+#[allow(clippy::too_many_arguments)]
+fn start_choices(
+    registry: &Registry,
+    model: &str,
+    input: Annotation,
+    input_field: &'static str,
+    input_value: Value,
+    method: &str,
+    options: SamplingRequest,
+    n: usize,
+) -> Result<Vec<Generation>> {
+    (0..n)
+        .map(|i| {
+            let mut options = options.clone();
+            options.seed = options.seed.map(|seed| seed.wrapping_add(i as i64));
+            start_generation(
+                registry,
+                model,
+                input.clone(),
+                input_field,
+                input_value.clone(),
+                method,
+                options,
+            )
+        })
+        .collect()
 }
 
 /// A running generation and where its outputs are.
@@ -378,13 +512,19 @@ struct Generation {
     text: usize,
     finish_reason: Option<usize>,
     usage: Option<usize>,
+    tool_calls: Option<usize>,
+    logprobs: Option<usize>,
 }
 
 /// One step of a generation, read off the predictor's outputs by annotation.
+#[derive(Default)]
 struct Step {
     text: String,
     finish_reason: Option<String>,
     usage: Option<Usage>,
+    tool_calls: Vec<ToolCallDelta>,
+    /// `{token, logprob, bytes, top_logprobs}` per token.
+    logprobs: Vec<serde_json::Value>,
 }
 
 impl Generation {
@@ -411,10 +551,39 @@ impl Generation {
                 total_tokens: prompt_tokens + completion_tokens,
             }
         });
+        let list = |i: Option<usize>| -> Result<Vec<serde_json::Value>> {
+            match get(i) {
+                Some(value) => match value.to_json()? {
+                    serde_json::Value::Array(items) => Ok(items),
+                    _ => Ok(Vec::new()),
+                },
+                None => Ok(Vec::new()),
+            }
+        };
+        let tool_calls = match list(self.tool_calls).and_then(|items| {
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    serde_json::from_value::<ToolCallDelta>(item).map_err(|e| {
+                        Error::internal(format!("The predictor gave a malformed tool call delta [{i}]: {e}"))
+                    })
+                })
+                .collect::<Result<Vec<_>>>()
+        }) {
+            Ok(calls) => calls,
+            Err(e) => return Some(Err(e)),
+        };
+        let logprobs = match list(self.logprobs) {
+            Ok(logprobs) => logprobs,
+            Err(e) => return Some(Err(e)),
+        };
         Some(Ok(Step {
             text,
             finish_reason,
             usage,
+            tool_calls,
+            logprobs,
         }))
     }
 }
@@ -428,9 +597,8 @@ fn pull(run: &mut Option<Generation>) -> Option<Result<Step>> {
         // A predictor that ends without giving a finish reason (a user's generator that just
         // returns) stopped of its own accord.
         None => Ok(Step {
-            text: String::new(),
             finish_reason: Some("stop".into()),
-            usage: None,
+            ..Step::default()
         }),
     };
     *run = None;
@@ -494,6 +662,8 @@ fn start_generation(
         text,
         finish_reason: signature.output_annotated(&Annotation::FinishReason),
         usage: signature.output_annotated(&Annotation::Usage),
+        tool_calls: signature.output_annotated(&Annotation::ToolCalls),
+        logprobs: signature.output_annotated(&Annotation::TokenLogprobs),
     })
 }
 
@@ -520,22 +690,33 @@ fn in_openai_terms(mut error: Error, fields: &[(String, &str)]) -> Error {
     error
 }
 
-/// A stream of `chat.completion.chunk`s: a first chunk with the role, content chunks, a last
-/// chunk with an empty delta and the finish reason, then (if asked) a usage chunk.
+/// A stream of `chat.completion.chunk`s: a first chunk with the role for each choice, content
+/// and tool-call chunks, a last chunk per choice with an empty delta and the finish reason,
+/// then (if asked) a usage chunk. With `n` > 1 the choices' chunks come interleaved.
 pub struct ChatCompletionStream {
     pub id: String,
     pub created: i64,
     model: String,
-    run: Option<Generation>,
+    /// One generation per choice; `None` once it has ended.
+    runs: Vec<Option<Generation>>,
+    next_run: usize,
     include_usage: bool,
+    logprobs: bool,
     pending: VecDeque<ChatCompletionChunk>,
     started: bool,
+    /// Prompt tokens (counted once) and the completion tokens of every choice.
+    usage: Usage,
 }
 
 impl ChatCompletionStream {
-    fn chunk(&self, delta: ChunkDelta, finish_reason: Option<String>) -> ChatCompletionChunk {
+    fn chunk(
+        &self,
+        index: usize,
+        delta: ChunkDelta,
+        finish_reason: Option<String>,
+    ) -> ChatCompletionChunk {
         let choice = ChunkChoice {
-            index: 0,
+            index: index as u32,
             delta,
             logprobs: None,
             finish_reason,
@@ -549,6 +730,47 @@ impl ChatCompletionStream {
             usage: None,
         }
     }
+
+    /// The chunks of one step of choice `index`.
+    fn step_chunks(&mut self, index: usize, step: Step) {
+        let mut logprobs = self
+            .logprobs
+            .then(|| serde_json::json!({"content": step.logprobs, "refusal": null}));
+        if !step.text.is_empty() || (logprobs.is_some() && !step.logprobs.is_empty()) {
+            let delta = ChunkDelta {
+                content: Some(step.text),
+                ..ChunkDelta::default()
+            };
+            let mut chunk = self.chunk(index, delta, None);
+            chunk.choices[0].logprobs = logprobs.take();
+            self.pending.push_back(chunk);
+        }
+        if !step.tool_calls.is_empty() {
+            let delta = ChunkDelta {
+                tool_calls: Some(step.tool_calls),
+                ..ChunkDelta::default()
+            };
+            self.pending.push_back(self.chunk(index, delta, None));
+        }
+        if let Some(reason) = step.finish_reason {
+            self.runs[index] = None; // this choice is over: free its sequence now
+            if let Some(usage) = step.usage {
+                self.usage.prompt_tokens = usage.prompt_tokens;
+                self.usage.completion_tokens += usage.completion_tokens;
+                self.usage.total_tokens = self.usage.prompt_tokens + self.usage.completion_tokens;
+            }
+            self.pending
+                .push_back(self.chunk(index, ChunkDelta::default(), Some(reason)));
+        }
+    }
+}
+
+/// The next choice, after `*next`, whose generation still runs.
+fn next_running(runs: &[Option<Generation>], next: &mut usize) -> Option<usize> {
+    let n = runs.len();
+    let found = (0..n).map(|k| (*next + k) % n).find(|&i| runs[i].is_some())?;
+    *next = (found + 1) % n;
+    Some(found)
 }
 
 impl Iterator for ChatCompletionStream {
@@ -557,51 +779,124 @@ impl Iterator for ChatCompletionStream {
     fn next(&mut self) -> Option<Self::Item> {
         if !self.started {
             self.started = true;
-            let role = ChunkDelta {
-                role: Some("assistant".into()),
-                content: Some(String::new()),
-            };
-            return Some(Ok(self.chunk(role, None)));
+            for index in 0..self.runs.len() {
+                let role = ChunkDelta {
+                    role: Some("assistant".into()),
+                    content: Some(String::new()),
+                    ..ChunkDelta::default()
+                };
+                let chunk = self.chunk(index, role, None);
+                self.pending.push_back(chunk);
+            }
         }
         loop {
             if let Some(chunk) = self.pending.pop_front() {
                 return Some(Ok(chunk));
             }
-            let step = match pull(&mut self.run)? {
-                Ok(step) => step,
-                Err(e) => return Some(Err(e)),
-            };
-            if !step.text.is_empty() {
-                let delta = ChunkDelta {
-                    role: None,
-                    content: Some(step.text),
-                };
-                self.pending.push_back(self.chunk(delta, None));
-            }
-            if let Some(reason) = step.finish_reason {
-                self.run = None; // generation is over: free the model now
-                self.pending
-                    .push_back(self.chunk(ChunkDelta::default(), Some(reason)));
-                if self.include_usage {
-                    let mut last = self.chunk(ChunkDelta::default(), None);
+            let Some(index) = next_running(&self.runs, &mut self.next_run) else {
+                if std::mem::take(&mut self.include_usage) {
+                    let mut last = self.chunk(0, ChunkDelta::default(), None);
                     last.choices.clear();
-                    last.usage = Some(step.usage.unwrap_or_default());
-                    self.pending.push_back(last);
+                    last.usage = Some(self.usage);
+                    return Some(Ok(last));
                 }
-            }
+                return None;
+            };
+            let step = match pull(&mut self.runs[index])? {
+                Ok(step) => step,
+                Err(e) => {
+                    self.runs.iter_mut().for_each(|run| *run = None);
+                    self.include_usage = false;
+                    return Some(Err(e));
+                }
+            };
+            self.step_chunks(index, step);
         }
     }
 }
 
-/// A stream of `text_completion` chunks: text chunks, a last one with the finish reason, then
-/// (if asked) a usage chunk with no choices.
+/// A choice of a whole `chat.completion`, folded from its chunks.
+#[derive(Default)]
+struct FoldedChoice {
+    content: String,
+    tool_calls: Vec<ToolCall>,
+    finish_reason: Option<String>,
+    logprobs: Vec<serde_json::Value>,
+}
+
+impl FoldedChoice {
+    fn add(&mut self, choice: ChunkChoice) {
+        self.content.extend(choice.delta.content);
+        for delta in choice.delta.tool_calls.into_iter().flatten() {
+            let index = delta.index as usize;
+            if index == self.tool_calls.len() {
+                self.tool_calls.push(ToolCall {
+                    id: String::new(),
+                    kind: "function".into(),
+                    function: FunctionCall {
+                        name: String::new(),
+                        arguments: String::new(),
+                    },
+                });
+            }
+            let Some(call) = self.tool_calls.get_mut(index) else {
+                continue;
+            };
+            call.id.extend(delta.id);
+            if let Some(kind) = delta.kind {
+                call.kind = kind;
+            }
+            if let Some(function) = delta.function {
+                call.function.name.extend(function.name);
+                call.function.arguments.extend(function.arguments);
+            }
+        }
+        if let Some(content) = choice
+            .logprobs
+            .as_ref()
+            .and_then(|l| l.get("content"))
+            .and_then(serde_json::Value::as_array)
+        {
+            self.logprobs.extend(content.iter().cloned());
+        }
+        self.finish_reason = choice.finish_reason.or(self.finish_reason.take());
+    }
+
+    fn finish(self, index: u32, logprobs: bool) -> Result<ChatChoice> {
+        let finish_reason = self
+            .finish_reason
+            .ok_or_else(|| Error::internal("generation ended without a finish reason"))?;
+        let called = !self.tool_calls.is_empty();
+        Ok(ChatChoice {
+            index,
+            message: AssistantMessage {
+                role: "assistant".into(),
+                // OpenAI: null content when the reply is only tool calls.
+                content: (!called || !self.content.is_empty()).then_some(self.content),
+                refusal: None,
+                tool_calls: called.then_some(self.tool_calls),
+            },
+            finish_reason,
+            logprobs: logprobs
+                .then(|| serde_json::json!({"content": self.logprobs, "refusal": null})),
+        })
+    }
+}
+
+/// A stream of `text_completion` chunks: text chunks, a last one per choice with the finish
+/// reason, then (if asked) a usage chunk with no choices.
 pub struct CompletionStream {
     pub id: String,
     pub created: i64,
     model: String,
-    run: Option<Generation>,
+    runs: Vec<Option<Generation>>,
+    next_run: usize,
     include_usage: bool,
+    logprobs: bool,
+    /// Per choice: the character offset of its next token (prompt included).
+    offsets: Vec<usize>,
     pending: VecDeque<Completion>,
+    usage: Usage,
 }
 
 impl CompletionStream {
@@ -615,6 +910,35 @@ impl CompletionStream {
             usage,
         }
     }
+
+    /// Chat-shaped token log probabilities in the legacy completions shape.
+    fn legacy_logprobs(&mut self, index: usize, entries: &[serde_json::Value]) -> serde_json::Value {
+        let (mut tokens, mut token_logprobs, mut top, mut offsets) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for entry in entries {
+            let token = entry["token"].as_str().unwrap_or_default().to_string();
+            offsets.push(self.offsets[index]);
+            self.offsets[index] += token.chars().count();
+            tokens.push(token);
+            token_logprobs.push(entry["logprob"].clone());
+            let alternatives: serde_json::Map<String, serde_json::Value> = entry["top_logprobs"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|alt| {
+                    (
+                        alt["token"].as_str().unwrap_or_default().to_string(),
+                        alt["logprob"].clone(),
+                    )
+                })
+                .collect();
+            top.push(serde_json::Value::Object(alternatives));
+        }
+        serde_json::json!({
+            "tokens": tokens, "token_logprobs": token_logprobs,
+            "top_logprobs": top, "text_offset": offsets,
+        })
+    }
 }
 
 impl Iterator for CompletionStream {
@@ -625,25 +949,40 @@ impl Iterator for CompletionStream {
             if let Some(chunk) = self.pending.pop_front() {
                 return Some(Ok(chunk));
             }
-            let step = match pull(&mut self.run)? {
+            let Some(index) = next_running(&self.runs, &mut self.next_run) else {
+                if std::mem::take(&mut self.include_usage) {
+                    return Some(Ok(self.chunk(Vec::new(), Some(self.usage))));
+                }
+                return None;
+            };
+            let step = match pull(&mut self.runs[index])? {
                 Ok(step) => step,
-                Err(e) => return Some(Err(e)),
+                Err(e) => {
+                    self.runs.iter_mut().for_each(|run| *run = None);
+                    self.include_usage = false;
+                    return Some(Err(e));
+                }
             };
             let finished = step.finish_reason.is_some();
-            if !step.text.is_empty() || finished {
+            if !step.text.is_empty() || finished || (self.logprobs && !step.logprobs.is_empty()) {
+                let logprobs = self
+                    .logprobs
+                    .then(|| self.legacy_logprobs(index, &step.logprobs));
                 let choice = CompletionChoice {
                     text: step.text,
-                    index: 0,
-                    logprobs: None,
+                    index: index as u32,
+                    logprobs,
                     finish_reason: step.finish_reason,
                 };
                 self.pending.push_back(self.chunk(vec![choice], None));
             }
             if finished {
-                self.run = None;
-                if self.include_usage {
-                    self.pending
-                        .push_back(self.chunk(Vec::new(), Some(step.usage.unwrap_or_default())));
+                self.runs[index] = None;
+                if let Some(usage) = step.usage {
+                    self.usage.prompt_tokens = usage.prompt_tokens;
+                    self.usage.completion_tokens += usage.completion_tokens;
+                    self.usage.total_tokens =
+                        self.usage.prompt_tokens + self.usage.completion_tokens;
                 }
             }
         }
@@ -670,12 +1009,14 @@ fn check_stream_options(options: Option<&StreamOptions>) -> Result<()> {
     }
 }
 
-fn check_n(n: Option<i64>) -> Result<()> {
+/// `n`: how many choices, 1 to [`MAX_CHOICES`].
+fn check_n(n: Option<i64>) -> Result<usize> {
     match n {
-        None | Some(1) => Ok(()),
+        None => Ok(1),
+        Some(n) if (1..=MAX_CHOICES).contains(&n) => Ok(n as usize),
         Some(n) => Err(Error::invalid(
             "n",
-            format!("Invalid value for `n`: {n}; ingle generates one choice per request (n=1)"),
+            format!("Invalid value for `n`: {n}; it must be from 1 to {MAX_CHOICES}"),
         )),
     }
 }
@@ -687,10 +1028,9 @@ fn reject_other_fields(other: &OtherFields) -> Result<()> {
             continue;
         }
         let default_ok = match field.as_str() {
-            "logprobs" | "echo" => value == &serde_json::Value::Bool(false),
+            "echo" => value == &serde_json::Value::Bool(false),
             "best_of" => value == &serde_json::json!(1),
-            "response_format" => value == &serde_json::json!({"type": "text"}),
-            "tools" | "functions" | "logit_bias" => {
+            "functions" => {
                 value.as_array().is_some_and(Vec::is_empty)
                     || value.as_object().is_some_and(|o| o.is_empty())
             }
@@ -757,13 +1097,7 @@ fn chat_messages(messages: &[ChatMessage]) -> Result<Value> {
             .find(|(_, v)| !v.is_null())
             .map(|(k, _)| k)
         {
-            let message = if field == "tool_calls" {
-                format!(
-                    "`messages[{i}].tool_calls` is not supported by ingle (no tool calling yet)"
-                )
-            } else {
-                format!("Unrecognized field `messages[{i}].{}`", shown(field))
-            };
+            let message = format!("Unrecognized field `messages[{i}].{}`", shown(field));
             return Err(Error::invalid(format!("messages[{i}].{field}"), message));
         }
         let content = match &message.content {
@@ -802,7 +1136,15 @@ fn chat_messages(messages: &[ChatMessage]) -> Result<Value> {
                 }
                 text
             }
-            None if role == "assistant" => String::new(),
+            None if role == "assistant" => {
+                if message.tool_calls.as_ref().is_none_or(Vec::is_empty) {
+                    return Err(Error::invalid(
+                        format!("messages[{i}].content"),
+                        format!("Missing `messages[{i}].content`: an assistant message needs content or tool_calls"),
+                    ));
+                }
+                String::new()
+            }
             None => {
                 return Err(Error::invalid(
                     format!("messages[{i}].content"),
@@ -811,12 +1153,61 @@ fn chat_messages(messages: &[ChatMessage]) -> Result<Value> {
             }
         };
         let role = if role == "developer" { "system" } else { role };
-        out.push(Value::Dict(BTreeMap::from([
+        let mut dict = crate::value::Dict::from([
             ("role".to_string(), Value::from(role)),
             ("content".to_string(), Value::String(content)),
-        ])));
+        ]);
+        if let Some(calls) = message.tool_calls.as_ref().filter(|c| !c.is_empty()) {
+            if role != "assistant" {
+                return Err(Error::invalid(
+                    format!("messages[{i}].tool_calls"),
+                    format!("`messages[{i}].tool_calls` is only for assistant messages"),
+                ));
+            }
+            dict.insert("tool_calls".into(), tool_calls_for_template(i, calls)?);
+        }
+        if role == "tool" {
+            if let Some(id) = &message.tool_call_id {
+                dict.insert("tool_call_id".into(), Value::from(id.as_str()));
+            }
+            if let Some(name) = &message.name {
+                dict.insert("name".into(), Value::from(name.as_str()));
+            }
+        }
+        out.push(Value::Dict(dict));
     }
     Ok(Value::List(out))
+}
+
+/// An assistant's calls as chat templates take them: `arguments` parsed into an object (OpenAI
+/// sends JSON text; Hugging Face templates write `arguments | tojson`).
+fn tool_calls_for_template(i: usize, calls: &[ToolCall]) -> Result<Value> {
+    let mut out = Vec::with_capacity(calls.len());
+    for (j, call) in calls.iter().enumerate() {
+        let at = format!("messages[{i}].tool_calls[{j}]");
+        if call.kind != "function" {
+            return Err(Error::invalid(
+                format!("{at}.type"),
+                format!("`{at}.type` must be \"function\""),
+            ));
+        }
+        let arguments: serde_json::Value = if call.function.arguments.trim().is_empty() {
+            serde_json::json!({})
+        } else {
+            serde_json::from_str(&call.function.arguments).map_err(|e| {
+                Error::invalid(
+                    format!("{at}.function.arguments"),
+                    format!("`{at}.function.arguments` is not valid JSON: {e}"),
+                )
+            })?
+        };
+        out.push(serde_json::json!({
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.function.name, "arguments": arguments},
+        }));
+    }
+    Ok(Value::from(serde_json::Value::Array(out)))
 }
 
 /// Checks that a predictor can serve each OpenAI method its annotations claim, so a user's
@@ -935,9 +1326,14 @@ mod rules {
                 continue;
             };
             let types: &[ValueType] = match option {
-                G::MaxTokens | G::Seed => &[ValueType::Int],
+                G::MaxTokens | G::Seed | G::Logprobs => &[ValueType::Int],
                 G::Stop => &[ValueType::List, ValueType::String],
-                _ => &[ValueType::Float],
+                G::Tools => &[ValueType::List],
+                G::ToolChoice | G::ResponseFormat | G::LogitBias => &[ValueType::Dict],
+                G::ParallelToolCalls => &[ValueType::Bool],
+                G::Temperature | G::TopP | G::FrequencyPenalty | G::PresencePenalty => {
+                    &[ValueType::Float]
+                }
             };
             if !types.contains(&p.value_type) {
                 return Err(problem(
@@ -1021,6 +1417,7 @@ mod rules {
                     | Annotation::FinishReason => Some(T::String),
                     Annotation::TranscriptionWordTimestamps => Some(T::Bool),
                     Annotation::TranscriptionSegment | Annotation::Usage => Some(T::Dict),
+                    Annotation::ToolCalls | Annotation::TokenLogprobs => Some(T::List),
                     Annotation::ChatMessages => Some(T::List),
                 };
                 if let Some(expected) = expected.filter(|&t| t != p.value_type) {
@@ -1054,6 +1451,8 @@ mod rules {
                         | Annotation::TextDelta
                         | Annotation::FinishReason
                         | Annotation::Usage
+                        | Annotation::ToolCalls
+                        | Annotation::TokenLogprobs
                 );
                 if (input && output_only) || (!input && input_only) {
                     return Err(problem(

@@ -66,11 +66,50 @@ pub struct ChatMessage {
     /// Accepted and ignored: the chat templates have no place for participant names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// For role `tool`: the call this message answers (kept for the shape; not templated).
+    /// For role `tool`: the call this message answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// For role `assistant`: the calls it made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
     #[serde(flatten)]
     pub other: OtherFields,
+}
+
+/// A function call the assistant made: `arguments` is JSON text, as OpenAI sends it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    pub arguments: String,
+}
+
+/// One streamed piece of a tool call: `id`, `type` and `function.name` in a call's first
+/// delta, `function.arguments` fragments after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallDelta {
+    pub index: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<FunctionCallDelta>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCallDelta {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
 }
 
 impl ChatMessage {
@@ -80,6 +119,7 @@ impl ChatMessage {
             content: Some(MessageContent::Text(content.into())),
             name: None,
             tool_call_id: None,
+            tool_calls: None,
             other: OtherFields::new(),
         }
     }
@@ -122,9 +162,28 @@ pub struct ChatCompletionRequest {
     pub frequency_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
-    /// Only 1 is supported.
+    /// Choices to generate, 1 to 8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<i64>,
+    /// Function tools the model may call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<serde_json::Value>,
+    /// `"none"`, `"auto"`, `"required"` or `{"type": "function", "function": {"name"}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// `{"type": "text" | "json_object"}` or `{"type": "json_schema", "json_schema": {...}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<bool>,
+    /// 0 to 20; needs `logprobs: true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<i64>,
+    /// Token id → bias from -100 to 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logit_bias: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -188,6 +247,12 @@ pub struct CompletionRequest {
     pub presence_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<i64>,
+    /// Report this many (0 to 5) most likely alternatives with each token's log probability.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<i64>,
+    /// Token id → bias from -100 to 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logit_bias: Option<serde_json::Map<String, serde_json::Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,15 +315,25 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AssistantMessage {
     pub role: String,
-    pub content: String,
+    /// Null when the reply is only tool calls.
+    pub content: Option<String>,
     pub refusal: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+}
+
+impl AssistantMessage {
+    /// The content, or "" when there is none.
+    pub fn text(&self) -> &str {
+        self.content.as_deref().unwrap_or_default()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatChoice {
     pub index: u32,
     pub message: AssistantMessage,
-    /// `stop` or `length`.
+    /// `stop`, `length` or `tool_calls`.
     pub finish_reason: String,
     pub logprobs: Option<serde_json::Value>,
 }
@@ -280,6 +355,8 @@ pub struct ChunkDelta {
     pub role: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -432,6 +432,14 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "stop" => simple(Annotation::Generation(G::Stop)),
         "frequency_penalty" => simple(Annotation::Generation(G::FrequencyPenalty)),
         "presence_penalty" => simple(Annotation::Generation(G::PresencePenalty)),
+        "tools" => simple(Annotation::Generation(G::Tools)),
+        "tool_choice" => simple(Annotation::Generation(G::ToolChoice)),
+        "parallel_tool_calls" => simple(Annotation::Generation(G::ParallelToolCalls)),
+        "response_format" => simple(Annotation::Generation(G::ResponseFormat)),
+        "logprobs" => simple(Annotation::Generation(G::Logprobs)),
+        "logit_bias" => simple(Annotation::Generation(G::LogitBias)),
+        "tool_calls" => simple(Annotation::ToolCalls),
+        "token_logprobs" => simple(Annotation::TokenLogprobs),
         other => Err(Error::invalid(
             format!("{path}.type"),
             format!(
@@ -439,7 +447,9 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
                  embedding_dims, audio_voice, audio_speed, audio, transcription_language, \
                  transcription_prompt, transcription_word_timestamps, transcription_segment, \
                  chat_messages, prompt, text_delta, finish_reason, usage, max_tokens, \
-                 temperature, top_p, seed, stop, frequency_penalty, presence_penalty",
+                 temperature, top_p, seed, stop, frequency_penalty, presence_penalty, tools, \
+                 tool_choice, parallel_tool_calls, response_format, logprobs, logit_bias, \
+                 tool_calls, token_logprobs",
                 shown(other)
             ),
         )),

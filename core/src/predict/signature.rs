@@ -18,6 +18,22 @@ pub enum GenerationOption {
     Stop,
     FrequencyPenalty,
     PresencePenalty,
+    /// `tools`: a list of OpenAI function tools `{type, function: {name, description,
+    /// parameters}}` (list).
+    Tools,
+    /// `tool_choice`, always as a dict: `{"type": "auto" | "none" | "required"}` or
+    /// `{"type": "function", "function": {"name"}}` (dict).
+    ToolChoice,
+    /// `parallel_tool_calls`: whether one reply may hold several calls (bool).
+    ParallelToolCalls,
+    /// `response_format`: `{"type": "text" | "json_object"}` or `{"type": "json_schema",
+    /// "json_schema": {name, schema, strict}}` (dict).
+    ResponseFormat,
+    /// How many most likely alternatives to report with each token's log probability; absent
+    /// when log probabilities are not asked for (int, 0–20).
+    Logprobs,
+    /// `logit_bias`: token id (as a string) → bias from −100 to 100 (dict).
+    LogitBias,
 }
 
 /// What a parameter means. The OpenAI layer finds parameters by annotation, never by name.
@@ -56,6 +72,13 @@ pub enum Annotation {
     FinishReason,
     /// `{prompt_tokens, completion_tokens}` token counts, on the last output (output).
     Usage,
+    /// Tool-call deltas since the previous output, as OpenAI streams them: `{index, id, type,
+    /// function: {name, arguments}}` in a call's first delta, `{index, function: {arguments}}`
+    /// after (output, list).
+    ToolCalls,
+    /// The tokens behind this output's text: `{token, logprob, bytes, top_logprobs: [{token,
+    /// logprob, bytes}]}` each (output, list).
+    TokenLogprobs,
 }
 
 /// One input or output of a predictor.

@@ -9,6 +9,8 @@
 //! up their own team and oversubscribe the cores (3x slower on 2 cores). Requests beyond
 //! `parallel` wait in a queue for a free sequence. See docs/architecture.md.
 
+mod constrain;
+mod options;
 mod spike;
 pub mod template;
 mod text;
@@ -27,12 +29,21 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, OnceLock};
+use crate::chat::tool_calls::{Piece, ToolCallParser, ToolFormat, HERMES};
+use constrain::{Grammars, ToolSpec};
+use options::{RequestOptions, ToolChoice};
+
+/// How the models ingle serves write tool calls (Qwen2.5 and most open models of its time).
+const TOOL_FORMAT: ToolFormat = HERMES;
+use llguidance::Matcher;
+use template::ChatTemplate;
 use text::{StopMatcher, Utf8Assembler};
 
 /// Default context size per request.
@@ -43,6 +54,8 @@ pub const DEFAULT_PARALLEL: u32 = 4;
 const N_BATCH: u32 = 512;
 /// Most stop sequences a request may give, as in the OpenAI API.
 pub const MAX_STOP_SEQUENCES: usize = 4;
+/// Most alternatives reported with each token's log probability, as in the OpenAI API.
+pub const MAX_TOP_LOGPROBS: usize = 20;
 
 /// The process-wide llama.cpp backend (llama.cpp allows one initialisation per process).
 /// Its logs go to `tracing`, and are dropped unless `INGLE_LOG` is set.
@@ -94,6 +107,11 @@ pub fn capped_threads(asked: Option<u32>, tag: &str) -> u32 {
 /// Checks that llama.cpp can apply `template` (a template name such as `chatml`, or a
 /// template text it recognises), by rendering one message with it; no model is needed.
 pub fn check_chat_template(template: &str) -> Result<()> {
+    if is_jinja(template) {
+        return ChatTemplate::new("config", template, "", "")
+            .map(drop)
+            .map_err(|e| Error::invalid("chat_template", e.message));
+    }
     let invalid = |why: &str| {
         Error::invalid(
             "chat_template",
@@ -171,6 +189,30 @@ pub fn signature() -> Signature {
                 .default_value(0.0)
                 .range(Some(-2.0), Some(2.0))
                 .describe("Penalise tokens that already appear in the output."),
+            option("tools", ValueType::List, G::Tools).describe(
+                "Function tools the model may call, as in the OpenAI API; the model's chat \
+                 template must support tools.",
+            ),
+            option("tool_choice", ValueType::Dict, G::ToolChoice).describe(
+                "{type: auto | none | required} or {type: function, function: {name}}; \
+                 default auto when tools are given.",
+            ),
+            option("parallel_tool_calls", ValueType::Bool, G::ParallelToolCalls)
+                .default_value(true)
+                .describe("Whether a reply may hold several tool calls."),
+            option("response_format", ValueType::Dict, G::ResponseFormat).describe(
+                "{type: text | json_object} or {type: json_schema, json_schema: {name, \
+                 schema}}: JSON output, enforced by a grammar.",
+            ),
+            option("logprobs", ValueType::Int, G::Logprobs)
+                .range(Some(0.0), Some(MAX_TOP_LOGPROBS as f64))
+                .describe(
+                    "Report each token's log probability with this many most likely \
+                     alternatives; absent: no log probabilities.",
+                ),
+            option("logit_bias", ValueType::Dict, G::LogitBias).describe(
+                "Token id (a string) → bias from -100 to 100 added to its logit; -100 bans it.",
+            ),
         ],
         vec![
             Parameter::new("text", ValueType::String)
@@ -184,6 +226,14 @@ pub fn signature() -> Signature {
                 .optional()
                 .annotated(Annotation::Usage)
                 .describe("{prompt_tokens, completion_tokens} on the last output, else null."),
+            Parameter::new("tool_calls", ValueType::List)
+                .optional()
+                .annotated(Annotation::ToolCalls)
+                .describe("Tool-call deltas since the previous output, when tools are given."),
+            Parameter::new("logprobs", ValueType::List)
+                .optional()
+                .annotated(Annotation::TokenLogprobs)
+                .describe("Log probabilities of this output's tokens, when asked for."),
         ],
     )
 }
@@ -202,7 +252,8 @@ pub struct LlamaPredictor {
     tag: String,
     signature: Signature,
     model: Arc<LlamaModel>,
-    template: Option<LlamaChatTemplate>,
+    template: Option<ChatFormat>,
+    grammars: Grammars,
     /// Context available to each request, in tokens.
     n_ctx: u32,
     /// Bytes of the longest token piece (special tokens included).
@@ -261,13 +312,7 @@ impl LlamaPredictor {
             .min(model.n_ctx_train())
             .max(crate::config::MIN_N_CTX);
         check_kv_memory(&model, n_ctx, parallel, &config.tag)?;
-        let template = match &config.chat_template {
-            // Checked by `backends::validate` above.
-            Some(text) => Some(LlamaChatTemplate::new(text).map_err(|_| {
-                Error::invalid("chat_template", "The chat template contains a NUL byte")
-            })?),
-            None => model.chat_template(None).ok(),
-        };
+        let template = ChatFormat::of(&model, config)?;
         // The longest text one token stands for: a prompt of B bytes is at least
         // B / max_piece_bytes tokens, which rejects what cannot fit before tokenizing it.
         let max_piece_bytes = model
@@ -299,6 +344,7 @@ impl LlamaPredictor {
             signature: signature(),
             model,
             template,
+            grammars: Grammars::default(),
             n_ctx,
             max_piece_bytes,
             jobs,
@@ -316,8 +362,9 @@ impl LlamaPredictor {
         self.n_ctx
     }
 
-    /// Renders chat messages with the model's chat template, ending with the assistant's turn.
-    pub fn render_chat(&self, messages: &[Value]) -> Result<String> {
+    /// Renders chat messages (and the tools the model may call) with the model's chat
+    /// template, ending with the assistant's turn.
+    pub fn render_chat(&self, messages: &[Value], tools: Option<&serde_json::Value>) -> Result<String> {
         let template = self.template.as_ref().ok_or_else(|| {
             Error::invalid(
                 "model",
@@ -331,6 +378,44 @@ impl LlamaPredictor {
         if messages.is_empty() {
             return Err(Error::invalid("messages", "`messages` must not be empty"));
         }
+        for (i, message) in messages.iter().enumerate() {
+            let ok = message
+                .as_dict()
+                .is_some_and(|m| m.get("role").and_then(Value::as_str).is_some());
+            if !ok {
+                return Err(Error::invalid(
+                    format!("messages[{i}].role"),
+                    format!("`messages[{i}]` must be an object with a string `role`"),
+                ));
+            }
+        }
+        match template {
+            ChatFormat::Jinja(template) => {
+                let messages = Value::List(messages.to_vec()).to_json()?;
+                template.render(&messages, tools, true)
+            }
+            ChatFormat::Builtin(template) => {
+                if tools.is_some() {
+                    return Err(self.no_tool_support());
+                }
+                self.render_builtin(template, messages)
+            }
+        }
+    }
+
+    fn no_tool_support(&self) -> Error {
+        Error::invalid(
+            "tools",
+            format!(
+                "The model `{}` cannot call tools: its chat template has no place for them",
+                crate::error::shown(&self.tag)
+            ),
+        )
+    }
+
+    /// Renders with one of llama.cpp's built-in templates (a config naming one, such as
+    /// `chatml`): `{role, content}` only.
+    fn render_builtin(&self, template: &LlamaChatTemplate, messages: &[Value]) -> Result<String> {
         let mut chat = Vec::with_capacity(messages.len());
         for (i, message) in messages.iter().enumerate() {
             let field = |name: &str| {
@@ -348,7 +433,6 @@ impl LlamaPredictor {
             let (role, content) = (field("role")?, field("content")?);
             chat.push(
                 LlamaChatMessage::new(role.to_string(), content.to_string()).map_err(|_| {
-                    // Roles are checked against the known ones, so it is the content.
                     Error::invalid(
                         format!("messages[{i}].content"),
                         format!("`messages[{i}].content` contains a NUL byte, which llama.cpp's templates cannot take"),
@@ -387,8 +471,75 @@ impl LlamaPredictor {
 
     /// Tokenizes `text` as a prompt is tokenized (special tokens parsed, BOS if the model wants).
     pub fn tokenize(&self, text: &str) -> Vec<LlamaToken> {
-        self.model.vocab().tokenize(text.as_bytes(), true, true)
+        let vocab = self.model.vocab();
+        let mut tokens = vocab.tokenize(text.as_bytes(), true, true);
+        // A template that writes `bos_token` itself, for a model that adds BOS: keep one.
+        if tokens.len() >= 2 && tokens[0] == vocab.bos() && tokens[1] == vocab.bos() {
+            tokens.remove(0);
+        }
+        tokens
     }
+}
+
+/// How a model's chat is rendered.
+enum ChatFormat {
+    /// A Jinja template (the GGUF's `tokenizer.chat_template`, or one given in the config),
+    /// rendered as Hugging Face `transformers` renders it.
+    Jinja(ChatTemplate),
+    /// One of llama.cpp's built-in templates, named in the config (`chatml`, `llama3`...), or
+    /// llama.cpp's reading of a GGUF template minijinja cannot compile.
+    Builtin(LlamaChatTemplate),
+}
+
+impl ChatFormat {
+    fn of(model: &LlamaModel, config: &PredictorConfig) -> Result<Option<ChatFormat>> {
+        let vocab = model.vocab();
+        let special = |token: LlamaToken| {
+            if token.0 < 0 {
+                return String::new();
+            }
+            String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned()
+        };
+        let (bos, eos) = (special(vocab.bos()), special(vocab.eos()));
+        let builtin = |text: &str| -> Result<ChatFormat> {
+            LlamaChatTemplate::new(text)
+                .map(ChatFormat::Builtin)
+                .map_err(|_| Error::invalid("chat_template", "The chat template contains a NUL byte"))
+        };
+        match &config.chat_template {
+            Some(text) if is_jinja(text) => Ok(Some(ChatFormat::Jinja(
+                ChatTemplate::new(&config.tag, text, &bos, &eos)
+                    .map_err(|e| Error::invalid("chat_template", e.message))?,
+            ))),
+            // A llama.cpp template name, checked by `backends::validate`.
+            Some(name) => builtin(name).map(Some),
+            None => {
+                let Ok(source) = model.chat_template(None) else {
+                    return Ok(None);
+                };
+                let compiled = source
+                    .to_str()
+                    .ok()
+                    .and_then(|text| ChatTemplate::new(&config.tag, text, &bos, &eos).ok());
+                Ok(Some(match compiled {
+                    Some(template) => ChatFormat::Jinja(template),
+                    None => ChatFormat::Builtin(source),
+                }))
+            }
+        }
+    }
+
+    fn supports_tools(&self) -> bool {
+        match self {
+            ChatFormat::Jinja(template) => template.supports_tools(),
+            ChatFormat::Builtin(_) => false,
+        }
+    }
+}
+
+/// Whether a config's `chat_template` is a Jinja template rather than a llama.cpp name.
+pub fn is_jinja(text: &str) -> bool {
+    text.contains("{%") || text.contains("{{")
 }
 
 /// An error unless `path` starts like a GGUF file (its magic bytes), so a wrong file gets an
@@ -458,6 +609,7 @@ impl Predictor for LlamaPredictor {
     }
 
     fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+        let options = RequestOptions::read(&inputs, self.model.n_vocab())?;
         let (prompt, prompt_param) =
             match (inputs.get("messages"), inputs.get("prompt")) {
                 (Some(Value::List(messages)), None) => {
@@ -468,9 +620,26 @@ impl Predictor for LlamaPredictor {
                         .map(str::len)
                         .sum();
                     self.check_cannot_fit(text_bytes, "messages")?;
-                    (self.render_chat(messages)?, "messages")
+                    let tools = match &options.tools {
+                        Some(tools) if options.tool_choice != ToolChoice::None => {
+                            if !self.template.as_ref().is_some_and(ChatFormat::supports_tools) {
+                                return Err(self.no_tool_support());
+                            }
+                            Some(tools.json.clone())
+                        }
+                        _ => None,
+                    };
+                    (self.render_chat(messages, tools.as_ref())?, "messages")
                 }
-                (None, Some(Value::String(prompt))) => (prompt.clone(), "prompt"),
+                (None, Some(Value::String(prompt))) => {
+                    if options.tools.is_some() {
+                        return Err(Error::invalid(
+                            "tools",
+                            "`tools` are for chat messages, not a text prompt",
+                        ));
+                    }
+                    (prompt.clone(), "prompt")
+                }
                 (Some(_), Some(_)) => {
                     return Err(Error::invalid(
                         "prompt",
@@ -522,14 +691,29 @@ impl Predictor for LlamaPredictor {
             None => n_ctx - n_prompt,
         };
         let stop = stop_sequences(inputs.get("stop"))?;
-        let sampler = self.sampler(&inputs);
+        let (grammar, lazy) = self.constraints(&options)?;
+        let sampler = self.sampler(&inputs, &options.logit_bias);
         let cancelled = Arc::new(AtomicBool::new(false));
         let (events, event_rx) = mpsc::channel();
+        let calls = options
+            .tools
+            .as_ref()
+            .filter(|_| options.tool_choice != ToolChoice::None)
+            .map(|tools| {
+                let names = tools.specs.iter().map(|t| t.name.clone()).collect();
+                CallStream {
+                    parser: ToolCallParser::new(names),
+                    started: 0,
+                }
+            });
         let job = Job {
             prompt: tokens,
             max_tokens,
             stop,
             sampler,
+            grammar,
+            lazy,
+            logprobs: options.logprobs,
             events,
             cancelled: Arc::clone(&cancelled),
         };
@@ -545,6 +729,8 @@ impl Predictor for LlamaPredictor {
             events: event_rx,
             cancelled,
             done: false,
+            calls,
+            logprobs: options.logprobs.is_some(),
         }))
     }
 
@@ -559,9 +745,63 @@ impl Predictor for LlamaPredictor {
 }
 
 impl LlamaPredictor {
-    /// The sampler chain for one request: penalties, then greedy (temperature 0) or
-    /// top-p + temperature + a seeded draw.
-    fn sampler(&self, inputs: &Inputs) -> LlamaSampler {
+    /// The grammar a request's output must follow from its first token, and the one that
+    /// starts when the model opens a tool call of its own accord (`tool_choice` auto).
+    fn constraints(&self, options: &RequestOptions) -> Result<(Option<Matcher>, Option<Lazy>)> {
+        let model = &self.model;
+        let calling = options
+            .tools
+            .as_ref()
+            .filter(|_| options.tool_choice != ToolChoice::None);
+        if let (Some(format), Some(_)) = (&options.response_format, calling) {
+            return Err(Error::invalid(
+                "response_format",
+                format!(
+                    "`response_format` {} cannot be combined with `tools` (the reply is either \
+                     calls or JSON); pass `tool_choice: \"none\"` or leave one out",
+                    format.kind
+                ),
+            ));
+        }
+        if let Some(format) = &options.response_format {
+            let grammar = constrain::json_schema(&format.schema);
+            let matcher = self.grammars.matcher(model, grammar, format.param)?;
+            return Ok((Some(matcher), None));
+        }
+        let Some(tools) = calling else {
+            return Ok((None, None));
+        };
+        let parallel = options.parallel_tool_calls;
+        let forced = |specs: &[ToolSpec]| -> Result<Matcher> {
+            let grammar = constrain::tool_calls(specs, TOOL_FORMAT, parallel, false);
+            self.grammars.matcher(model, grammar, "tools")
+        };
+        match &options.tool_choice {
+            ToolChoice::None => Ok((None, None)),
+            ToolChoice::Required => Ok((Some(forced(&tools.specs)?), None)),
+            ToolChoice::Function(name) => {
+                let spec = tools.specs.iter().find(|t| &t.name == name).ok_or_else(|| {
+                    Error::invalid(
+                        "tool_choice",
+                        format!(
+                            "`tool_choice` names the function `{}`, which is not in `tools`",
+                            crate::error::shown(name)
+                        ),
+                    )
+                })?;
+                Ok((Some(forced(std::slice::from_ref(spec))?), None))
+            }
+            ToolChoice::Auto => {
+                let grammar = constrain::tool_calls(&tools.specs, TOOL_FORMAT, parallel, true);
+                let matcher = self.grammars.matcher(model, grammar, "tools")?;
+                Ok((None, Some(Lazy { trigger: TOOL_FORMAT.open, matcher })))
+            }
+        }
+    }
+
+    /// The sampler chain for one request: logit biases, penalties, then greedy (temperature 0)
+    /// or top-p + temperature + a seeded draw.
+    fn sampler(&self, inputs: &Inputs, biases: &[LlamaLogitBias]) -> LlamaSampler {
         let number =
             |name: &str, default: f64| inputs.get(name).and_then(Value::as_f64).unwrap_or(default);
         let (temperature, top_p) = (number("temperature", 1.0), number("top_p", 1.0));
@@ -570,6 +810,9 @@ impl LlamaPredictor {
             number("presence_penalty", 0.0),
         );
         let mut chain = Vec::new();
+        if !biases.is_empty() {
+            chain.push(LlamaSampler::logit_bias(self.model.n_vocab(), biases));
+        }
         if frequency != 0.0 || presence != 0.0 {
             // OpenAI's penalties count every token generated so far: look back over the whole context.
             chain.push(LlamaSampler::penalties(
@@ -594,6 +837,99 @@ impl LlamaPredictor {
             chain.push(LlamaSampler::dist(seed));
         }
         LlamaSampler::chain_simple(chain)
+    }
+}
+
+/// The next token of `seq` from the logits at `index`: masked by its grammar if it has one,
+/// then drawn by its sampler chain; with its log probability when asked.
+fn pick(
+    seq: &mut Sequence,
+    ctx: &LlamaContext,
+    index: i32,
+    model: &LlamaModel,
+) -> Result<(LlamaToken, Option<Value>)> {
+    let summary = seq
+        .job
+        .logprobs
+        .map(|top| LogitsSummary::of(ctx.get_logits_ith(index), top));
+    let token = match seq.grammar.as_mut() {
+        None => seq.job.sampler.sample(ctx, index),
+        Some(matcher) => {
+            let broken = |e: &dyn std::fmt::Display| {
+                Error::internal(format!("Constrained decoding failed: {e}"))
+            };
+            let mask = matcher.compute_mask_or_eos().map_err(|e| broken(&e))?;
+            let mut candidates = ctx.token_data_array_ith(index);
+            for candidate in candidates.data.iter_mut() {
+                if !mask.is_allowed(candidate.id().0 as u32) {
+                    candidate.set_logit(f32::NEG_INFINITY);
+                }
+            }
+            candidates.apply_sampler(&mut seq.job.sampler);
+            let token = candidates
+                .selected_token()
+                .ok_or_else(|| broken(&"the sampler chose no token"))?;
+            seq.job.sampler.accept(token);
+            if !model.vocab().is_eog(token) {
+                matcher
+                    .consume_token(token.0 as u32)
+                    .map_err(|e| broken(&e))?;
+            }
+            token
+        }
+    };
+    let logprob = summary.map(|summary| {
+        let logit = ctx.get_logits_ith(index).get(token.0 as usize).copied();
+        summary.entry(token, logit.unwrap_or(f32::NEG_INFINITY), model)
+    });
+    Ok((token, logprob))
+}
+
+/// Log-softmax over a position's raw logits: the normaliser and the most likely tokens.
+struct LogitsSummary {
+    log_sum_exp: f32,
+    /// The `top` most likely tokens, most likely first (lower ids first on ties).
+    top: Vec<(i32, f32)>,
+}
+
+impl LogitsSummary {
+    fn of(logits: &[f32], top: usize) -> Self {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f64 = logits.iter().map(|&l| ((l - max) as f64).exp()).sum();
+        let mut best: Vec<(i32, f32)> = Vec::with_capacity(top + 1);
+        if top > 0 {
+            for (id, &logit) in logits.iter().enumerate() {
+                if best.len() == top && best.last().is_some_and(|&(_, l)| logit <= l) {
+                    continue;
+                }
+                let at = best.partition_point(|&(_, l)| l >= logit);
+                best.insert(at, (id as i32, logit));
+                best.truncate(top);
+            }
+        }
+        LogitsSummary {
+            log_sum_exp: max + sum.ln() as f32,
+            top: best,
+        }
+    }
+
+    /// `{token, logprob, bytes, top_logprobs}` for the chosen `token`, as OpenAI reports it.
+    fn entry(&self, token: LlamaToken, logit: f32, model: &LlamaModel) -> Value {
+        let describe = |id: i32, logit: f32| {
+            let bytes = model.vocab().token_to_piece(LlamaToken(id), false, None);
+            serde_json::json!({
+                "token": String::from_utf8_lossy(&bytes),
+                "logprob": (logit - self.log_sum_exp) as f64,
+                "bytes": bytes,
+            })
+        };
+        let mut entry = describe(token.0, logit);
+        entry["top_logprobs"] = self
+            .top
+            .iter()
+            .map(|&(id, logit)| describe(id, logit))
+            .collect();
+        Value::from(entry)
     }
 }
 
@@ -632,14 +968,29 @@ struct Job {
     max_tokens: usize,
     stop: Vec<String>,
     sampler: LlamaSampler,
+    /// The grammar the output follows from its first token.
+    grammar: Option<Matcher>,
+    /// The grammar that starts when the output reaches a trigger.
+    lazy: Option<Lazy>,
+    /// Alternatives to report with each token's log probability, when asked.
+    logprobs: Option<usize>,
     events: mpsc::Sender<Result<Event>>,
     /// Set when the consumer drops its stream: the scheduler frees the sequence at its next step.
     cancelled: Arc<AtomicBool>,
 }
 
-/// Text produced by one step, and on the last one why generation ended.
+/// A grammar that constrains the output from the moment it ends with `trigger` (the model
+/// opened a tool call), as llama.cpp's lazy grammars do.
+struct Lazy {
+    trigger: &'static str,
+    matcher: Matcher,
+}
+
+/// Text produced by one step, the log probabilities of the tokens behind it, and on the last
+/// step why generation ended.
 struct Event {
     text: String,
+    logprobs: Vec<Value>,
     finish: Option<Finish>,
 }
 
@@ -654,6 +1005,52 @@ struct TextStream {
     events: mpsc::Receiver<Result<Event>>,
     cancelled: Arc<AtomicBool>,
     done: bool,
+    /// Splits tool calls out of the text, when the request has tools.
+    calls: Option<CallStream>,
+    logprobs: bool,
+}
+
+/// Tool calls found in the text, given out as OpenAI's streamed deltas.
+struct CallStream {
+    parser: ToolCallParser,
+    /// Calls started so far: the next call's `index`.
+    started: usize,
+}
+
+impl CallStream {
+    /// Content and tool-call deltas out of `text` (and, at the end, what was held back).
+    fn split(&mut self, text: &str, end: bool) -> (String, Vec<Value>) {
+        let mut pieces = self.parser.push(text);
+        if end {
+            pieces.extend(self.parser.finish());
+        }
+        let (mut content, mut deltas) = (String::new(), Vec::new());
+        for piece in pieces {
+            match piece {
+                Piece::Text(text) => content.push_str(&text),
+                Piece::CallStart { name } => deltas.push(self.start(name, String::new())),
+                Piece::Arguments(arguments) => {
+                    let index = self.started.saturating_sub(1);
+                    deltas.push(Value::from(serde_json::json!({
+                        "index": index, "function": {"arguments": arguments}
+                    })));
+                }
+                Piece::Call { name, arguments } => deltas.push(self.start(name, arguments)),
+            }
+        }
+        (content, deltas)
+    }
+
+    fn start(&mut self, name: String, arguments: String) -> Value {
+        let index = self.started;
+        self.started += 1;
+        Value::from(serde_json::json!({
+            "index": index,
+            "id": crate::predict::random_id("call_"),
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }))
+    }
 }
 
 impl Iterator for TextStream {
@@ -674,10 +1071,18 @@ impl Iterator for TextStream {
                 return Some(Err(Error::internal("Generation stopped without finishing")));
             }
         };
+        let end = event.finish.is_some();
+        let (text, tool_calls) = match &mut self.calls {
+            Some(calls) => {
+                let (text, deltas) = calls.split(&event.text, end);
+                (text, Value::List(deltas))
+            }
+            None => (event.text, Value::Null),
+        };
         let (finish_reason, usage) = match event.finish {
             Some(finish) => {
                 self.done = true;
-                let usage = BTreeMap::from([
+                let usage = crate::value::Dict::from([
                     (
                         "prompt_tokens".to_string(),
                         Value::Int(finish.prompt_tokens as i64),
@@ -687,11 +1092,27 @@ impl Iterator for TextStream {
                         Value::Int(finish.completion_tokens as i64),
                     ),
                 ]);
-                (Value::from(finish.reason), Value::Dict(usage))
+                let called = self.calls.as_ref().is_some_and(|c| c.started > 0);
+                let reason = match finish.reason {
+                    "stop" if called => "tool_calls",
+                    reason => reason,
+                };
+                (Value::from(reason), Value::Dict(usage))
             }
             None => (Value::Null, Value::Null),
         };
-        Some(Ok(vec![Value::String(event.text), finish_reason, usage]))
+        let logprobs = if self.logprobs {
+            Value::List(event.logprobs)
+        } else {
+            Value::Null
+        };
+        Some(Ok(vec![
+            Value::String(text),
+            finish_reason,
+            usage,
+            tool_calls,
+            logprobs,
+        ]))
     }
 }
 
@@ -715,6 +1136,32 @@ struct Sequence {
     completion_tokens: usize,
     utf8: Utf8Assembler,
     stops: StopMatcher,
+    /// The grammar in force (from the start, or since the lazy one's trigger).
+    grammar: Option<Matcher>,
+    /// The end of the output, to spot a lazy grammar's trigger.
+    tail: String,
+    /// Log probabilities of tokens whose text is held back, with where that text ends
+    /// (in bytes of the whole output).
+    logprobs: VecDeque<(usize, Value)>,
+    /// Bytes of output produced, and given out.
+    produced_bytes: usize,
+    released_bytes: usize,
+}
+
+impl Sequence {
+    /// The log probabilities of the tokens whose text is now all given out (all of them at
+    /// the end).
+    fn released_logprobs(&mut self, text: &str, end: bool) -> Vec<Value> {
+        self.released_bytes += text.len();
+        let mut out = Vec::new();
+        while let Some((until, _)) = self.logprobs.front() {
+            if *until > self.released_bytes && !end {
+                break;
+            }
+            out.extend(self.logprobs.pop_front().map(|(_, v)| v));
+        }
+        out
+    }
 }
 
 struct Scheduler {
@@ -774,12 +1221,18 @@ impl Scheduler {
             self.drop_cancelled(&mut slots, &mut queue, &mut ctx);
             for (id, slot) in slots.iter_mut().enumerate() {
                 if slot.is_none() {
-                    let Some(job) = queue.pop_front() else { break };
+                    let Some(mut job) = queue.pop_front() else { break };
                     let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
                     self.counters.queued.fetch_sub(1, Ordering::Relaxed);
                     self.counters.active.fetch_add(1, Ordering::Relaxed);
+                    let grammar = job.grammar.take();
                     *slot = Some(Sequence {
                         stops: StopMatcher::new(job.stop.clone()),
+                        grammar,
+                        tail: String::new(),
+                        logprobs: VecDeque::new(),
+                        produced_bytes: 0,
+                        released_bytes: 0,
                         job,
                         prefilled: 0,
                         n_past: 0,
@@ -855,7 +1308,15 @@ impl Scheduler {
             let Some(index) = seq.logits_index.take() else {
                 continue;
             };
-            let token = seq.job.sampler.sample(ctx, index);
+            let (token, logprob) = match pick(seq, ctx, index, &self.model) {
+                Ok(picked) => picked,
+                Err(error) => {
+                    if let Some(seq) = self.release(slot, id, ctx) {
+                        let _ = seq.job.events.send(Err(error));
+                    }
+                    continue;
+                }
+            };
             let mut text = String::new();
             let mut reason = None;
             // On a stop sequence the held-back text is dropped; on any other end it is flushed.
@@ -866,7 +1327,22 @@ impl Scheduler {
             } else {
                 seq.completion_tokens += 1;
                 self.counters.generated.fetch_add(1, Ordering::Relaxed);
-                let piece = seq.utf8.push(&vocab.token_to_piece(token, false, None));
+                let bytes = vocab.token_to_piece(token, false, None);
+                seq.produced_bytes += bytes.len();
+                if let Some(logprob) = logprob {
+                    seq.logprobs.push_back((seq.produced_bytes, logprob));
+                }
+                if seq.job.lazy.is_some() {
+                    seq.tail.push_str(&String::from_utf8_lossy(&bytes));
+                    if let Some(cut) = seq.tail.len().checked_sub(64) {
+                        let cut = seq.tail.ceil_char_boundary(cut);
+                        seq.tail.drain(..cut);
+                    }
+                    if seq.tail.ends_with(seq.job.lazy.as_ref().map_or("", |l| l.trigger)) {
+                        seq.grammar = seq.job.lazy.take().map(|lazy| lazy.matcher);
+                    }
+                }
+                let piece = seq.utf8.push(&bytes);
                 let (safe, stopped) = seq.stops.push(&piece);
                 text = safe;
                 if stopped {
@@ -886,18 +1362,26 @@ impl Scheduler {
                     text.push_str(&seq.stops.finish());
                 }
             }
+            let logprobs = seq.released_logprobs(&text, flush);
             let finish = reason.map(|reason| Finish {
                 reason,
                 prompt_tokens: seq.job.prompt.len(),
                 completion_tokens: seq.completion_tokens,
             });
-            if finish.is_some() {
+            let event = Event {
+                text,
+                logprobs,
+                finish,
+            };
+            if event.finish.is_some() {
                 // Free the sequence before the consumer hears of the end, so that the metrics
                 // it may read next already count the request as finished.
                 if let Some(seq) = self.release(slot, id, ctx) {
-                    let _ = seq.job.events.send(Ok(Event { text, finish }));
+                    let _ = seq.job.events.send(Ok(event));
                 }
-            } else if !text.is_empty() && seq.job.events.send(Ok(Event { text, finish })).is_err() {
+            } else if (!event.text.is_empty() || !event.logprobs.is_empty())
+                && seq.job.events.send(Ok(event)).is_err()
+            {
                 self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
                 self.release(slot, id, ctx);
             }

@@ -3,8 +3,6 @@
 //! `trim_blocks`, `lstrip_blocks`, loop controls, Python string methods, `raise_exception`,
 //! `strftime_now`, and a `tojson` that is Python's `json.dumps` (keys kept in order, `", "` and
 //! `": "` separators, non-ASCII kept) rather than minijinja's compact, HTML-escaping one.
-//!
-//! WIP (issue 16): not yet wired into the llama predictor.
 
 use crate::error::{Error, Result};
 use minijinja::value::{Kwargs, Value as JinjaValue};
@@ -76,6 +74,21 @@ impl ChatTemplate {
                 Error::model(format!("The chat template failed: {e}"))
             }
         })
+    }
+}
+
+/// A tool that no template names by chance: a template that renders its name supports tools.
+const PROBE_TOOL: &str = "ingle_probe_tool_4f1c";
+
+impl ChatTemplate {
+    /// Whether the template shows the model the tools it is given (Hugging Face templates that
+    /// support tools render each tool's definition; the others ignore `tools`).
+    pub fn supports_tools(&self) -> bool {
+        let messages = serde_json::json!([{"role": "user", "content": "x"}]);
+        let tools = serde_json::json!([{"type": "function", "function": {"name": PROBE_TOOL,
+            "description": "", "parameters": {"type": "object", "properties": {}}}}]);
+        self.render(&messages, Some(&tools), true)
+            .is_ok_and(|text| text.contains(PROBE_TOOL))
     }
 }
 

@@ -21,7 +21,7 @@ use crate::predict::{
 use crate::value::{Tensor, Value, ValueType};
 use ort::session::Session;
 use ort::value::{TensorRef, ValueType as OrtType};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -494,7 +494,7 @@ impl Predictor for EmbeddingPredictor {
         self.embedded
             .fetch_add(texts.len() as u64, Ordering::Relaxed);
         let tensor = Tensor::from_f32(vec![texts.len(), dims], &matrix)?;
-        let usage = Value::Dict(BTreeMap::from([(
+        let usage = Value::Dict(crate::value::Dict::from([(
             "prompt_tokens".to_string(),
             Value::Int(tokens as i64),
         )]));

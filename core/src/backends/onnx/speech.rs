@@ -573,7 +573,7 @@ impl Iterator for Synthesis {
         let last = self.sentences.len() == 0;
         self.done = last;
         let usage = if last {
-            Value::Dict(BTreeMap::from([
+            Value::Dict(crate::value::Dict::from([
                 (
                     "input_tokens".to_string(),
                     Value::from(self.input_tokens as i64),

@@ -27,7 +27,6 @@ use crate::predict::{
 };
 use crate::value::{Value, ValueType};
 use model::WhisperModel;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -241,7 +240,7 @@ pub fn segment_value(segment: &Segment) -> Value {
         .words
         .iter()
         .map(|w| {
-            Value::Dict(BTreeMap::from([
+            Value::Dict(crate::value::Dict::from([
                 ("word".to_string(), Value::from(w.word.clone())),
                 ("start".to_string(), round(w.start)),
                 ("end".to_string(), round(w.end)),
@@ -249,7 +248,7 @@ pub fn segment_value(segment: &Segment) -> Value {
             ]))
         })
         .collect();
-    Value::Dict(BTreeMap::from([
+    Value::Dict(crate::value::Dict::from([
         ("id".to_string(), Value::from(segment.id as i64)),
         ("seek".to_string(), Value::from(segment.seek as i64)),
         ("start".to_string(), round(segment.start)),
@@ -311,7 +310,7 @@ impl Iterator for Transcription {
             }
             None => {
                 self.finished = true;
-                let usage = Value::Dict(BTreeMap::from([(
+                let usage = Value::Dict(crate::value::Dict::from([(
                     "seconds".to_string(),
                     Value::Float(self.duration),
                 )]));

@@ -1,0 +1,297 @@
+//! Tool calls, structured output, logprobs, logit_bias and n on the real models: Qwen2.5-Coder
+//! 0.5B (which can call tools) and SmolLM2 (which cannot), greedy.
+
+use ingle::openai::{ChatCompletionRequest, ChatMessage, FunctionCall, ToolCall};
+use ingle::{Client, ErrorKind, TOOLS_MODEL};
+use ingle_tests::{config, france, shared};
+use llama_cpp_2::model::{params::LlamaModelParams, LlamaModel};
+use serde_json::{json, Value};
+use std::sync::OnceLock;
+
+fn qwen() -> &'static Client {
+    static CLIENT: OnceLock<Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        let config = config();
+        assert!(
+            config.predictors.iter().any(|p| p.tag == TOOLS_MODEL),
+            "{TOOLS_MODEL} is not cached: run scripts/fetch-models"
+        );
+        Client::from_config(&config).unwrap()
+    })
+}
+
+fn weather_tool() -> Value {
+    json!([{"type": "function", "function": {
+        "name": "get_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"]}}}])
+}
+
+fn request(question: &str) -> ChatCompletionRequest {
+    ChatCompletionRequest {
+        temperature: Some(0.0),
+        tools: Some(weather_tool()),
+        max_tokens: Some(120),
+        ..ChatCompletionRequest::new(TOOLS_MODEL, vec![ChatMessage::user(question)])
+    }
+}
+
+const PARIS: &str = "What's the weather in Paris right now, in celsius?";
+const HAIKU: &str = "Write a haiku about the sea.";
+
+/// The call's arguments, checked against the weather tool's schema.
+fn weather_arguments(call: &ToolCall) -> Value {
+    assert_eq!(call.kind, "function");
+    assert_eq!(call.function.name, "get_weather");
+    assert!(call.id.starts_with("call_"), "{}", call.id);
+    let arguments: Value = serde_json::from_str(&call.function.arguments).unwrap();
+    assert!(arguments["city"].is_string(), "{arguments}");
+    if let Some(unit) = arguments.get("unit") {
+        assert!(unit == "celsius" || unit == "fahrenheit", "{arguments}");
+    }
+    arguments
+}
+
+#[test]
+fn the_weather_question_calls_the_tool() {
+    let completion = qwen().chat.completions.create(&request(PARIS)).unwrap();
+    let choice = &completion.choices[0];
+    assert_eq!(choice.finish_reason, "tool_calls");
+    assert_eq!(choice.message.content, None);
+    let calls = choice.message.tool_calls.as_ref().unwrap();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(weather_arguments(&calls[0])["city"], "Paris");
+}
+
+#[test]
+fn streamed_deltas_reassemble_to_the_same_call() {
+    let whole = qwen().chat.completions.create(&request(PARIS)).unwrap();
+    let whole = &whole.choices[0].message.tool_calls.as_ref().unwrap()[0];
+    let (mut name, mut arguments, mut ids, mut finish) = (None, String::new(), Vec::new(), None);
+    for chunk in qwen().chat.completions.stream(&request(PARIS)).unwrap() {
+        let chunk = chunk.unwrap();
+        let Some(choice) = chunk.choices.first() else {
+            continue;
+        };
+        assert_eq!(choice.delta.content.as_deref().unwrap_or(""), "", "no markup in content");
+        for delta in choice.delta.tool_calls.iter().flatten() {
+            assert_eq!(delta.index, 0);
+            let function = delta.function.as_ref().unwrap();
+            if let Some(id) = &delta.id {
+                assert!(name.is_none(), "id, type and name come once");
+                ids.push(id.clone());
+                assert_eq!(delta.kind.as_deref(), Some("function"));
+                name = function.name.clone();
+            } else {
+                assert!(function.name.is_none() && delta.kind.is_none());
+            }
+            arguments.push_str(function.arguments.as_deref().unwrap_or(""));
+        }
+        finish = choice.finish_reason.clone().or(finish);
+    }
+    assert_eq!(finish.as_deref(), Some("tool_calls"));
+    assert_eq!(ids.len(), 1);
+    assert_eq!(name.as_deref(), Some("get_weather"));
+    let streamed: Value = serde_json::from_str(&arguments).unwrap();
+    assert_eq!(streamed, serde_json::from_str::<Value>(&whole.function.arguments).unwrap());
+}
+
+#[test]
+fn required_and_a_named_choice_call_even_for_a_haiku_and_none_never_calls() {
+    for choice in [json!("required"), json!({"type": "function", "function": {"name": "get_weather"}})] {
+        let completion = qwen()
+            .chat
+            .completions
+            .create(&ChatCompletionRequest {
+                tool_choice: Some(choice.clone()),
+                // Forced to call for a haiku, a 0.5B model would go on calling until max_tokens.
+                parallel_tool_calls: Some(false),
+                ..request(HAIKU)
+            })
+            .unwrap();
+        let message = &completion.choices[0].message;
+        let calls = message.tool_calls.as_ref().unwrap_or_else(|| panic!("{choice}: {message:?}"));
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        weather_arguments(&calls[0]);
+        assert_eq!(completion.choices[0].finish_reason, "tool_calls");
+    }
+    let completion = qwen()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            tool_choice: Some(json!("none")),
+            ..request(PARIS)
+        })
+        .unwrap();
+    let message = &completion.choices[0].message;
+    assert!(message.tool_calls.is_none(), "{message:?}");
+    assert!(!message.text().is_empty());
+    assert!(!message.text().contains("tool_call"), "{}", message.text());
+}
+
+#[test]
+fn two_parallel_calls() {
+    let completion = qwen()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            tool_choice: Some(json!("required")),
+            max_tokens: Some(200),
+            ..request(
+                "What's the weather in Paris and in Tokyo? Call get_weather once for each city.",
+            )
+        })
+        .unwrap();
+    let calls = completion.choices[0].message.tool_calls.clone().unwrap();
+    let cities: Vec<Value> = calls.iter().map(|c| weather_arguments(c)["city"].clone()).collect();
+    assert_eq!(cities, [json!("Paris"), json!("Tokyo")], "{calls:?}");
+    assert_ne!(calls[0].id, calls[1].id);
+}
+
+#[test]
+fn a_tool_result_round_trip_ends_in_a_text_answer() {
+    let call = ToolCall {
+        id: "call_1".into(),
+        kind: "function".into(),
+        function: FunctionCall {
+            name: "get_weather".into(),
+            arguments: r#"{"city": "Paris", "unit": "celsius"}"#.into(),
+        },
+    };
+    let mut assistant = ChatMessage::assistant("");
+    assistant.content = None;
+    assistant.tool_calls = Some(vec![call]);
+    let mut result = ChatMessage::new("tool", "18 degrees Celsius, sunny");
+    result.tool_call_id = Some("call_1".into());
+    // Qwen 0.5B, greedy, answers a bare tool result by calling again; asked, it answers.
+    let follow_up = "Thanks. So, what is the weather in Paris? Answer in plain words.";
+    let completion = qwen()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            messages: vec![
+                ChatMessage::user("What's the weather in Paris?"),
+                assistant,
+                result,
+                ChatMessage::user(follow_up),
+            ],
+            ..request(PARIS)
+        })
+        .unwrap();
+    let choice = &completion.choices[0];
+    assert_eq!(choice.finish_reason, "stop", "{:?}", choice.message);
+    assert!(choice.message.tool_calls.is_none());
+    assert!(choice.message.text().contains("18"), "{}", choice.message.text());
+}
+
+#[test]
+fn a_model_whose_template_has_no_tools_refuses_them() {
+    let err = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            tools: Some(weather_tool()),
+            ..france()
+        })
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidRequest);
+    assert_eq!(err.param.as_deref(), Some("tools"), "{err}");
+}
+
+#[test]
+fn json_schema_output_is_enforced_and_unsupported_keywords_are_refused() {
+    let schema = json!({"type": "object", "properties": {
+        "city": {"type": "string"}, "population": {"type": "integer", "minimum": 0, "maximum": 100000000}},
+        "required": ["city", "population"], "additionalProperties": false});
+    let mut request = ChatCompletionRequest {
+        temperature: Some(0.0),
+        max_tokens: Some(100),
+        response_format: Some(json!({"type": "json_schema",
+            "json_schema": {"name": "city", "schema": schema, "strict": true}})),
+        ..ChatCompletionRequest::new(TOOLS_MODEL, vec![ChatMessage::user("Tell me about Paris.")])
+    };
+    let completion = qwen().chat.completions.create(&request).unwrap();
+    let value: Value = serde_json::from_str(completion.choices[0].message.text()).unwrap();
+    assert!(value["city"].is_string() && value["population"].as_u64().is_some(), "{value}");
+    assert_eq!(value.as_object().unwrap().len(), 2);
+    request.response_format = Some(json!({"type": "json_schema", "json_schema": {"name": "x",
+        "schema": {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}}}));
+    let err = qwen().chat.completions.create(&request).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidRequest);
+    assert_eq!(err.param.as_deref(), Some("response_format.json_schema.schema"));
+    assert!(err.message.contains("uniqueItems"), "{err}");
+}
+
+#[test]
+fn logprobs_under_greedy_put_the_chosen_token_first() {
+    let request = ChatCompletionRequest {
+        logprobs: Some(true),
+        top_logprobs: Some(3),
+        max_tokens: Some(8),
+        ..france()
+    };
+    let completion = shared().chat.completions.create(&request).unwrap();
+    let choice = &completion.choices[0];
+    let content = choice.logprobs.as_ref().unwrap()["content"].as_array().unwrap().clone();
+    assert_eq!(content.len() as u32, completion.usage.completion_tokens);
+    let mut text = Vec::new();
+    for entry in &content {
+        let top = entry["top_logprobs"].as_array().unwrap();
+        assert_eq!(top.len(), 3);
+        assert_eq!(top[0]["token"], entry["token"]);
+        assert!(entry["logprob"].as_f64().unwrap() <= 0.0);
+        text.extend(entry["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8));
+    }
+    assert_eq!(String::from_utf8(text).unwrap(), choice.message.text());
+}
+
+#[test]
+fn logit_bias_bans_a_token_and_n_gives_choices() {
+    let first = shared().chat.completions.create(&ChatCompletionRequest {
+        logprobs: Some(true),
+        max_tokens: Some(4),
+        ..france()
+    })
+    .unwrap();
+    let first_text = first.choices[0].message.text().to_string();
+    // The id of the first token: the one whose text starts the reply.
+    let backend = ingle::backends::llama::backend().unwrap();
+    let config = config();
+    let path = config.model_path(&config.predictors[0]);
+    let model = LlamaModel::load_from_file(backend, &path, &LlamaModelParams::default()).unwrap();
+    let first_token = first.choices[0].logprobs.as_ref().unwrap()["content"][0]["token"].clone();
+    let token = model
+        .vocab()
+        .tokenize(first_token.as_str().unwrap().as_bytes(), false, false)[0]
+        .0;
+    let banned = shared().chat.completions.create(&ChatCompletionRequest {
+        logit_bias: Some(serde_json::from_value(json!({token.to_string(): -100})).unwrap()),
+        max_tokens: Some(4),
+        ..france()
+    })
+    .unwrap();
+    assert_ne!(banned.choices[0].message.text(), first_text);
+    let err = shared().chat.completions.create(&ChatCompletionRequest {
+        logit_bias: Some(serde_json::from_value(json!({"99999999": 5})).unwrap()),
+        ..france()
+    })
+    .unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("logit_bias.99999999"), "{err}");
+
+    let three = shared().chat.completions.create(&ChatCompletionRequest {
+        n: Some(3),
+        temperature: Some(1.0),
+        seed: Some(7),
+        max_tokens: Some(6),
+        ..france()
+    })
+    .unwrap();
+    let indexes: Vec<u32> = three.choices.iter().map(|c| c.index).collect();
+    assert_eq!(indexes, [0, 1, 2]);
+    assert_eq!(three.usage.prompt_tokens, first.usage.prompt_tokens);
+    let lengths: u32 = 3 * 6;
+    assert!(three.usage.completion_tokens <= lengths && three.usage.completion_tokens >= 3);
+}
