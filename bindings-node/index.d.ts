@@ -8,16 +8,42 @@ export interface CompletionUsage {
   total_tokens: number;
 }
 
+/** A call the model made; `arguments` is JSON text. */
+export interface ChatCompletionMessageToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
 export interface ChatCompletionMessage {
+  /** `null` when the reply is only tool calls. */
   content: string | null;
   refusal: string | null;
   role: 'assistant';
+  tool_calls?: Array<ChatCompletionMessageToolCall>;
+}
+
+export interface TopLogprob {
+  token: string;
+  bytes: Array<number> | null;
+  logprob: number;
+}
+
+/** A token's log-softmax over the raw logits of its position, with the most likely others. */
+export interface ChatCompletionTokenLogprob extends TopLogprob {
+  top_logprobs: Array<TopLogprob>;
+}
+
+export interface ChoiceLogprobs {
+  content: Array<ChatCompletionTokenLogprob> | null;
+  refusal: Array<ChatCompletionTokenLogprob> | null;
 }
 
 export interface ChatCompletionChoice {
-  finish_reason: 'stop' | 'length';
+  finish_reason: 'stop' | 'length' | 'tool_calls';
   index: number;
-  logprobs: null;
+  /** With `logprobs: true`. */
+  logprobs: ChoiceLogprobs | null;
   message: ChatCompletionMessage;
 }
 
@@ -30,17 +56,27 @@ export interface ChatCompletion {
   usage?: CompletionUsage;
 }
 
+/** A piece of a streamed call: `id`, `type` and `function.name` in its first delta,
+ * `function.arguments` fragments after; `index` counts calls from 0. */
+export interface ChatCompletionChunkToolCall {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
 export interface ChatCompletionChunkDelta {
   content?: string | null;
   refusal?: string | null;
   role?: 'assistant';
+  tool_calls?: Array<ChatCompletionChunkToolCall>;
 }
 
 export interface ChatCompletionChunkChoice {
   delta: ChatCompletionChunkDelta;
-  finish_reason: 'stop' | 'length' | null;
+  finish_reason: 'stop' | 'length' | 'tool_calls' | null;
   index: number;
-  logprobs?: null;
+  logprobs?: ChoiceLogprobs | null;
 }
 
 export interface ChatCompletionChunk {
@@ -53,11 +89,19 @@ export interface ChatCompletionChunk {
   usage?: CompletionUsage | null;
 }
 
+/** Legacy completions' log probabilities (with `logprobs: k`). */
+export interface CompletionLogprobs {
+  tokens: Array<string>;
+  token_logprobs: Array<number>;
+  top_logprobs: Array<Record<string, number>>;
+  text_offset: Array<number>;
+}
+
 export interface CompletionChoice {
   /** `null` on every streamed chunk but the last, as in the OpenAI API. */
   finish_reason: 'stop' | 'length';
   index: number;
-  logprobs: null;
+  logprobs: CompletionLogprobs | null;
   text: string;
 }
 
@@ -271,10 +315,34 @@ export type ChatCompletionRole = 'system' | 'developer' | 'user' | 'assistant' |
 
 export interface ChatCompletionMessageParam {
   role: ChatCompletionRole;
-  content: string | Array<{ type: 'text'; text: string }>;
+  /** May be null on an assistant message that has `tool_calls`. */
+  content: string | Array<{ type: 'text'; text: string }> | null;
   name?: string;
+  /** On a `tool` message: the call it answers. */
   tool_call_id?: string;
+  /** On an `assistant` message: the calls it made. */
+  tool_calls?: Array<ChatCompletionMessageToolCall>;
 }
+
+/** A function the model may call; `parameters` is a JSON schema. */
+export interface ChatCompletionTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+}
+
+export type ChatCompletionToolChoiceOption =
+  | 'none'
+  | 'auto'
+  | 'required'
+  | { type: 'function'; function: { name: string } };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null; description?: string };
+    };
 
 interface SamplingParams {
   model: string;
@@ -285,7 +353,10 @@ interface SamplingParams {
   stop?: string | Array<string> | null;
   frequency_penalty?: number | null;
   presence_penalty?: number | null;
+  /** Choices to generate, 1 to 8 (streamed interleaved, each with its `index`). */
   n?: number | null;
+  /** Token id → bias from -100 to 100; -100 bans the token. */
+  logit_bias?: Record<string, number> | null;
   stream_options?: { include_usage?: boolean } | null;
   user?: string;
   /** Other OpenAI parameters are accepted by type and checked by the engine. */
@@ -295,6 +366,14 @@ interface SamplingParams {
 export interface ChatCompletionCreateParams extends SamplingParams {
   messages: Array<ChatCompletionMessageParam>;
   max_completion_tokens?: number | null;
+  tools?: Array<ChatCompletionTool>;
+  tool_choice?: ChatCompletionToolChoiceOption;
+  parallel_tool_calls?: boolean;
+  /** JSON output, enforced by a grammar; a schema keyword that cannot be enforced is an error. */
+  response_format?: ResponseFormat;
+  logprobs?: boolean | null;
+  /** 0 to 20; needs `logprobs: true`. */
+  top_logprobs?: number | null;
   stream?: boolean | null;
 }
 export interface ChatCompletionCreateParamsNonStreaming extends ChatCompletionCreateParams {
@@ -306,6 +385,8 @@ export interface ChatCompletionCreateParamsStreaming extends ChatCompletionCreat
 
 export interface CompletionCreateParams extends SamplingParams {
   prompt: string | Array<string>;
+  /** Report this many (0 to 5) alternatives with each token's log probability. */
+  logprobs?: number | null;
   stream?: boolean | null;
 }
 export interface CompletionCreateParamsNonStreaming extends CompletionCreateParams {

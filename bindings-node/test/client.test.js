@@ -65,7 +65,7 @@ test('completions, models and predictions', async () => {
 
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);
-  assert.deepEqual(ids, [model, '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium', '@local/whisper-tiny-en']);
+  assert.deepEqual(ids, [model, '@local/qwen2.5-coder-0.5b-instruct', '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium', '@local/whisper-tiny-en']);
   const page = await client.models.list();
   assert.equal(page.object, 'list');
   assert.equal(page.data[0].id, model);

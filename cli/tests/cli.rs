@@ -20,7 +20,7 @@ fn chat_streams_the_answer() {
         "chat",
         "--temperature",
         "0",
-        "What is the capital of France?",
+        "Which city is the capital of France?",
     ]);
     assert!(
         out.status.success(),
@@ -83,12 +83,13 @@ fn complete_continues_text_and_honours_stop() {
 
 #[test]
 fn models_lists_the_default_tags() {
-    // The embedding model is listed because scripts/fetch-models put its files in the cache.
+    // Qwen and the embedding, speech and transcription models are listed because
+    // scripts/fetch-models put their files in the cache.
     let out = ingle(&["models"]);
     assert!(out.status.success());
     assert_eq!(
         stdout(&out),
-        "@local/smollm2-135m-instruct\n@local/all-minilm-l6-v2\n@local/piper-en-us-joe-medium\n@local/whisper-tiny-en\n"
+        "@local/smollm2-135m-instruct\n@local/qwen2.5-coder-0.5b-instruct\n@local/all-minilm-l6-v2\n@local/piper-en-us-joe-medium\n@local/whisper-tiny-en\n"
     );
 }
 
@@ -146,7 +147,7 @@ fn a_config_file_registers_its_predictors() {
         "@me/tiny",
         "--temperature",
         "0",
-        "What is the capital of France?",
+        "Which city is the capital of France?",
     ]);
     assert!(
         stdout(&out).contains("Paris"),

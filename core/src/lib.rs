@@ -5,7 +5,7 @@
 //! let client = Client::new()?;
 //! let request = ChatCompletionRequest::new(
 //!     "@local/smollm2-135m-instruct",
-//!     vec![ChatMessage::user("What is the capital of France?")],
+//!     vec![ChatMessage::user("Which city is the capital of France?")],
 //! );
 //! for chunk in client.chat.completions.stream(&request)? {
 //!     for choice in chunk?.choices {

@@ -181,7 +181,7 @@ fn dechunk(body: &str) -> String {
 
 fn chat(extra: &str) -> String {
     format!(
-        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "What is the capital of France?"}}], "temperature": 0{extra}}}"#
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Which city is the capital of France?"}}], "temperature": 0{extra}}}"#
     )
 }
 

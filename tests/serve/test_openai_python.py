@@ -17,7 +17,7 @@ CHAT = "@local/smollm2-135m-instruct"
 EMBED = "@local/all-minilm-l6-v2"
 SPEECH = "@local/piper-en-us-joe-medium"
 WHISPER = "@local/whisper-tiny-en"
-FRANCE = [{"role": "user", "content": "What is the capital of France?"}]
+FRANCE = [{"role": "user", "content": "Which city is the capital of France?"}]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_embeddings_float_and_base64(client):
 
 def test_models(client):
     ids = [m.id for m in client.models.list()]
-    assert ids == [CHAT, EMBED, SPEECH, WHISPER]
+    assert ids == [CHAT, "@local/qwen2.5-coder-0.5b-instruct", EMBED, SPEECH, WHISPER]
     assert client.models.retrieve(CHAT).id == CHAT
 
 

@@ -195,8 +195,17 @@ fn usage_counts_match_the_tokenizer() {
     let path = config.model_path(&config.predictors[0]);
     let model = LlamaModel::load_from_file(backend, &path, &LlamaModelParams::default()).unwrap();
     let template = model.chat_template(None).unwrap();
-    let chat =
-        [LlamaChatMessage::new("user".into(), "What is the capital of France?".into()).unwrap()];
+    // SmolLM2's Jinja template adds its default system prompt when the messages have none;
+    // llama.cpp's built-in ChatML renderer is given it explicitly, as an independent check.
+    let chat = [
+        LlamaChatMessage::new(
+            "system".into(),
+            "You are a helpful AI assistant named SmolLM, trained by Hugging Face".into(),
+        )
+        .unwrap(),
+        LlamaChatMessage::new("user".into(), "Which city is the capital of France?".into())
+            .unwrap(),
+    ];
     let prompt = model.apply_chat_template(&template, &chat, true).unwrap();
     let prompt_tokens = model.vocab().tokenize(prompt.as_bytes(), true, true).len();
     let content = &completion.choices[0].message.text();

@@ -167,7 +167,7 @@ fn predictions_run_the_chat_model_directly() {
     let predictor = shared().predictor(MODEL).unwrap();
     assert_eq!(predictor.kind(), PredictorKind::Generator);
     let message = Value::from(
-        serde_json::json!({"role": "user", "content": "What is the capital of France?"}),
+        serde_json::json!({"role": "user", "content": "Which city is the capital of France?"}),
     );
     let inputs: Inputs = [
         ("messages".to_string(), Value::List(vec![message])),

@@ -30,7 +30,7 @@ from typing import (
     overload,
 )
 
-from . import _arguments, _ingle, _predictors
+from . import _arguments, _ingle, _predictors, _structured
 from ._arguments import NOT_GIVEN, REQUIRED
 from ._response import (
     AsyncResponseContextManager,
@@ -46,6 +46,7 @@ from .types import (
     Completion,
     CreateEmbeddingResponse,
     Model,
+    ParsedChatCompletion,
     Prediction,
     SyncPage,
     Transcription,
@@ -171,6 +172,18 @@ class ChatCompletions(_Resource):
         if _arguments.stream_flag(stream):
             return Stream(self._native.chat_completions_stream(body), ChatCompletionChunk)
         return ChatCompletion.construct(json.loads(self._native.chat_completions_create(body)))  # type: ignore[return-value]
+
+    def parse(self, *, response_format: Any = NOT_GIVEN, **params: Any) -> ParsedChatCompletion:
+        """``create`` whose ``response_format`` may be a type (a pydantic model...), as the
+        openai client's ``parse``: the output is constrained to its JSON schema, and
+        ``choices[i].message.parsed`` is the content validated into it."""
+        if params.get("stream"):
+            raise TypeError("parse() does not stream; use create(stream=True)")
+        fmt, read = _structured.response_format_of(response_format)
+        if fmt is not NOT_GIVEN:
+            params["response_format"] = fmt
+        body = _arguments.body(params)
+        return _structured.parsed(json.loads(self._native.chat_completions_create(body)), read)
 
 
 class Chat(_Resource):
@@ -568,6 +581,16 @@ class AsyncChatCompletions(_Resource):
             return AsyncStream(native, ChatCompletionChunk)
         text = await _cancellable(self._native.chat_completions_create, body)
         return ChatCompletion.construct(json.loads(text))  # type: ignore[return-value]
+
+    async def parse(self, *, response_format: Any = NOT_GIVEN, **params: Any) -> ParsedChatCompletion:
+        """As ``OpenAI().chat.completions.parse``."""
+        if params.get("stream"):
+            raise TypeError("parse() does not stream; use create(stream=True)")
+        fmt, read = _structured.response_format_of(response_format)
+        if fmt is not NOT_GIVEN:
+            params["response_format"] = fmt
+        text = await _cancellable(self._native.chat_completions_create, _arguments.body(params))
+        return _structured.parsed(json.loads(text), read)
 
 
 class AsyncChat(_Resource):

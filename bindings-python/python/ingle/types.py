@@ -48,6 +48,17 @@ __all__ = [
     "TranscriptionTextDoneEvent",
     "TranscriptionStreamEvent",
     "Translation",
+    "Function",
+    "ChatCompletionMessageToolCall",
+    "ChoiceDeltaToolCallFunction",
+    "ChoiceDeltaToolCall",
+    "TopLogprob",
+    "ChatCompletionTokenLogprob",
+    "ChoiceLogprobs",
+    "Logprobs",
+    "ParsedChatCompletionMessage",
+    "ParsedChoice",
+    "ParsedChatCompletion",
 ]
 
 
@@ -137,6 +148,51 @@ class CompletionUsage(BaseModel):
     prompt_tokens_details: Optional[Dict[str, Any]]
 
 
+class Function(BaseModel):
+    """``arguments`` is JSON text, as OpenAI sends it."""
+
+    arguments: str
+    name: str
+
+
+class ChatCompletionMessageToolCall(BaseModel):
+    id: str
+    function: Function
+    type: str
+    _nested = {"function": Function}
+
+
+class TopLogprob(BaseModel):
+    token: str
+    bytes: Optional[List[int]]
+    logprob: float
+
+
+class ChatCompletionTokenLogprob(BaseModel):
+    token: str
+    bytes: Optional[List[int]]
+    logprob: float
+    top_logprobs: List[TopLogprob]
+    _nested = {"top_logprobs": TopLogprob}
+
+
+class ChoiceLogprobs(BaseModel):
+    """``choices[i].logprobs`` of a chat completion (and of each chunk)."""
+
+    content: Optional[List[ChatCompletionTokenLogprob]]
+    refusal: Optional[List[ChatCompletionTokenLogprob]]
+    _nested = {"content": ChatCompletionTokenLogprob, "refusal": ChatCompletionTokenLogprob}
+
+
+class Logprobs(BaseModel):
+    """``choices[i].logprobs`` of a legacy completion (``openai.types.completion_choice.Logprobs``)."""
+
+    text_offset: Optional[List[int]]
+    token_logprobs: Optional[List[float]]
+    tokens: Optional[List[str]]
+    top_logprobs: Optional[List[Dict[str, float]]]
+
+
 class ChatCompletionMessage(BaseModel):
     content: Optional[str]
     refusal: Optional[str]
@@ -144,7 +200,8 @@ class ChatCompletionMessage(BaseModel):
     annotations: Optional[List[Any]]
     audio: Optional[Any]
     function_call: Optional[Any]
-    tool_calls: Optional[List[Any]]
+    tool_calls: Optional[List[ChatCompletionMessageToolCall]]
+    _nested = {"tool_calls": ChatCompletionMessageToolCall}
 
 
 class ChatCompletionMessageParam(TypedDict, total=False):
@@ -160,9 +217,9 @@ class Choice(BaseModel):
 
     finish_reason: str
     index: int
-    logprobs: Optional[Any]
+    logprobs: Optional[ChoiceLogprobs]
     message: ChatCompletionMessage
-    _nested = {"message": ChatCompletionMessage}
+    _nested = {"message": ChatCompletionMessage, "logprobs": ChoiceLogprobs}
 
 
 class ChatCompletion(BaseModel):
@@ -177,12 +234,46 @@ class ChatCompletion(BaseModel):
     _nested = {"choices": Choice, "usage": CompletionUsage}
 
 
+class ParsedChatCompletionMessage(ChatCompletionMessage):
+    """A message of ``chat.completions.parse``: ``parsed`` is the content read into the
+    ``response_format`` type (``None`` when the reply is not content)."""
+
+    parsed: Optional[Any]
+
+
+class ParsedChoice(Choice):
+    message: ParsedChatCompletionMessage
+    _nested = {"message": ParsedChatCompletionMessage, "logprobs": ChoiceLogprobs}
+
+
+class ParsedChatCompletion(ChatCompletion):
+    choices: List[ParsedChoice]
+    _nested = {"choices": ParsedChoice, "usage": CompletionUsage}
+
+
+class ChoiceDeltaToolCallFunction(BaseModel):
+    arguments: Optional[str]
+    name: Optional[str]
+
+
+class ChoiceDeltaToolCall(BaseModel):
+    """A piece of a streamed call: ``id``, ``type`` and ``function.name`` in its first delta,
+    ``function.arguments`` fragments after; ``index`` says which call."""
+
+    index: int
+    id: Optional[str]
+    function: Optional[ChoiceDeltaToolCallFunction]
+    type: Optional[str]
+    _nested = {"function": ChoiceDeltaToolCallFunction}
+
+
 class ChoiceDelta(BaseModel):
     content: Optional[str]
     function_call: Optional[Any]
     refusal: Optional[str]
     role: Optional[str]
-    tool_calls: Optional[List[Any]]
+    tool_calls: Optional[List[ChoiceDeltaToolCall]]
+    _nested = {"tool_calls": ChoiceDeltaToolCall}
 
 
 class ChunkChoice(BaseModel):
@@ -192,8 +283,8 @@ class ChunkChoice(BaseModel):
     delta: ChoiceDelta
     finish_reason: Optional[str]
     index: int
-    logprobs: Optional[Any]
-    _nested = {"delta": ChoiceDelta}
+    logprobs: Optional[ChoiceLogprobs]
+    _nested = {"delta": ChoiceDelta, "logprobs": ChoiceLogprobs}
 
 
 class ChatCompletionChunk(BaseModel):
@@ -211,8 +302,9 @@ class ChatCompletionChunk(BaseModel):
 class CompletionChoice(BaseModel):
     finish_reason: Optional[str]
     index: int
-    logprobs: Optional[Any]
+    logprobs: Optional[Logprobs]
     text: str
+    _nested = {"logprobs": Logprobs}
 
 
 class Completion(BaseModel):

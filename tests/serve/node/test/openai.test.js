@@ -10,7 +10,7 @@ const { OpenAI, toFile } = require('openai');
 
 const client = new OpenAI({ baseURL: process.env.INGLE_SERVE_URL, apiKey: process.env.INGLE_SERVE_KEY, maxRetries: 0 });
 const chat = '@local/smollm2-135m-instruct';
-const messages = [{ role: 'user', content: 'What is the capital of France?' }];
+const messages = [{ role: 'user', content: 'Which city is the capital of France?' }];
 
 test('chat, whole and streamed', async () => {
   const whole = await client.chat.completions.create({ model: chat, messages, temperature: 0, max_tokens: 12 });
@@ -39,7 +39,7 @@ test('embeddings', async () => {
 test('models and errors', async () => {
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);
-  assert.deepEqual(ids, [chat, '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium', '@local/whisper-tiny-en']);
+  assert.deepEqual(ids, [chat, '@local/qwen2.5-coder-0.5b-instruct', '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium', '@local/whisper-tiny-en']);
   assert.equal((await client.models.retrieve(chat)).id, chat);
   await assert.rejects(client.chat.completions.create({ model: '@no/such', messages }), OpenAI.NotFoundError);
   await assert.rejects(
