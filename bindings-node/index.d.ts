@@ -591,9 +591,22 @@ export declare const Parameter: {
   Seed: Annotated;
   FrequencyPenalty: Annotated;
   PresencePenalty: Annotated;
+  /** `tools` (array), `tool_choice` (always an object: `{ type: 'auto' }`...),
+   * `parallel_tool_calls` (boolean), `response_format` (object), `logprobs` (integer: how many
+   * alternatives), `logit_bias` (object). */
+  Tools: Annotated;
+  ToolChoice: Annotated;
+  ParallelToolCalls: Annotated;
+  ResponseFormat: Annotated;
+  Logprobs: Annotated;
+  LogitBias: Annotated;
   TextDelta: Annotated;
   FinishReason: Annotated;
   Usage: Annotated;
+  /** Outputs: tool-call deltas as OpenAI streams them, and `{token, logprob, bytes, top_logprobs}`
+   * per token. */
+  ToolCalls: Annotated;
+  TokenLogprobs: Annotated;
 };
 
 /** What a predictor's function may return or yield: JSON values, a Float32Array (audio), rows

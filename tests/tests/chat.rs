@@ -326,7 +326,7 @@ fn invalid_requests_name_the_parameter() {
         ),
         (
             ChatCompletionRequest {
-                n: Some(2),
+                n: Some(9),
                 ..france()
             },
             "n",
@@ -371,16 +371,20 @@ fn json_requests_reject_bad_and_unsupported_fields_by_name() {
 
     for (field, body) in [
         (
-            "tools",
+            "tools[0].function",
             r#"{"model":"@local/smollm2-135m-instruct","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}]}"#,
         ),
         (
-            "logprobs",
-            r#"{"model":"@local/smollm2-135m-instruct","messages":[{"role":"user","content":"hi"}],"logprobs":true}"#,
+            "top_logprobs",
+            r#"{"model":"@local/smollm2-135m-instruct","messages":[{"role":"user","content":"hi"}],"top_logprobs":2}"#,
         ),
         (
-            "response_format",
-            r#"{"model":"@local/smollm2-135m-instruct","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_object"}}"#,
+            "response_format.json_schema",
+            r#"{"model":"@local/smollm2-135m-instruct","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema"}}"#,
+        ),
+        (
+            "echo",
+            r#"{"model":"@local/smollm2-135m-instruct","messages":[{"role":"user","content":"hi"}],"echo":true}"#,
         ),
         (
             "frobnicate",
@@ -432,8 +436,7 @@ fn generation_stops_at_the_end_of_the_context_with_length() {
     let client = own_client(|p| p.n_ctx(64));
     let request = ChatCompletionRequest {
         temperature: Some(0.0),
-        frequency_penalty: Some(1.0),
-        ..ask("Count from one to one hundred in words.")
+        ..ask("Write a very long story about a dragon.")
     };
     let completion = client.chat.completions.create(&request).unwrap();
     assert_eq!(completion.choices[0].finish_reason, "length");

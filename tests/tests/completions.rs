@@ -148,6 +148,7 @@ fn models_list_and_retrieve() {
         ids,
         [
             MODEL,
+            ingle::TOOLS_MODEL,
             ingle::DEFAULT_EMBEDDING_MODEL,
             ingle::DEFAULT_SPEECH_MODEL,
             ingle::config::DEFAULT_TRANSCRIPTION_MODEL

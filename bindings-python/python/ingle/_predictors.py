@@ -154,6 +154,18 @@ class Parameter:
     Seed = _annotation("seed", "``seed`` (int).")
     FrequencyPenalty = _annotation("frequency_penalty", "``frequency_penalty`` (float).")
     PresencePenalty = _annotation("presence_penalty", "``presence_penalty`` (float).")
+    Tools = _annotation("tools", "``tools``: the function tools the model may call (a list).")
+    ToolChoice = _annotation(
+        "tool_choice", "``tool_choice``, always a dict: ``{'type': 'auto'}``, ... (dict).")
+    ParallelToolCalls = _annotation("parallel_tool_calls", "``parallel_tool_calls`` (bool).")
+    ResponseFormat = _annotation("response_format", "``response_format`` (dict).")
+    Logprobs = _annotation(
+        "logprobs", "How many alternatives to report with each token's log probability (int).")
+    LogitBias = _annotation("logit_bias", "``logit_bias``: token id → bias (dict).")
+    ToolCalls = _annotation(
+        "tool_calls", "Tool-call deltas since the previous output, as OpenAI streams them (an output list).")
+    TokenLogprobs = _annotation(
+        "token_logprobs", "``{token, logprob, bytes, top_logprobs}`` per token (an output list).")
 
 
 class AudioSamples:

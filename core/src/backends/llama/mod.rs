@@ -11,7 +11,6 @@
 
 mod constrain;
 mod options;
-mod spike;
 pub mod template;
 mod text;
 
