@@ -59,9 +59,29 @@ impl Grammars {
     }
 }
 
+/// Whitespace between JSON tokens: at most this many characters in a row. llguidance allows any
+/// run by default, and a small model, greedy, can fill `max_tokens` with spaces after `{"a":`;
+/// bounded, it has to write the value. Enough for pretty-printing several levels deep.
+const JSON_WHITESPACE: &str = r"[\x20\x0A\x0D\x09]{1,24}";
+
+/// `schema` with ingle's JSON options for llguidance (bounded whitespace).
+fn with_options(schema: &Json) -> Json {
+    let mut schema = match schema {
+        Json::Bool(true) => json!({}),
+        other => other.clone(),
+    };
+    if let Some(object) = schema.as_object_mut() {
+        object.insert(
+            "x-guidance".into(),
+            json!({"whitespace_pattern": JSON_WHITESPACE}),
+        );
+    }
+    schema
+}
+
 /// Output that is one JSON value valid against `schema`.
 pub fn json_schema(schema: &Json) -> TopLevelGrammar {
-    TopLevelGrammar::from_json_schema(schema.clone())
+    TopLevelGrammar::from_json_schema(with_options(schema))
 }
 
 /// A function tool: its name and the JSON schema of its arguments.
@@ -106,7 +126,7 @@ pub fn tool_calls(
     let more = if parallel { " (\"\\n\" call)*" } else { "" };
     let lark = format!(
         "start: {first}{more}\ncall: {open} payload {close}\npayload: %json {}\n",
-        call_schema(tools)
+        with_options(&call_schema(tools))
     );
     TopLevelGrammar::from_lark(lark)
 }
