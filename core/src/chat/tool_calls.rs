@@ -67,6 +67,18 @@ pub struct ToolCallParser {
     after_block: bool,
     /// The tagged call `pending` starts with, while it streams.
     tagged: Option<TaggedCall>,
+    /// The fenced or bare call `pending` starts with, while it streams.
+    untagged: Option<UntaggedCall>,
+}
+
+/// A fenced or bare call being streamed: it named a given tool.
+#[derive(Debug)]
+struct UntaggedCall {
+    fenced: bool,
+    /// Where the arguments' value starts in `pending`.
+    arguments_at: usize,
+    /// Bytes of it already given out.
+    emitted: usize,
 }
 
 impl ToolCallParser {
@@ -77,6 +89,7 @@ impl ToolCallParser {
             at_line_start: true,
             after_block: false,
             tagged: None,
+            untagged: None,
         }
     }
 
@@ -180,7 +193,30 @@ impl ToolCallParser {
         if self.pending.starts_with(OPEN) {
             return self.read_tagged(end);
         }
-        if self.pending.starts_with(FENCE) {
+        if self.untagged.is_some() {
+            return self.stream_untagged(end);
+        }
+        // Where the object starts: after ```json and a newline, or right here.
+        let fenced = self.pending.starts_with(FENCE);
+        let body_at = if fenced {
+            let after = &self.pending[FENCE.len()..];
+            let header = after.trim_start();
+            let header = header.strip_prefix("json").unwrap_or(header);
+            self.pending.len() - header.trim_start().len()
+        } else {
+            0
+        };
+        if let Head::Complete { name, arguments_at } = call_head(&self.pending[body_at..]) {
+            if self.tools.contains(&name) {
+                self.untagged = Some(UntaggedCall {
+                    fenced,
+                    arguments_at: body_at + arguments_at,
+                    emitted: 0,
+                });
+                return Some(Piece::CallStart { name });
+            }
+        }
+        if fenced {
             // ```json\n{...}\n```
             let after = &self.pending[FENCE.len()..];
             let Some(close) = after.find(FENCE) else {
@@ -234,6 +270,53 @@ impl ToolCallParser {
             }
             None => None,
         }
+    }
+
+    /// A fenced or bare call that named a given tool: its arguments as they come, then the
+    /// block gone once it ends (its object closed, and its fence).
+    fn stream_untagged(&mut self, end: bool) -> Option<Piece> {
+        let call = self.untagged.as_mut()?;
+        let value = &self.pending[call.arguments_at..];
+        let value_end = json_value_end(value);
+        let available = value_end.unwrap_or(value.len());
+        if call.emitted < available {
+            let fragment = value[call.emitted..available].to_string();
+            call.emitted = available;
+            return Some(Piece::Arguments(fragment));
+        }
+        let block_end = value_end.and_then(|value_end| {
+            let object_end = if self.pending[call.arguments_at + value_end..]
+                .trim_start()
+                .starts_with('}')
+            {
+                let rest = &self.pending[call.arguments_at + value_end..];
+                Some(call.arguments_at + value_end + rest.find('}')? + 1)
+            } else {
+                // More keys after the arguments: the end of the whole object.
+                let start = if call.fenced {
+                    self.pending.find('{')?
+                } else {
+                    0
+                };
+                json_object_end(&self.pending[start..]).map(|n| start + n)
+            }?;
+            if !call.fenced {
+                return Some(object_end);
+            }
+            self.pending[object_end..]
+                .find(FENCE)
+                .map(|i| object_end + i + FENCE.len())
+        });
+        match block_end {
+            Some(n) => {
+                self.pending.drain(..n);
+            }
+            None if end => self.pending.clear(),
+            None => return None,
+        }
+        self.untagged = None;
+        self.at_line_start = false;
+        Some(Piece::Text(String::new()))
     }
 
     /// A tagged block: its name once read, its arguments as they come, the block gone once

@@ -871,8 +871,9 @@ impl FoldedChoice {
             index,
             message: AssistantMessage {
                 role: "assistant".into(),
-                // OpenAI: null content when the reply is only tool calls.
-                content: (!called || !self.content.is_empty()).then_some(self.content),
+                // OpenAI: null content when the reply is only tool calls (and the blank lines
+                // a model leaves around them).
+                content: (!called || !self.content.trim().is_empty()).then_some(self.content),
                 refusal: None,
                 tool_calls: called.then_some(self.tool_calls),
             },
