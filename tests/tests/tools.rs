@@ -294,4 +294,24 @@ fn logit_bias_bans_a_token_and_n_gives_choices() {
     assert_eq!(three.usage.prompt_tokens, first.usage.prompt_tokens);
     let lengths: u32 = 3 * 6;
     assert!(three.usage.completion_tokens <= lengths && three.usage.completion_tokens >= 3);
+
+    // Greedy, every choice is the single greedy answer: the choices after the first decode from
+    // a copy of its prefilled KV cache, which must be the same prompt.
+    let single = shared().chat.completions.create(&france()).unwrap();
+    let four = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            n: Some(4),
+            ..france()
+        })
+        .unwrap();
+    for choice in &four.choices {
+        assert_eq!(choice.message.text(), single.choices[0].message.text());
+    }
+    assert_eq!(four.usage.prompt_tokens, single.usage.prompt_tokens);
+    assert_eq!(
+        four.usage.completion_tokens,
+        4 * single.usage.completion_tokens
+    );
 }

@@ -839,6 +839,63 @@ impl LlamaPredictor {
     }
 }
 
+/// The sequence (of those still prefilling, `(slot, prompt, cancel flag)`) whose prefill a new
+/// request with `prompt` can copy.
+fn leader_for(
+    prompt: &[LlamaToken],
+    prefilling: &[(usize, Vec<LlamaToken>, Arc<AtomicBool>)],
+) -> Option<(usize, Arc<AtomicBool>)> {
+    prefilling
+        .iter()
+        .find(|(_, p, _)| p.as_slice() == prompt)
+        .map(|(id, _, flag)| (*id, Arc::clone(flag)))
+}
+
+/// A follower whose leader has gone (cancelled, failed) prefills on its own.
+fn unlink_orphans(slots: &mut [Option<Sequence>]) {
+    let alive: Vec<Option<Arc<AtomicBool>>> = slots
+        .iter()
+        .map(|s| s.as_ref().map(|s| Arc::clone(&s.job.cancelled)))
+        .collect();
+    for seq in slots.iter_mut().flatten() {
+        if let Some((leader, flag)) = &seq.follows {
+            let same = alive[*leader].as_ref().is_some_and(|f| Arc::ptr_eq(f, flag));
+            if !same {
+                seq.follows = None;
+            }
+        }
+    }
+}
+
+/// Followers whose leader finished its prefill in this batch get a copy of its KV cache (the
+/// prompt alone: its first token is not decoded yet) and sample from the same logits.
+fn share_prefills(slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
+    for id in 0..slots.len() {
+        let Some((leader, _)) = slots[id].as_ref().and_then(|s| s.follows.clone()) else {
+            continue;
+        };
+        let Some(index) = slots[leader]
+            .as_ref()
+            .filter(|l| l.prefilled == l.job.prompt.len())
+            .and_then(|l| l.logits_index)
+        else {
+            continue;
+        };
+        let copied = ctx
+            .copy_kv_cache_seq(leader as i32, id as i32, None, None)
+            .is_ok();
+        if let Some(seq) = slots[id].as_mut() {
+            seq.follows = None;
+            if !copied {
+                continue; // prefills itself from the next step
+            }
+            seq.prefilled = seq.job.prompt.len();
+            seq.n_past = seq.prefilled;
+            seq.logits_index = Some(index);
+        }
+    }
+}
+
 /// The next token of `seq` from the logits at `index`: masked by its grammar if it has one,
 /// then drawn by its sampler chain; with its log probability when asked.
 fn pick(
@@ -1145,6 +1202,10 @@ struct Sequence {
     /// Bytes of output produced, and given out.
     produced_bytes: usize,
     released_bytes: usize,
+    /// Another request with the same prompt whose prefill this one waits for, to copy its KV
+    /// cache instead of computing it again (the `n` choices of one request): its slot, and its
+    /// cancel flag to recognise it by.
+    follows: Option<(usize, Arc<AtomicBool>)>,
 }
 
 impl Sequence {
@@ -1218,6 +1279,16 @@ impl Scheduler {
                 }
             }
             self.drop_cancelled(&mut slots, &mut queue, &mut ctx);
+            // The sequences still prefilling, as leaders for new ones with the same prompt.
+            let mut slots_view: Vec<(usize, Vec<LlamaToken>, Arc<AtomicBool>)> = slots
+                .iter()
+                .enumerate()
+                .filter_map(|(id, s)| {
+                    let s = s.as_ref()?;
+                    (s.follows.is_none() && s.prefilled < s.job.prompt.len())
+                        .then(|| (id, s.job.prompt.clone(), Arc::clone(&s.job.cancelled)))
+                })
+                .collect();
             for (id, slot) in slots.iter_mut().enumerate() {
                 if slot.is_none() {
                     let Some(mut job) = queue.pop_front() else { break };
@@ -1225,7 +1296,10 @@ impl Scheduler {
                     self.counters.queued.fetch_sub(1, Ordering::Relaxed);
                     self.counters.active.fetch_add(1, Ordering::Relaxed);
                     let grammar = job.grammar.take();
+                    let follows = leader_for(&job.prompt, &slots_view);
+                    slots_view.push((id, job.prompt.clone(), Arc::clone(&job.cancelled)));
                     *slot = Some(Sequence {
+                        follows,
                         stops: StopMatcher::new(job.stop.clone()),
                         grammar,
                         tail: String::new(),
@@ -1248,6 +1322,7 @@ impl Scheduler {
                 }
                 continue;
             }
+            unlink_orphans(&mut slots);
             if let Err(error) = self.fill_batch(&mut batch, &mut slots) {
                 self.fail_batch(&mut slots, &mut ctx, error);
                 continue;
@@ -1257,6 +1332,7 @@ impl Scheduler {
                 self.fail_batch(&mut slots, &mut ctx, error);
                 continue;
             }
+            share_prefills(&mut slots, &mut ctx);
             self.sample(&mut slots, &mut ctx);
         }
     }
@@ -1280,7 +1356,7 @@ impl Scheduler {
             let Some(seq) = seq else { continue };
             let remaining = seq.job.prompt.len() - seq.prefilled;
             let room = N_BATCH as usize - batch.n_tokens() as usize;
-            if remaining == 0 || room == 0 {
+            if remaining == 0 || room == 0 || seq.follows.is_some() {
                 continue;
             }
             let take = remaining.min(room);
