@@ -86,14 +86,18 @@ fn main() {
     let tool = ChatCompletionRequest {
         temperature: Some(0.0),
         max_tokens: Some(120),
-        tools: Some(json!([{"type": "function", "function": {"name": "get_weather",
+        tools: Some(
+            json!([{"type": "function", "function": {"name": "get_weather",
             "description": "Get the current weather in a city.",
             "parameters": {"type": "object", "properties": {"city": {"type": "string"},
                 "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-                "required": ["city"]}}}])),
+                "required": ["city"]}}}]),
+        ),
         ..ChatCompletionRequest::new(
             TOOLS_MODEL,
-            vec![ChatMessage::user("What's the weather in Paris right now, in celsius?")],
+            vec![ChatMessage::user(
+                "What's the weather in Paris right now, in celsius?",
+            )],
         )
     };
     for (label, choice) in [("auto", None), ("required", Some(json!("required")))] {
@@ -107,7 +111,9 @@ fn main() {
             let mut first = None;
             for chunk in client.chat.completions.stream(&request).unwrap() {
                 let chunk = chunk.unwrap();
-                let Some(choice) = chunk.choices.first() else { continue };
+                let Some(choice) = chunk.choices.first() else {
+                    continue;
+                };
                 if choice.delta.tool_calls.is_some() && first.is_none() {
                     first = Some(start.elapsed().as_secs_f64());
                 }

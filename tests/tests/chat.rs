@@ -94,7 +94,8 @@ fn stream_chunks_concatenate_to_the_non_stream_content_for_the_same_seed() {
 
     let again = client.chat.completions.create(&request).unwrap();
     assert_eq!(
-        again.choices[0].message.text(), whole.choices[0].message.text(),
+        again.choices[0].message.text(),
+        whole.choices[0].message.text(),
         "same seed, same text"
     );
 }

@@ -76,7 +76,11 @@ fn streamed_deltas_reassemble_to_the_same_call() {
         let Some(choice) = chunk.choices.first() else {
             continue;
         };
-        assert_eq!(choice.delta.content.as_deref().unwrap_or(""), "", "no markup in content");
+        assert_eq!(
+            choice.delta.content.as_deref().unwrap_or(""),
+            "",
+            "no markup in content"
+        );
         for delta in choice.delta.tool_calls.iter().flatten() {
             assert_eq!(delta.index, 0);
             let function = delta.function.as_ref().unwrap();
@@ -96,12 +100,18 @@ fn streamed_deltas_reassemble_to_the_same_call() {
     assert_eq!(ids.len(), 1);
     assert_eq!(name.as_deref(), Some("get_weather"));
     let streamed: Value = serde_json::from_str(&arguments).unwrap();
-    assert_eq!(streamed, serde_json::from_str::<Value>(&whole.function.arguments).unwrap());
+    assert_eq!(
+        streamed,
+        serde_json::from_str::<Value>(&whole.function.arguments).unwrap()
+    );
 }
 
 #[test]
 fn required_and_a_named_choice_call_even_for_a_haiku_and_none_never_calls() {
-    for choice in [json!("required"), json!({"type": "function", "function": {"name": "get_weather"}})] {
+    for choice in [
+        json!("required"),
+        json!({"type": "function", "function": {"name": "get_weather"}}),
+    ] {
         let completion = qwen()
             .chat
             .completions
@@ -113,7 +123,10 @@ fn required_and_a_named_choice_call_even_for_a_haiku_and_none_never_calls() {
             })
             .unwrap();
         let message = &completion.choices[0].message;
-        let calls = message.tool_calls.as_ref().unwrap_or_else(|| panic!("{choice}: {message:?}"));
+        let calls = message
+            .tool_calls
+            .as_ref()
+            .unwrap_or_else(|| panic!("{choice}: {message:?}"));
         assert_eq!(calls.len(), 1, "{calls:?}");
         weather_arguments(&calls[0]);
         assert_eq!(completion.choices[0].finish_reason, "tool_calls");
@@ -146,7 +159,10 @@ fn two_parallel_calls() {
         })
         .unwrap();
     let calls = completion.choices[0].message.tool_calls.clone().unwrap();
-    let cities: Vec<Value> = calls.iter().map(|c| weather_arguments(c)["city"].clone()).collect();
+    let cities: Vec<Value> = calls
+        .iter()
+        .map(|c| weather_arguments(c)["city"].clone())
+        .collect();
     assert_eq!(cities, [json!("Paris"), json!("Tokyo")], "{calls:?}");
     assert_ne!(calls[0].id, calls[1].id);
 }
@@ -184,7 +200,11 @@ fn a_tool_result_round_trip_ends_in_a_text_answer() {
     let choice = &completion.choices[0];
     assert_eq!(choice.finish_reason, "stop", "{:?}", choice.message);
     assert!(choice.message.tool_calls.is_none());
-    assert!(choice.message.text().contains("18"), "{}", choice.message.text());
+    assert!(
+        choice.message.text().contains("18"),
+        "{}",
+        choice.message.text()
+    );
 }
 
 #[test]
@@ -215,13 +235,19 @@ fn json_schema_output_is_enforced_and_unsupported_keywords_are_refused() {
     };
     let completion = qwen().chat.completions.create(&request).unwrap();
     let value: Value = serde_json::from_str(completion.choices[0].message.text()).unwrap();
-    assert!(value["city"].is_string() && value["population"].as_u64().is_some(), "{value}");
+    assert!(
+        value["city"].is_string() && value["population"].as_u64().is_some(),
+        "{value}"
+    );
     assert_eq!(value.as_object().unwrap().len(), 2);
     request.response_format = Some(json!({"type": "json_schema", "json_schema": {"name": "x",
         "schema": {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}}}));
     let err = qwen().chat.completions.create(&request).unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidRequest);
-    assert_eq!(err.param.as_deref(), Some("response_format.json_schema.schema"));
+    assert_eq!(
+        err.param.as_deref(),
+        Some("response_format.json_schema.schema")
+    );
     assert!(err.message.contains("uniqueItems"), "{err}");
 }
 
@@ -235,7 +261,10 @@ fn logprobs_under_greedy_put_the_chosen_token_first() {
     };
     let completion = shared().chat.completions.create(&request).unwrap();
     let choice = &completion.choices[0];
-    let content = choice.logprobs.as_ref().unwrap()["content"].as_array().unwrap().clone();
+    let content = choice.logprobs.as_ref().unwrap()["content"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(content.len() as u32, completion.usage.completion_tokens);
     let mut text = Vec::new();
     for entry in &content {
@@ -243,19 +272,28 @@ fn logprobs_under_greedy_put_the_chosen_token_first() {
         assert_eq!(top.len(), 3);
         assert_eq!(top[0]["token"], entry["token"]);
         assert!(entry["logprob"].as_f64().unwrap() <= 0.0);
-        text.extend(entry["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8));
+        text.extend(
+            entry["bytes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.as_u64().unwrap() as u8),
+        );
     }
     assert_eq!(String::from_utf8(text).unwrap(), choice.message.text());
 }
 
 #[test]
 fn logit_bias_bans_a_token_and_n_gives_choices() {
-    let first = shared().chat.completions.create(&ChatCompletionRequest {
-        logprobs: Some(true),
-        max_tokens: Some(4),
-        ..france()
-    })
-    .unwrap();
+    let first = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            logprobs: Some(true),
+            max_tokens: Some(4),
+            ..france()
+        })
+        .unwrap();
     let first_text = first.choices[0].message.text().to_string();
     // The id of the first token: the one whose text starts the reply.
     let backend = ingle::backends::llama::backend().unwrap();
@@ -267,28 +305,37 @@ fn logit_bias_bans_a_token_and_n_gives_choices() {
         .vocab()
         .tokenize(first_token.as_str().unwrap().as_bytes(), false, false)[0]
         .0;
-    let banned = shared().chat.completions.create(&ChatCompletionRequest {
-        logit_bias: Some(serde_json::from_value(json!({token.to_string(): -100})).unwrap()),
-        max_tokens: Some(4),
-        ..france()
-    })
-    .unwrap();
+    let banned = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            logit_bias: Some(serde_json::from_value(json!({token.to_string(): -100})).unwrap()),
+            max_tokens: Some(4),
+            ..france()
+        })
+        .unwrap();
     assert_ne!(banned.choices[0].message.text(), first_text);
-    let err = shared().chat.completions.create(&ChatCompletionRequest {
-        logit_bias: Some(serde_json::from_value(json!({"99999999": 5})).unwrap()),
-        ..france()
-    })
-    .unwrap_err();
+    let err = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            logit_bias: Some(serde_json::from_value(json!({"99999999": 5})).unwrap()),
+            ..france()
+        })
+        .unwrap_err();
     assert_eq!(err.param.as_deref(), Some("logit_bias.99999999"), "{err}");
 
-    let three = shared().chat.completions.create(&ChatCompletionRequest {
-        n: Some(3),
-        temperature: Some(1.0),
-        seed: Some(7),
-        max_tokens: Some(6),
-        ..france()
-    })
-    .unwrap();
+    let three = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            n: Some(3),
+            temperature: Some(1.0),
+            seed: Some(7),
+            max_tokens: Some(6),
+            ..france()
+        })
+        .unwrap();
     let indexes: Vec<u32> = three.choices.iter().map(|c| c.index).collect();
     assert_eq!(indexes, [0, 1, 2]);
     assert_eq!(three.usage.prompt_tokens, first.usage.prompt_tokens);

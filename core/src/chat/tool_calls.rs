@@ -266,7 +266,10 @@ impl ToolCallParser {
             }
             None if end => {
                 let body = self.pending.clone();
-                Some(self.cut_short_call(&body).unwrap_or_else(|| self.give_up_block()))
+                Some(
+                    self.cut_short_call(&body)
+                        .unwrap_or_else(|| self.give_up_block()),
+                )
             }
             None => None,
         }
@@ -469,7 +472,11 @@ fn call_head(body: &str) -> Head {
     let expect = |i: &mut usize, literal: &str| -> Option<bool> {
         let rest = &body[*i..];
         if rest.len() < literal.len() {
-            return if literal.starts_with(rest) { None } else { Some(false) };
+            return if literal.starts_with(rest) {
+                None
+            } else {
+                Some(false)
+            };
         }
         if rest.starts_with(literal) {
             *i += literal.len();
@@ -672,7 +679,10 @@ mod tests {
             parser.push("ty\": \"Paris\"}}\n</tool"),
             vec![Piece::Arguments("ty\": \"Paris\"}".into())]
         );
-        assert_eq!(parser.push("_call>\nDone"), vec![Piece::Text("Done".into())]);
+        assert_eq!(
+            parser.push("_call>\nDone"),
+            vec![Piece::Text("Done".into())]
+        );
         assert_eq!(parser.finish(), vec![]);
     }
 

@@ -212,7 +212,10 @@ impl ChatCompletions {
             Some(other) => Some(other.clone()),
         };
         if request.tool_choice.as_ref().is_some_and(|c| !c.is_null())
-            && request.tools.as_ref().is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+            && request
+                .tools
+                .as_ref()
+                .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
             && tool_choice.as_ref().and_then(|c| c.get("type")) != Some(&"none".into())
         {
             return Err(Error::invalid(
@@ -300,9 +303,11 @@ impl Completions {
             .map(|index| CompletionChoice {
                 text: String::new(),
                 index: index as u32,
-                logprobs: chunks.logprobs.then(|| serde_json::json!({
-                    "tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []
-                })),
+                logprobs: chunks.logprobs.then(|| {
+                    serde_json::json!({
+                        "tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []
+                    })
+                }),
                 finish_reason: None,
             })
             .collect();
@@ -467,7 +472,11 @@ impl SamplingRequest {
             }
         }
         if let Some(parallel) = self.parallel_tool_calls {
-            given.push((G::ParallelToolCalls, "parallel_tool_calls", Value::Bool(parallel)));
+            given.push((
+                G::ParallelToolCalls,
+                "parallel_tool_calls",
+                Value::Bool(parallel),
+            ));
         }
         if let Some(top) = self.logprobs {
             given.push((G::Logprobs, "logprobs", Value::Int(top)));
@@ -566,7 +575,9 @@ impl Generation {
                 .enumerate()
                 .map(|(i, item)| {
                     serde_json::from_value::<ToolCallDelta>(item).map_err(|e| {
-                        Error::internal(format!("The predictor gave a malformed tool call delta [{i}]: {e}"))
+                        Error::internal(format!(
+                            "The predictor gave a malformed tool call delta [{i}]: {e}"
+                        ))
                     })
                 })
                 .collect::<Result<Vec<_>>>()
@@ -768,7 +779,9 @@ impl ChatCompletionStream {
 /// The next choice, after `*next`, whose generation still runs.
 fn next_running(runs: &[Option<Generation>], next: &mut usize) -> Option<usize> {
     let n = runs.len();
-    let found = (0..n).map(|k| (*next + k) % n).find(|&i| runs[i].is_some())?;
+    let found = (0..n)
+        .map(|k| (*next + k) % n)
+        .find(|&i| runs[i].is_some())?;
     *next = (found + 1) % n;
     Some(found)
 }
@@ -913,7 +926,11 @@ impl CompletionStream {
     }
 
     /// Chat-shaped token log probabilities in the legacy completions shape.
-    fn legacy_logprobs(&mut self, index: usize, entries: &[serde_json::Value]) -> serde_json::Value {
+    fn legacy_logprobs(
+        &mut self,
+        index: usize,
+        entries: &[serde_json::Value],
+    ) -> serde_json::Value {
         let (mut tokens, mut token_logprobs, mut top, mut offsets) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for entry in entries {

@@ -117,7 +117,10 @@ pub fn tool_calls(
     opened: bool,
 ) -> TopLevelGrammar {
     let quote = |s: &str| Json::from(s).to_string();
-    let (open, close) = (quote(&format!("{}\n", format.open)), quote(&format!("\n{}", format.close)));
+    let (open, close) = (
+        quote(&format!("{}\n", format.open)),
+        quote(&format!("\n{}", format.close)),
+    );
     let first = if opened {
         format!("\"\\n\" payload {close}")
     } else {

@@ -14,6 +14,7 @@ mod options;
 pub mod template;
 mod text;
 
+use crate::chat::tool_calls::{Piece, ToolCallParser, ToolFormat, HERMES};
 use crate::config::PredictorConfig;
 use crate::error::{Error, Result};
 use crate::predict::{
@@ -21,6 +22,7 @@ use crate::predict::{
     PredictorKind, Signature,
 };
 use crate::value::{Value, ValueType};
+use constrain::{Grammars, ToolSpec};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -30,14 +32,12 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
+use options::{RequestOptions, ToolChoice};
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, OnceLock};
-use crate::chat::tool_calls::{Piece, ToolCallParser, ToolFormat, HERMES};
-use constrain::{Grammars, ToolSpec};
-use options::{RequestOptions, ToolChoice};
 
 /// How the models ingle serves write tool calls (Qwen2.5 and most open models of its time).
 const TOOL_FORMAT: ToolFormat = HERMES;
@@ -363,7 +363,11 @@ impl LlamaPredictor {
 
     /// Renders chat messages (and the tools the model may call) with the model's chat
     /// template, ending with the assistant's turn.
-    pub fn render_chat(&self, messages: &[Value], tools: Option<&serde_json::Value>) -> Result<String> {
+    pub fn render_chat(
+        &self,
+        messages: &[Value],
+        tools: Option<&serde_json::Value>,
+    ) -> Result<String> {
         let template = self.template.as_ref().ok_or_else(|| {
             Error::invalid(
                 "model",
@@ -484,7 +488,7 @@ impl LlamaPredictor {
 enum ChatFormat {
     /// A Jinja template (the GGUF's `tokenizer.chat_template`, or one given in the config),
     /// rendered as Hugging Face `transformers` renders it.
-    Jinja(ChatTemplate),
+    Jinja(Box<ChatTemplate>),
     /// One of llama.cpp's built-in templates, named in the config (`chatml`, `llama3`...), or
     /// llama.cpp's reading of a GGUF template minijinja cannot compile.
     Builtin(LlamaChatTemplate),
@@ -503,13 +507,15 @@ impl ChatFormat {
         let builtin = |text: &str| -> Result<ChatFormat> {
             LlamaChatTemplate::new(text)
                 .map(ChatFormat::Builtin)
-                .map_err(|_| Error::invalid("chat_template", "The chat template contains a NUL byte"))
+                .map_err(|_| {
+                    Error::invalid("chat_template", "The chat template contains a NUL byte")
+                })
         };
         match &config.chat_template {
-            Some(text) if is_jinja(text) => Ok(Some(ChatFormat::Jinja(
+            Some(text) if is_jinja(text) => Ok(Some(ChatFormat::Jinja(Box::new(
                 ChatTemplate::new(&config.tag, text, &bos, &eos)
                     .map_err(|e| Error::invalid("chat_template", e.message))?,
-            ))),
+            )))),
             // A llama.cpp template name, checked by `backends::validate`.
             Some(name) => builtin(name).map(Some),
             None => {
@@ -521,7 +527,7 @@ impl ChatFormat {
                     .ok()
                     .and_then(|text| ChatTemplate::new(&config.tag, text, &bos, &eos).ok());
                 Ok(Some(match compiled {
-                    Some(template) => ChatFormat::Jinja(template),
+                    Some(template) => ChatFormat::Jinja(Box::new(template)),
                     None => ChatFormat::Builtin(source),
                 }))
             }
@@ -621,7 +627,11 @@ impl Predictor for LlamaPredictor {
                     self.check_cannot_fit(text_bytes, "messages")?;
                     let tools = match &options.tools {
                         Some(tools) if options.tool_choice != ToolChoice::None => {
-                            if !self.template.as_ref().is_some_and(ChatFormat::supports_tools) {
+                            if !self
+                                .template
+                                .as_ref()
+                                .is_some_and(ChatFormat::supports_tools)
+                            {
                                 return Err(self.no_tool_support());
                             }
                             Some(tools.json.clone())
@@ -779,21 +789,31 @@ impl LlamaPredictor {
             ToolChoice::None => Ok((None, None)),
             ToolChoice::Required => Ok((Some(forced(&tools.specs)?), None)),
             ToolChoice::Function(name) => {
-                let spec = tools.specs.iter().find(|t| &t.name == name).ok_or_else(|| {
-                    Error::invalid(
-                        "tool_choice",
-                        format!(
-                            "`tool_choice` names the function `{}`, which is not in `tools`",
-                            crate::error::shown(name)
-                        ),
-                    )
-                })?;
+                let spec = tools
+                    .specs
+                    .iter()
+                    .find(|t| &t.name == name)
+                    .ok_or_else(|| {
+                        Error::invalid(
+                            "tool_choice",
+                            format!(
+                                "`tool_choice` names the function `{}`, which is not in `tools`",
+                                crate::error::shown(name)
+                            ),
+                        )
+                    })?;
                 Ok((Some(forced(std::slice::from_ref(spec))?), None))
             }
             ToolChoice::Auto => {
                 let grammar = constrain::tool_calls(&tools.specs, TOOL_FORMAT, parallel, true);
                 let matcher = self.grammars.matcher(model, grammar, "tools")?;
-                Ok((None, Some(Lazy { trigger: TOOL_FORMAT.open, matcher })))
+                Ok((
+                    None,
+                    Some(Lazy {
+                        trigger: TOOL_FORMAT.open,
+                        matcher,
+                    }),
+                ))
             }
         }
     }
@@ -859,7 +879,9 @@ fn unlink_orphans(slots: &mut [Option<Sequence>]) {
         .collect();
     for seq in slots.iter_mut().flatten() {
         if let Some((leader, flag)) = &seq.follows {
-            let same = alive[*leader].as_ref().is_some_and(|f| Arc::ptr_eq(f, flag));
+            let same = alive[*leader]
+                .as_ref()
+                .is_some_and(|f| Arc::ptr_eq(f, flag));
             if !same {
                 seq.follows = None;
             }
@@ -1291,7 +1313,9 @@ impl Scheduler {
                 .collect();
             for (id, slot) in slots.iter_mut().enumerate() {
                 if slot.is_none() {
-                    let Some(mut job) = queue.pop_front() else { break };
+                    let Some(mut job) = queue.pop_front() else {
+                        break;
+                    };
                     let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
                     self.counters.queued.fetch_sub(1, Ordering::Relaxed);
                     self.counters.active.fetch_add(1, Ordering::Relaxed);
@@ -1413,7 +1437,10 @@ impl Scheduler {
                         let cut = seq.tail.ceil_char_boundary(cut);
                         seq.tail.drain(..cut);
                     }
-                    if seq.tail.ends_with(seq.job.lazy.as_ref().map_or("", |l| l.trigger)) {
+                    if seq
+                        .tail
+                        .ends_with(seq.job.lazy.as_ref().map_or("", |l| l.trigger))
+                    {
                         seq.grammar = seq.job.lazy.take().map(|lazy| lazy.matcher);
                     }
                 }

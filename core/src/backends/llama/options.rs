@@ -164,7 +164,10 @@ fn tools(value: &Value) -> Result<Option<Tools>> {
             Some(_) => {
                 return Err(Error::invalid(
                     at(".function.parameters"),
-                    format!("`{}` must be a JSON schema object", at(".function.parameters")),
+                    format!(
+                        "`{}` must be a JSON schema object",
+                        at(".function.parameters")
+                    ),
                 ))
             }
         };
