@@ -68,8 +68,8 @@ fn main() {
         let (m, t, text) = decode(&client, &constrained);
         json_tps.push((m - 1) as f64 / t);
         if round == 0 {
-            let parsed: serde_json::Value = serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("{e}: {text}"));
+            let parsed: serde_json::Value =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
             assert_eq!(parsed["capitals"].as_array().map(Vec::len), Some(3));
             println!("unconstrained: {n} tokens; json_schema: {m} tokens (valid, 3 capitals)");
         }

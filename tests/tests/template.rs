@@ -64,3 +64,60 @@ fn chat_without_a_template_is_a_clear_error_unless_one_is_configured() {
     );
     std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
 }
+
+/// Each chat model's own GGUF template renders the conversations of tests/data/chat_templates.json
+/// (with and without tools, calls and results) exactly as Hugging Face transformers'
+/// apply_chat_template does (the expected texts come from jinja2 under transformers' rules:
+/// scripts/gen-template-fixtures). A conversation transformers' rendering refuses, ingle refuses.
+#[test]
+fn gguf_templates_render_as_transformers_does() {
+    use llama_cpp_2::model::{params::LlamaModelParams, LlamaModel};
+    let fixtures: Vec<serde_json::Value> = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/chat_templates.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let config = config();
+    let backend = ingle::backends::llama::backend().unwrap();
+    let mut checked = std::collections::BTreeMap::<String, usize>::new();
+    for predictor in &config.predictors {
+        let cases: Vec<&serde_json::Value> = fixtures
+            .iter()
+            .filter(|f| f["model"] == predictor.tag.as_str())
+            .collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let model = LlamaModel::load_from_file(
+            backend,
+            config.model_path(predictor),
+            &LlamaModelParams::default(),
+        )
+        .unwrap();
+        let template = ingle::backends::llama::gguf_chat_template(&model, &predictor.tag).unwrap();
+        for case in cases {
+            let tools = case.get("tools").filter(|t| !t.is_null());
+            let rendered = template.render(
+                &case["messages"],
+                tools,
+                case["add_generation_prompt"].as_bool().unwrap(),
+            );
+            match case["expected"].as_str() {
+                Some(expected) => assert_eq!(
+                    rendered
+                        .as_deref()
+                        .unwrap_or_else(|e| panic!("{case}: {e}")),
+                    expected,
+                    "{} / {}",
+                    predictor.tag,
+                    case["case"]
+                ),
+                None => assert!(rendered.is_err(), "{case}: transformers refuses it"),
+            }
+            *checked.entry(predictor.tag.clone()).or_default() += 1;
+        }
+    }
+    assert_eq!(checked.len(), 2, "both chat models checked: {checked:?}");
+}

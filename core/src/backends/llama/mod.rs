@@ -494,16 +494,29 @@ enum ChatFormat {
     Builtin(LlamaChatTemplate),
 }
 
+/// The texts of a model's BOS and EOS tokens, as chat templates get them.
+fn special_tokens(model: &LlamaModel) -> (String, String) {
+    let vocab = model.vocab();
+    let special = |token: LlamaToken| {
+        if token.0 < 0 {
+            return String::new();
+        }
+        String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned()
+    };
+    (special(vocab.bos()), special(vocab.eos()))
+}
+
+/// The GGUF's own chat template, compiled as ingle renders it (`None` when it has none, or one
+/// minijinja cannot compile).
+pub fn gguf_chat_template(model: &LlamaModel, tag: &str) -> Option<ChatTemplate> {
+    let source = model.chat_template(None).ok()?;
+    let (bos, eos) = special_tokens(model);
+    ChatTemplate::new(tag, source.to_str().ok()?, &bos, &eos).ok()
+}
+
 impl ChatFormat {
     fn of(model: &LlamaModel, config: &PredictorConfig) -> Result<Option<ChatFormat>> {
-        let vocab = model.vocab();
-        let special = |token: LlamaToken| {
-            if token.0 < 0 {
-                return String::new();
-            }
-            String::from_utf8_lossy(&vocab.token_to_piece(token, true, None)).into_owned()
-        };
-        let (bos, eos) = (special(vocab.bos()), special(vocab.eos()));
+        let (bos, eos) = special_tokens(model);
         let builtin = |text: &str| -> Result<ChatFormat> {
             LlamaChatTemplate::new(text)
                 .map(ChatFormat::Builtin)
