@@ -4,5 +4,8 @@ fn main() {
     let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap();
     if let Ok("linux" | "freebsd") = std::env::var("CARGO_CFG_TARGET_OS").as_deref() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libingle.so.{major}");
+        // Dependencies are static archives (rlibs); none of their symbols is API. llguidance's
+        // C FFI (`llg_*`, `#[no_mangle]`) would otherwise be exported next to `ingle_*`.
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
     }
 }
