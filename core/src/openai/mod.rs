@@ -766,9 +766,7 @@ impl ChatCompletionStream {
         if let Some(reason) = step.finish_reason {
             self.runs[index] = None; // this choice is over: free its sequence now
             if let Some(usage) = step.usage {
-                self.usage.prompt_tokens = usage.prompt_tokens;
-                self.usage.completion_tokens += usage.completion_tokens;
-                self.usage.total_tokens = self.usage.prompt_tokens + self.usage.completion_tokens;
+                self.usage.add_choice(usage);
             }
             self.pending
                 .push_back(self.chunk(index, ChunkDelta::default(), Some(reason)));
@@ -997,10 +995,7 @@ impl Iterator for CompletionStream {
             if finished {
                 self.runs[index] = None;
                 if let Some(usage) = step.usage {
-                    self.usage.prompt_tokens = usage.prompt_tokens;
-                    self.usage.completion_tokens += usage.completion_tokens;
-                    self.usage.total_tokens =
-                        self.usage.prompt_tokens + self.usage.completion_tokens;
+                    self.usage.add_choice(usage);
                 }
             }
         }

@@ -311,6 +311,16 @@ pub struct Usage {
     pub total_tokens: u32,
 }
 
+impl Usage {
+    /// Adds one choice's usage, as OpenAI counts `n` choices: the prompt once, the
+    /// completions summed.
+    pub(crate) fn add_choice(&mut self, choice: Usage) {
+        self.prompt_tokens = choice.prompt_tokens;
+        self.completion_tokens += choice.completion_tokens;
+        self.total_tokens = self.prompt_tokens + self.completion_tokens;
+    }
+}
+
 /// The assistant's reply in a `chat.completion`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AssistantMessage {

@@ -252,6 +252,8 @@ pub struct LlamaPredictor {
     signature: Signature,
     model: Arc<LlamaModel>,
     template: Option<ChatFormat>,
+    /// Whether the chat template has a place for tools (found once, at load).
+    tools_supported: bool,
     grammars: Grammars,
     /// Context available to each request, in tokens.
     n_ctx: u32,
@@ -312,6 +314,7 @@ impl LlamaPredictor {
             .max(crate::config::MIN_N_CTX);
         check_kv_memory(&model, n_ctx, parallel, &config.tag)?;
         let template = ChatFormat::of(&model, config)?;
+        let tools_supported = template.as_ref().is_some_and(ChatFormat::supports_tools);
         // The longest text one token stands for: a prompt of B bytes is at least
         // B / max_piece_bytes tokens, which rejects what cannot fit before tokenizing it.
         let max_piece_bytes = model
@@ -343,6 +346,7 @@ impl LlamaPredictor {
             signature: signature(),
             model,
             template,
+            tools_supported,
             grammars: Grammars::default(),
             n_ctx,
             max_piece_bytes,
@@ -640,11 +644,7 @@ impl Predictor for LlamaPredictor {
                     self.check_cannot_fit(text_bytes, "messages")?;
                     let tools = match &options.tools {
                         Some(tools) if options.tool_choice != ToolChoice::None => {
-                            if !self
-                                .template
-                                .as_ref()
-                                .is_some_and(ChatFormat::supports_tools)
-                            {
+                            if !self.tools_supported {
                                 return Err(self.no_tool_support());
                             }
                             Some(tools.json.clone())

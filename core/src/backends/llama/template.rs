@@ -346,31 +346,3 @@ mod tests {
         assert_eq!(civil_from_days(20_000), (2024, 10, 4));
     }
 }
-
-/// Renders the case in `$INGLE_TEMPLATE_CASE` (`{template, bos, eos, messages, tools,
-/// add_generation_prompt}`) into `$INGLE_TEMPLATE_OUT`, for comparison with transformers.
-#[cfg(test)]
-#[test]
-#[ignore]
-fn render_fixture() {
-    let case: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(std::env::var("INGLE_TEMPLATE_CASE").unwrap()).unwrap(),
-    )
-    .unwrap();
-    let t = ChatTemplate::new(
-        "fixture",
-        case["template"].as_str().unwrap(),
-        case["bos"].as_str().unwrap(),
-        case["eos"].as_str().unwrap(),
-    )
-    .unwrap();
-    let tools = case.get("tools").filter(|t| !t.is_null());
-    let out = t
-        .render(
-            &case["messages"],
-            tools,
-            case["add_generation_prompt"].as_bool().unwrap(),
-        )
-        .unwrap();
-    std::fs::write(std::env::var("INGLE_TEMPLATE_OUT").unwrap(), out).unwrap();
-}
