@@ -6,6 +6,9 @@ export interface CompletionUsage {
   completion_tokens: number;
   prompt_tokens: number;
   total_tokens: number;
+  /** `cached_tokens`: prompt tokens whose KV cache was reused from an earlier request (ingle's
+   * prompt cache). */
+  prompt_tokens_details?: { cached_tokens?: number };
 }
 
 /** A call the model made; `arguments` is JSON text. */
@@ -502,6 +505,11 @@ export declare class OpenAI {
     /** Awaitable for the page, and iterable: `for await (const m of client.models.list())`. */
     list(): Promise<ModelsPage> & AsyncIterable<Model>;
     retrieve(model: string): Promise<Model>;
+    /** Frees the model's memory (weights, KV cache, threads); the next request loads it
+     * again. Resolves to whether it was loaded. ingle's own method. */
+    unload(model: string): Promise<boolean>;
+    /** Whether the model is in memory now. */
+    isLoaded(model: string): Promise<boolean>;
   };
   predictions: {
     create(body: { tag: string; inputs?: Record<string, unknown> }): Promise<Prediction>;
@@ -645,5 +653,21 @@ export declare class PredictorDefinitionError extends TypeError {
 
 /** The version of ingle. */
 export declare const version: string;
+/** What ingle runs with on this machine. */
+export interface SystemInfo {
+  version: string;
+  /** The CPU variant of llama.cpp's kernels in use: `zen4`, `icelake`, `haswell`... */
+  cpu_variant: string;
+  /** `best` (the highest-scoring variant this CPU runs) or `INGLE_CPU_VARIANT`. */
+  cpu_variant_chosen_by: string;
+  /** Every variant considered, with its score here (0: this CPU cannot run it). */
+  cpu_variants: Record<string, number>;
+  cpu_variants_excluded: Record<string, string>;
+  cpu_features: string;
+  cpu_backend_path: string;
+  default_threads: number;
+}
+/** Loads llama.cpp's CPU backend if it is not yet, and says what ingle runs with. */
+export declare function systemInfo(): SystemInfo;
 
 export default OpenAI;

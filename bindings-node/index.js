@@ -5,7 +5,7 @@
 // objects with exactly the OpenAI shape.
 
 const os = require('os');
-const { NativeClient, NativeCancel, version } = require('./native.js');
+const { NativeClient, NativeCancel, version, systemInfo: nativeSystemInfo } = require('./native.js');
 const { Parameter, predictor, register, PredictorDefinitionError } = require('./predictors.js');
 
 class OpenAIError extends Error {
@@ -751,6 +751,19 @@ class Models {
     stringArgument(model, 'model', 'models.retrieve(model)');
     return JSON.parse(callSync(() => this._native.modelsRetrieve(model)));
   }
+
+  /** Frees the model's memory (weights, KV cache, threads); the next request loads it again.
+   * Requests running on it finish first. Resolves to whether it was loaded. ingle's own method. */
+  async unload(model) {
+    stringArgument(model, 'model', 'models.unload(model)');
+    return callSync(() => this._native.modelsUnload(model));
+  }
+
+  /** Whether the model is in memory now. */
+  async isLoaded(model) {
+    stringArgument(model, 'model', 'models.isLoaded(model)');
+    return callSync(() => this._native.modelsIsLoaded(model));
+  }
 }
 
 class Predictions {
@@ -877,6 +890,9 @@ module.exports.NotFoundError = NotFoundError;
 module.exports.InternalServerError = InternalServerError;
 module.exports.APIUserAbortError = APIUserAbortError;
 module.exports.version = version();
+/** What ingle runs with here: its version and the CPU variant of llama.cpp's kernels loaded
+ * for this machine (`cpu_variant`, with every variant's score). */
+module.exports.systemInfo = () => JSON.parse(callSync(() => nativeSystemInfo()));
 module.exports.Parameter = Parameter;
 module.exports.predictor = predictor;
 module.exports.PredictorDefinitionError = PredictorDefinitionError;

@@ -12,6 +12,7 @@ export const {
   InternalServerError,
   APIUserAbortError,
   version,
+  systemInfo,
   Parameter,
   predictor,
   PredictorDefinitionError,

@@ -7,5 +7,9 @@ fn main() {
         // Dependencies are static archives (rlibs); none of their symbols is API. llguidance's
         // C FFI (`llg_*`, `#[no_mangle]`) would otherwise be exported next to `ingle_*`.
         println!("cargo:rustc-cdylib-link-arg=-Wl,--exclude-libs,ALL");
+        // llama.cpp's shared libraries and CPU modules lie next to libingle.so (scripts/install-c).
+        // DT_RPATH, not RUNPATH: it also finds libggml.so.0 when libllama.so.0 asks for it.
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-rpath,$ORIGIN");
+        println!("cargo:rustc-cdylib-link-arg=-Wl,--disable-new-dtags");
     }
 }

@@ -477,6 +477,24 @@ enum IngleStatus ingle_models_retrieve(struct IngleClient *client,
                                        char **out_json);
 
 /**
+ * Frees a model's memory (weights, KV cache, threads); the next request loads it again.
+ * Requests running on it finish first, and its memory goes when the last one ends.
+ * `*out_was_loaded` (NULL: not wanted) receives 1 if it was loaded, else 0.
+ * `INGLE_ERROR_NOT_FOUND` when the client has no such model.
+ */
+enum IngleStatus ingle_models_unload(struct IngleClient *client,
+                                     const char *model,
+                                     int *out_was_loaded);
+
+/**
+ * What ingle runs with here, as JSON: its version and the CPU variant of llama.cpp's kernels
+ * loaded for this machine (`{"version", "cpu_variant", "cpu_variant_chosen_by",
+ * "cpu_variants": [[name, score]...], "cpu_features", ...}`); loads that variant if no model
+ * has yet. `*out_json` is freed with `ingle_string_free`.
+ */
+enum IngleStatus ingle_system_info(char **out_json);
+
+/**
  * Runs the predictor `tag` on `inputs_json` (a JSON object of parameter names to values) to
  * the end. `*out_json` receives the prediction
  * `{"id", "tag", "created", "results": [...], "latency", "error": null, "logs"}`, to free with

@@ -353,6 +353,17 @@ impl NativeClient {
         to_json_text(&self.client.models.list()).map_err(js_error)
     }
 
+    /// Frees the model's memory; the next request loads it again. Whether it was loaded.
+    #[napi]
+    pub fn models_unload(&self, model: String) -> napi::Result<bool> {
+        self.client.models.unload(&model).map_err(js_error)
+    }
+
+    #[napi]
+    pub fn models_is_loaded(&self, model: String) -> napi::Result<bool> {
+        self.client.models.is_loaded(&model).map_err(js_error)
+    }
+
     #[napi]
     pub fn models_retrieve(&self, model: String) -> napi::Result<String> {
         self.client
@@ -606,6 +617,14 @@ impl NativeSpeechStream {
 pub fn check_predictor_declaration(declaration: String) -> napi::Result<()> {
     let declaration = ingle_core::Declaration::from_json(&declaration).map_err(js_error)?;
     ingle_core::openai::check_predictor(&declaration.tag, &declaration.signature).map_err(js_error)
+}
+
+/// What ingle runs with here (version, the CPU variant of llama.cpp's kernels), as JSON.
+#[napi]
+pub fn system_info() -> napi::Result<String> {
+    ingle_core::system_info()
+        .and_then(|info| to_json_text(&info))
+        .map_err(js_error)
 }
 
 /// The version of ingle.

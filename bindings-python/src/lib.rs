@@ -405,6 +405,16 @@ impl NativeClient {
         to_json_text(&self.client.models.list()).map_err(py_err)
     }
 
+    /// Frees the model's memory; the next request loads it again. Whether it was loaded.
+    fn models_unload(&self, py: Python<'_>, model: &str) -> PyResult<bool> {
+        py.detach(|| self.client.models.unload(model))
+            .map_err(py_err)
+    }
+
+    fn models_is_loaded(&self, model: &str) -> PyResult<bool> {
+        self.client.models.is_loaded(model).map_err(py_err)
+    }
+
     fn models_retrieve(&self, model: &str) -> PyResult<String> {
         self.client
             .models
@@ -625,6 +635,14 @@ fn check_predictor_declaration(declaration: &str) -> PyResult<()> {
 }
 
 /// The native module of the `ingle` package.
+/// What ingle runs with here (version, the CPU variant of llama.cpp's kernels), as JSON.
+#[pyfunction]
+fn system_info(py: Python<'_>) -> PyResult<String> {
+    py.detach(ingle_core::system_info)
+        .and_then(|info| to_json_text(&info))
+        .map_err(py_err)
+}
+
 #[pymodule]
 fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeClient>()?;
@@ -636,6 +654,7 @@ fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<predictors::LogSink>()?;
     m.add_class::<server::NativeServer>()?;
     m.add_function(wrap_pyfunction!(check_predictor_declaration, m)?)?;
+    m.add_function(wrap_pyfunction!(system_info, m)?)?;
     m.add("__version__", ingle_core::VERSION)?;
     Ok(())
 }

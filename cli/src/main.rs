@@ -103,6 +103,9 @@ enum Command {
     },
     /// Lists the registered models.
     Models,
+    /// Prints, as JSON, what ingle runs with here: its version and the CPU variant of
+    /// llama.cpp's kernels it loaded for this machine (with every variant's score).
+    SystemInfo,
     /// Serves the OpenAI HTTP API (`/v1/chat/completions`, `/v1/completions`,
     /// `/v1/embeddings`, `/v1/audio/speech`, `/v1/audio/transcriptions`,
     /// `/v1/audio/translations`, `/v1/models`) until SIGINT or SIGTERM.
@@ -138,7 +141,21 @@ enum Command {
         /// Most connections open at once; more are answered 503.
         #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         max_connections: u32,
+        /// Seconds a model may sit unused before it is unloaded (its memory freed; the next
+        /// request loads it again), as Ollama's keep-alive; `never` keeps models loaded.
+        #[arg(long, default_value = "300", value_parser = keep_alive)]
+        keep_alive: KeepAlive,
     },
+}
+
+#[derive(Clone, Copy)]
+struct KeepAlive(Option<f64>);
+
+fn keep_alive(text: &str) -> Result<KeepAlive, String> {
+    if text == "never" || text == "-1" {
+        return Ok(KeepAlive(None));
+    }
+    seconds(text).map(|s| KeepAlive(Some(s)))
 }
 
 #[derive(Args)]
@@ -169,6 +186,20 @@ impl GenerationArgs {
 }
 
 fn main() -> ExitCode {
+    // `--version` also says which of llama.cpp's CPU variants this machine gets.
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        match ingle::system_info() {
+            Ok(info) => println!(
+                "ingle {}\nllama.cpp CPU variant: {} ({})",
+                info.version, info.cpu_variant, info.cpu_variant_chosen_by
+            ),
+            Err(error) => println!(
+                "ingle {}\nllama.cpp CPU variant: none ({error})",
+                ingle::VERSION
+            ),
+        }
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     init_logging();
     match run(cli) {
@@ -196,6 +227,10 @@ fn init_logging() {
 }
 
 fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
+    if let Command::SystemInfo = cli.command {
+        println!("{}", serde_json::to_string_pretty(&ingle::system_info()?)?);
+        return Ok(());
+    }
     let config = match &cli.config {
         Some(path) => Config::from_file(path)?,
         None => Config::from_env()?,
@@ -214,6 +249,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             idle_timeout,
             write_timeout,
             max_connections,
+            keep_alive,
         } => {
             let duration = std::time::Duration::from_secs_f64;
             let options = ingle_serve::Options {
@@ -225,6 +261,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 idle_timeout: duration(idle_timeout),
                 write_timeout: duration(write_timeout),
                 max_connections: max_connections as usize,
+                keep_alive: keep_alive.0.map(duration),
             };
             ingle_serve::serve_until_signal(client, (host, port).into(), options, |addr| {
                 eprintln!("ingle: serving the OpenAI API on http://{addr}/v1 (Ctrl-C stops)");
@@ -332,6 +369,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
+        Command::SystemInfo => {} // answered above, before a client is made
         Command::Models => {
             for model in client.models.list().data {
                 writeln!(out, "{}", model.id)?;

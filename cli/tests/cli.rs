@@ -16,12 +16,7 @@ fn stdout(output: &std::process::Output) -> String {
 
 #[test]
 fn chat_streams_the_answer() {
-    let out = ingle(&[
-        "chat",
-        "--temperature",
-        "0",
-        "Which city is the capital of France?",
-    ]);
+    let out = ingle(&["chat", "--temperature", "0", "Name the capital of France."]);
     assert!(
         out.status.success(),
         "{}",
@@ -147,7 +142,7 @@ fn a_config_file_registers_its_predictors() {
         "@me/tiny",
         "--temperature",
         "0",
-        "Which city is the capital of France?",
+        "Name the capital of France.",
     ]);
     assert!(
         stdout(&out).contains("Paris"),

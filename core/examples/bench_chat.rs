@@ -45,6 +45,14 @@ fn question() -> String {
     format!("{context}\nWrite a long, detailed essay about the Loire valley and its history.")
 }
 
+/// A system message that differs from run to run: every run's prompt is new from its first
+/// tokens, so ingle's prompt cache has nothing to reuse and each run prefills in full.
+fn system() -> String {
+    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("Request {run}. You are a helpful AI assistant.")
+}
+
 fn ingle_run(client: &Client) -> Figures {
     let request = ChatCompletionRequest {
         temperature: Some(0.0),
@@ -53,7 +61,10 @@ fn ingle_run(client: &Client) -> Figures {
             include_usage: true,
             ..Default::default()
         }),
-        ..ChatCompletionRequest::new(DEFAULT_MODEL, vec![ChatMessage::user(question())])
+        ..ChatCompletionRequest::new(
+            DEFAULT_MODEL,
+            vec![ChatMessage::system(system()), ChatMessage::user(question())],
+        )
     };
     let start = Instant::now();
     let mut first = None;
@@ -89,7 +100,10 @@ fn bare_run(model: &LlamaModel, tokens: usize) -> Figures {
     let mut ctx = model.new_context(backend().unwrap(), params).unwrap();
     let start = Instant::now();
     let template = model.chat_template(None).unwrap();
-    let chat = [LlamaChatMessage::new("user".into(), question()).unwrap()];
+    let chat = [
+        LlamaChatMessage::new("system".into(), system()).unwrap(),
+        LlamaChatMessage::new("user".into(), question()).unwrap(),
+    ];
     let prompt = model.apply_chat_template(&template, &chat, true).unwrap();
     let prompt = model.vocab().tokenize(prompt.as_bytes(), true, true);
     let mut batch = LlamaBatch::new(512, 1);

@@ -5,7 +5,7 @@
 //! let client = Client::new()?;
 //! let request = ChatCompletionRequest::new(
 //!     "@local/smollm2-135m-instruct",
-//!     vec![ChatMessage::user("Which city is the capital of France?")],
+//!     vec![ChatMessage::user("Name the capital of France.")],
 //! );
 //! for chunk in client.chat.completions.stream(&request)? {
 //!     for choice in chunk?.choices {
@@ -46,6 +46,43 @@ pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType};
 
 /// The version of ingle.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// What ingle runs with on this machine: its version and the build of llama.cpp's CPU kernels
+/// it loaded (runtime CPU dispatch, see `backends::llama::cpu`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct SystemInfo {
+    pub version: &'static str,
+    /// The CPU variant of llama.cpp's kernels in use: `zen4`, `icelake`, `haswell`...
+    pub cpu_variant: String,
+    /// `best` (the highest-scoring variant this CPU runs) or `INGLE_CPU_VARIANT`.
+    pub cpu_variant_chosen_by: String,
+    /// Every variant considered, with its score here (0: this CPU cannot run it).
+    pub cpu_variants: std::collections::BTreeMap<String, i32>,
+    /// Variants left out, and why (AMX unless `INGLE_CPU_AMX=1`).
+    pub cpu_variants_excluded: std::collections::BTreeMap<String, String>,
+    /// llama.cpp's own report of the kernels it runs (`llama_print_system_info`).
+    pub cpu_features: String,
+    /// The module loaded.
+    pub cpu_backend_path: String,
+    /// Threads a model decodes with when its config does not say.
+    pub default_threads: u32,
+}
+
+/// Loads llama.cpp's CPU backend if it is not yet, and says what ingle runs with.
+pub fn system_info() -> Result<SystemInfo> {
+    backends::llama::backend()?;
+    let cpu = backends::llama::cpu::load().map_err(Error::model)?;
+    Ok(SystemInfo {
+        version: VERSION,
+        cpu_variant: cpu.variant.clone(),
+        cpu_variant_chosen_by: cpu.chosen_by.clone(),
+        cpu_variants: cpu.scores.iter().cloned().collect(),
+        cpu_variants_excluded: cpu.excluded.iter().cloned().collect(),
+        cpu_features: cpu.features.clone(),
+        cpu_backend_path: cpu.path.display().to_string(),
+        default_threads: backends::llama::default_threads(),
+    })
+}
 
 #[cfg(test)]
 mod tests {

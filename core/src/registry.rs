@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::predict::{unix_now, Predictor};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 type Loader = Box<dyn Fn() -> Result<Arc<dyn Predictor>> + Send + Sync>;
 
@@ -16,6 +17,8 @@ struct Entry {
     /// Held while loading, so concurrent first requests load once. A failed load is not
     /// cached: fetching the missing model and retrying works without a restart.
     loaded: Mutex<Option<Arc<dyn Predictor>>>,
+    /// When a request last asked for the predictor (for `unload_idle`).
+    last_used: Mutex<Option<Instant>>,
 }
 
 /// What `models.list` shows of a registered predictor.
@@ -77,6 +80,7 @@ impl Registry {
             created: unix_now(),
             loader: Box::new(load),
             loaded: Mutex::new(None),
+            last_used: Mutex::new(None),
         }));
         Ok(())
     }
@@ -99,6 +103,7 @@ impl Registry {
     /// The predictor for `tag`, loading it if this is its first use.
     pub fn get(&self, tag: &str) -> Result<Arc<dyn Predictor>> {
         let entry = self.entry(tag)?;
+        *entry.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         let mut loaded = entry.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(predictor) = loaded.as_ref() {
             return Ok(Arc::clone(predictor));
@@ -106,6 +111,44 @@ impl Registry {
         let predictor = (entry.loader)()?;
         *loaded = Some(Arc::clone(&predictor));
         Ok(predictor)
+    }
+
+    /// Frees `tag`'s model: the registry lets go of it, requests already running finish on
+    /// it, and its memory (weights, KV cache, threads) is released when the last one ends.
+    /// The next request loads it again. Returns whether it was loaded.
+    pub fn unload(&self, tag: &str) -> Result<bool> {
+        let entry = self.entry(tag)?;
+        let mut loaded = entry.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(loaded.take().is_some())
+    }
+
+    /// Unloads every model that no request has asked for in `idle` and that no request is
+    /// using (as Ollama's keep-alive): returns their tags.
+    pub fn unload_idle(&self, idle: Duration) -> Vec<String> {
+        let entries: Vec<Arc<Entry>> = self
+            .entries
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut unloaded = Vec::new();
+        for entry in entries {
+            let Ok(mut loaded) = entry.loaded.try_lock() else {
+                continue; // loading right now
+            };
+            let mut last_used = entry.last_used.lock().unwrap_or_else(|e| e.into_inner());
+            // Only the registry holds it: no stream or prediction is running on it. One that is
+            // counts as used now, so its idle time starts when its last request ends.
+            let unused = loaded.as_ref().is_some_and(|p| Arc::strong_count(p) == 1);
+            if loaded.is_some() && !unused {
+                *last_used = Some(Instant::now());
+            }
+            let stale = last_used.is_none_or(|t| t.elapsed() >= idle);
+            if stale && unused {
+                loaded.take();
+                unloaded.push(entry.tag.clone());
+            }
+        }
+        unloaded
     }
 
     /// The voice of `tag`'s model that the config gives the OpenAI voice `name`, if any.

@@ -47,7 +47,7 @@ static void json_escape(const char *text, char *out, size_t size) {
 }
 
 int main(int argc, char **argv) {
-    const char *question = argc > 1 ? argv[1] : "Which city is the capital of France?";
+    const char *question = argc > 1 ? argv[1] : "Name the capital of France.";
     char escaped[2048], request[4096];
     json_escape(question, escaped, sizeof escaped);
     snprintf(request, sizeof request,

@@ -24,7 +24,7 @@ use ingle_core::openai::{
 use ingle_core::{inputs_from_json, Client, Config, Error, ErrorKind, Prediction};
 use serde::Serialize;
 use std::cell::RefCell;
-use std::ffi::{c_char, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 
@@ -832,6 +832,38 @@ pub unsafe extern "C" fn ingle_models_retrieve(
         let client = client_arg(client)?;
         let model = client.models.retrieve(str_arg(model, "model")?)?;
         give_string(out, to_json_string(&model)?)
+    })
+}
+
+/// Frees a model's memory (weights, KV cache, threads); the next request loads it again.
+/// Requests running on it finish first, and its memory goes when the last one ends.
+/// `*out_was_loaded` (NULL: not wanted) receives 1 if it was loaded, else 0.
+/// `INGLE_ERROR_NOT_FOUND` when the client has no such model.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_models_unload(
+    client: *mut IngleClient,
+    model: *const c_char,
+    out_was_loaded: *mut c_int,
+) -> IngleStatus {
+    ffi_call(|| {
+        let client = client_arg(client)?;
+        let was_loaded = client.models.unload(str_arg(model, "model")?)?;
+        if !out_was_loaded.is_null() {
+            *out_was_loaded = c_int::from(was_loaded);
+        }
+        Ok(())
+    })
+}
+
+/// What ingle runs with here, as JSON: its version and the CPU variant of llama.cpp's kernels
+/// loaded for this machine (`{"version", "cpu_variant", "cpu_variant_chosen_by",
+/// "cpu_variants": [[name, score]...], "cpu_features", ...}`); loads that variant if no model
+/// has yet. `*out_json` is freed with `ingle_string_free`.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_system_info(out_json: *mut *mut c_char) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out_json, "out_json")?;
+        give_string(out, to_json_string(&ingle_core::system_info()?)?)
     })
 }
 

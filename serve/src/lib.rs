@@ -75,6 +75,9 @@ pub struct Options {
     pub write_timeout: Duration,
     /// Most connections open at once (default 512); more are answered 503 and closed.
     pub max_connections: usize,
+    /// A model no request has used for this long, and none is using, is unloaded (its memory
+    /// freed) and loads again on the next request, as Ollama's keep-alive. None: models stay.
+    pub keep_alive: Option<Duration>,
 }
 
 impl Default for Options {
@@ -88,6 +91,7 @@ impl Default for Options {
             idle_timeout: Duration::from_secs(60),
             write_timeout: Duration::from_secs(30),
             max_connections: 512,
+            keep_alive: None,
         }
     }
 }
@@ -105,6 +109,7 @@ struct AppState {
 
 /// A bound server, ready to run.
 pub struct Server {
+    client: Client,
     listener: TcpListener,
     router: Router,
     options: Arc<Options>,
@@ -117,7 +122,7 @@ impl Server {
         let listener = TcpListener::bind(addr).await?;
         let shutting_down = Arc::new(AtomicBool::new(false));
         let state = AppState {
-            client,
+            client: client.clone(),
             api_key: options.api_key.clone().map(Arc::from),
             body_limit: options.body_limit,
             upload_limit: options.upload_limit,
@@ -125,6 +130,7 @@ impl Server {
             shutting_down: Arc::clone(&shutting_down),
         };
         Ok(Server {
+            client,
             listener,
             router: router(state),
             options: Arc::new(options),
@@ -151,7 +157,28 @@ impl Server {
         // In-flight work sees the flag at its next token; this only bounds a client that
         // stops reading its last events.
         let grace = Duration::from_secs(10);
-        conn::serve(self.listener, self.router, self.options, shutdown, grace).await
+        let keep_alive = self.options.keep_alive.map(|idle| {
+            let client = self.client.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(
+                    idle.clamp(Duration::from_millis(250), Duration::from_secs(5)),
+                );
+                loop {
+                    tick.tick().await;
+                    let client = client.clone();
+                    let unloaded =
+                        tokio::task::spawn_blocking(move || client.models.unload_idle(idle)).await;
+                    for tag in unloaded.unwrap_or_default() {
+                        eprintln!("ingle: keep-alive: unloaded {tag} (idle for {idle:?})");
+                    }
+                }
+            })
+        });
+        let served = conn::serve(self.listener, self.router, self.options, shutdown, grace).await;
+        if let Some(task) = keep_alive {
+            task.abort();
+        }
+        served
     }
 }
 

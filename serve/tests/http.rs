@@ -181,7 +181,7 @@ fn dechunk(body: &str) -> String {
 
 fn chat(extra: &str) -> String {
     format!(
-        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Which city is the capital of France?"}}], "temperature": 0{extra}}}"#
+        r#"{{"model": "{MODEL}", "messages": [{{"role": "user", "content": "Name the capital of France."}}], "temperature": 0{extra}}}"#
     )
 }
 
@@ -1651,4 +1651,40 @@ fn a_client_that_leaves_stops_transcription() {
     // Still transcribing.
     let reply = server.transcribe(&recording("beckett.wav"), &[]);
     assert_eq!(reply.status, 200, "{}", reply.body);
+}
+
+#[test]
+fn keep_alive_unloads_an_idle_model_and_the_next_request_reloads_it() {
+    let model = ingle::DEFAULT_MODEL;
+    let server = TestServer::start(
+        Config::default(),
+        Options {
+            keep_alive: Some(Duration::from_millis(500)),
+            ..Options::default()
+        },
+    );
+    let first = server.post_json("/v1/chat/completions", &chat(r#", "max_tokens": 6"#));
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert!(server.client.models.is_loaded(model).unwrap());
+    let start = Instant::now();
+    while server.client.models.is_loaded(model).unwrap()
+        && start.elapsed() < Duration::from_secs(10)
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let idle = start.elapsed();
+    assert!(
+        !server.client.models.is_loaded(model).unwrap(),
+        "still loaded after {idle:?}"
+    );
+    assert!(
+        idle >= Duration::from_millis(300),
+        "unloaded after {idle:?}, before its keep-alive"
+    );
+    let again = server.post_json("/v1/chat/completions", &chat(r#", "max_tokens": 6"#));
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(
+        again.json()["choices"][0]["message"]["content"],
+        first.json()["choices"][0]["message"]["content"]
+    );
 }

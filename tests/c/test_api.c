@@ -41,6 +41,38 @@ static void test_default_client(void) {
     ingle_string_free(NULL); /* a no-op */
 }
 
+static void test_system_info(void) {
+    char *info = NULL;
+    CHECK_STATUS(ingle_system_info(&info), INGLE_OK);
+    CHECK(info && strstr(info, "\"cpu_variant\":\""), "%s", info ? info : "(none)");
+    CHECK(info && strstr(info, "\"cpu_features\":\"CPU : "), "%s", info ? info : "(none)");
+    /* Under valgrind the variant is one valgrind runs (its CPUID hides AVX-512). */
+    fprintf(stderr, "system_info: %s\n", info ? info : "(none)");
+    ingle_string_free(info);
+    CHECK_STATUS(ingle_system_info(NULL), INGLE_ERROR_NULL_ARGUMENT);
+}
+
+/* unload frees the model; the next request loads it again and answers the same. */
+static void test_unload(void) {
+    char *first = NULL, *again = NULL;
+    int was_loaded = -1;
+    CHECK_STATUS(ingle_chat_completions_create(client, FRANCE_REQUEST(",\"max_tokens\":4"), &first), INGLE_OK);
+    CHECK_STATUS(ingle_models_unload(client, MODEL, &was_loaded), INGLE_OK);
+    CHECK(was_loaded == 1, "was_loaded: %d", was_loaded);
+    CHECK_STATUS(ingle_models_unload(client, MODEL, &was_loaded), INGLE_OK);
+    CHECK(was_loaded == 0, "unloaded twice: %d", was_loaded);
+    CHECK_STATUS(ingle_models_unload(client, MODEL, NULL), INGLE_OK);
+    CHECK_STATUS(ingle_models_unload(client, "@nobody/nothing", NULL), INGLE_ERROR_NOT_FOUND);
+    CHECK_STATUS(ingle_models_unload(client, NULL, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_chat_completions_create(client, FRANCE_REQUEST(",\"max_tokens\":4"), &again), INGLE_OK);
+    char *a = first ? json_string(first, "content") : NULL, *b = again ? json_string(again, "content") : NULL;
+    CHECK(a && b && strcmp(a, b) == 0, "before unload '%s', after '%s'", a ? a : "", b ? b : "");
+    free(a);
+    free(b);
+    ingle_string_free(first);
+    ingle_string_free(again);
+}
+
 static void test_models_retrieve(void) {
     char *model = NULL;
     CHECK_STATUS(ingle_models_retrieve(client, MODEL, &model), INGLE_OK);
@@ -457,6 +489,8 @@ static const Test tests[] = {
     {"version", test_version},
     {"default_client", test_default_client},
     {"models_retrieve", test_models_retrieve},
+    {"system_info", test_system_info},
+    {"unload", test_unload},
     {"chat_create_and_stream", test_chat_create_and_stream},
     {"cancel_after_three_chunks", test_cancel_after_three_chunks},
     {"completions", test_completions},

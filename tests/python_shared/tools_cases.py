@@ -173,7 +173,7 @@ def case_parse_with_a_pydantic_model(client):
 
 def case_logprobs(client):
     reply = client.chat.completions.create(
-        model=SMOL, messages=[{"role": "user", "content": "Which city is the capital of France?"}],
+        model=SMOL, messages=[{"role": "user", "content": "Name the capital of France."}],
         temperature=0, max_tokens=8, logprobs=True, top_logprobs=5)
     OpenAIChatCompletion.model_validate(dump(reply))
     content = reply.choices[0].logprobs.content
@@ -183,7 +183,7 @@ def case_logprobs(client):
         assert len(token.top_logprobs) == 5 and token.top_logprobs[0].token == token.token
         assert token.logprob <= 0
     chunks = list(client.chat.completions.create(
-        model=SMOL, messages=[{"role": "user", "content": "Which city is the capital of France?"}],
+        model=SMOL, messages=[{"role": "user", "content": "Name the capital of France."}],
         temperature=0, max_tokens=8, logprobs=True, top_logprobs=2, stream=True))
     streamed = [t for c in chunks if c.choices and c.choices[0].logprobs
                 for t in c.choices[0].logprobs.content]

@@ -17,7 +17,7 @@ CHAT = "@local/smollm2-135m-instruct"
 EMBED = "@local/all-minilm-l6-v2"
 SPEECH = "@local/piper-en-us-joe-medium"
 WHISPER = "@local/whisper-tiny-en"
-FRANCE = [{"role": "user", "content": "Which city is the capital of France?"}]
+FRANCE = [{"role": "user", "content": "Name the capital of France."}]
 
 
 @pytest.fixture(scope="module")

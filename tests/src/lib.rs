@@ -51,6 +51,6 @@ pub fn ask(question: &str) -> ChatCompletionRequest {
 pub fn france() -> ChatCompletionRequest {
     ChatCompletionRequest {
         temperature: Some(0.0),
-        ..ask("Which city is the capital of France?")
+        ..ask("Name the capital of France.")
     }
 }

@@ -44,7 +44,16 @@ fn the_response_has_the_openai_wire_shape() {
     );
     assert_eq!(
         keys(&json["usage"]),
-        ["completion_tokens", "prompt_tokens", "total_tokens"]
+        [
+            "completion_tokens",
+            "prompt_tokens",
+            "prompt_tokens_details",
+            "total_tokens"
+        ]
+    );
+    assert_eq!(
+        keys(&json["usage"]["prompt_tokens_details"]),
+        ["cached_tokens"]
     );
     assert_eq!(json["choices"][0]["logprobs"], serde_json::Value::Null);
     assert!(json["created"].as_i64().unwrap() > 1_700_000_000);
@@ -204,8 +213,7 @@ fn usage_counts_match_the_tokenizer() {
             "You are a helpful AI assistant named SmolLM, trained by Hugging Face".into(),
         )
         .unwrap(),
-        LlamaChatMessage::new("user".into(), "Which city is the capital of France?".into())
-            .unwrap(),
+        LlamaChatMessage::new("user".into(), "Name the capital of France.".into()).unwrap(),
     ];
     let prompt = model.apply_chat_template(&template, &chat, true).unwrap();
     let prompt_tokens = model.vocab().tokenize(prompt.as_bytes(), true, true).len();

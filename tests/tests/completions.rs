@@ -67,7 +67,21 @@ fn streamed_text_equals_the_whole_response() {
     assert_eq!(text, whole.choices[0].text);
     let usage_chunk = chunks.last().unwrap();
     assert!(usage_chunk.choices.is_empty());
-    assert_eq!(usage_chunk.usage, whole.usage);
+    // The same counts (how much of the prompt the second request found cached depends on
+    // which sequences other tests hold at that moment).
+    let (streamed, whole_usage) = (usage_chunk.usage.unwrap(), whole.usage.unwrap());
+    assert_eq!(
+        (
+            streamed.prompt_tokens,
+            streamed.completion_tokens,
+            streamed.total_tokens
+        ),
+        (
+            whole_usage.prompt_tokens,
+            whole_usage.completion_tokens,
+            whole_usage.total_tokens
+        )
+    );
     let finish = &chunks[chunks.len() - 2].choices[0];
     assert_eq!(finish.finish_reason, whole.choices[0].finish_reason);
 }
@@ -167,9 +181,8 @@ fn models_list_and_retrieve() {
 fn predictions_run_the_chat_model_directly() {
     let predictor = shared().predictor(MODEL).unwrap();
     assert_eq!(predictor.kind(), PredictorKind::Generator);
-    let message = Value::from(
-        serde_json::json!({"role": "user", "content": "Which city is the capital of France?"}),
-    );
+    let message =
+        Value::from(serde_json::json!({"role": "user", "content": "Name the capital of France."}));
     let inputs: Inputs = [
         ("messages".to_string(), Value::List(vec![message])),
         ("temperature".to_string(), Value::Float(0.0)),

@@ -20,6 +20,7 @@ from ._exceptions import (
     StreamAlreadyConsumed,
 )
 from ._ingle import __version__
+from ._ingle import system_info as _system_info
 from ._predictors import AudioSamples, Parameter, Predictor, PredictorDefinitionError, predictor
 from ._serve import Server, serve, serve_async, start_server
 from ._response import (
@@ -28,7 +29,18 @@ from ._response import (
     StreamedBinaryAPIResponse,
 )
 
+
+
+def system_info() -> dict:
+    """What ingle runs with here: its version, and the CPU variant of llama.cpp's kernels
+    loaded for this machine (``cpu_variant``, with every variant's score)."""
+    import json
+
+    return json.loads(_system_info())
+
+
 __all__ = [
+    "system_info",
     "OpenAI",
     "AsyncOpenAI",
     "Stream",

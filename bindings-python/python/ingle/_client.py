@@ -477,6 +477,16 @@ class Models(_Resource):
         text = self._native.models_retrieve(_arguments.text("model", model))
         return Model.construct(json.loads(text))  # type: ignore[return-value]
 
+    def unload(self, model: str = REQUIRED) -> bool:
+        """Frees the model's memory (weights, KV cache, threads); the next request loads it
+        again. Requests running on it finish first. Returns whether it was loaded. ingle's own
+        method: OpenAI's models do not live in your process."""
+        return self._native.models_unload(_arguments.text("model", model))
+
+    def is_loaded(self, model: str = REQUIRED) -> bool:
+        """Whether the model is in memory now."""
+        return self._native.models_is_loaded(_arguments.text("model", model))
+
 
 class Predictions(_Resource):
     """Run any predictor by tag with named inputs (ingle's own API, below the OpenAI one).
@@ -784,6 +794,13 @@ class AsyncModels(_Resource):
     async def retrieve(self, model: str = REQUIRED) -> Model:
         text = self._native.models_retrieve(_arguments.text("model", model))
         return Model.construct(json.loads(text))  # type: ignore[return-value]
+
+    async def unload(self, model: str = REQUIRED) -> bool:
+        """Frees the model's memory; the next request loads it again (see ``Models.unload``)."""
+        return await _in_thread(self._native.models_unload, _arguments.text("model", model))
+
+    async def is_loaded(self, model: str = REQUIRED) -> bool:
+        return self._native.models_is_loaded(_arguments.text("model", model))
 
 
 class AsyncPredictions(_Resource):

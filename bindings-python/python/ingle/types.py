@@ -59,6 +59,7 @@ __all__ = [
     "ParsedChatCompletionMessage",
     "ParsedChoice",
     "ParsedChatCompletion",
+    "PromptTokensDetails",
 ]
 
 
@@ -140,12 +141,21 @@ def _dump(value: Any, exclude_none: bool) -> Any:
     return value
 
 
+class PromptTokensDetails(BaseModel):
+    """``cached_tokens``: prompt tokens whose KV cache was reused from an earlier request
+    sharing the prefix (ingle's prompt cache)."""
+
+    cached_tokens: Optional[int]
+    audio_tokens: Optional[int]
+
+
 class CompletionUsage(BaseModel):
     completion_tokens: int
     prompt_tokens: int
     total_tokens: int
     completion_tokens_details: Optional[Dict[str, Any]]
-    prompt_tokens_details: Optional[Dict[str, Any]]
+    prompt_tokens_details: Optional[PromptTokensDetails]
+    _nested = {"prompt_tokens_details": PromptTokensDetails}
 
 
 class Function(BaseModel):

@@ -95,6 +95,24 @@ impl Models {
         let info = self.registry.info_of(model)?;
         Ok(model_object(&info.tag, info.created))
     }
+
+    /// Frees a model's memory (weights, KV cache, threads); the next request loads it again.
+    /// Requests running on it finish first: the memory goes when the last one ends. Returns
+    /// whether it was loaded. Not an OpenAI method (OpenAI's models do not live in your process).
+    pub fn unload(&self, model: &str) -> Result<bool> {
+        self.registry.unload(model)
+    }
+
+    /// Unloads the models no request has used for `idle` and none is using now (a keep-alive,
+    /// as Ollama's); returns their tags.
+    pub fn unload_idle(&self, idle: std::time::Duration) -> Vec<String> {
+        self.registry.unload_idle(idle)
+    }
+
+    /// Whether `model` is in memory now.
+    pub fn is_loaded(&self, model: &str) -> Result<bool> {
+        Ok(self.registry.info_of(model)?.loaded)
+    }
 }
 
 /// The next chunk of `chunks`, unless `stop` says to give up (which drops nothing here: the
@@ -554,10 +572,17 @@ impl Generation {
             let count = |k: &str| u.get(k).and_then(Value::as_i64).unwrap_or(0) as u32;
             let (prompt_tokens, completion_tokens) =
                 (count("prompt_tokens"), count("completion_tokens"));
+            let prompt_tokens_details =
+                u.get("cached_tokens")
+                    .and_then(Value::as_i64)
+                    .map(|cached| PromptTokensDetails {
+                        cached_tokens: cached as u32,
+                    });
             Usage {
                 prompt_tokens,
                 completion_tokens,
                 total_tokens: prompt_tokens + completion_tokens,
+                prompt_tokens_details,
             }
         });
         let list = |i: Option<usize>| -> Result<Vec<serde_json::Value>> {

@@ -309,6 +309,17 @@ pub struct Usage {
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
     pub total_tokens: u32,
+    /// How many prompt tokens came from the prompt cache (OpenAI's
+    /// `usage.prompt_tokens_details.cached_tokens`); absent when the predictor does not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// The breakdown of `Usage::prompt_tokens`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptTokensDetails {
+    /// Prompt tokens whose KV cache was reused from an earlier request sharing the prefix.
+    pub cached_tokens: u32,
 }
 
 impl Usage {
@@ -317,6 +328,16 @@ impl Usage {
     pub(crate) fn add_choice(&mut self, choice: Usage) {
         self.prompt_tokens = choice.prompt_tokens;
         self.completion_tokens += choice.completion_tokens;
+        // The choices share one prompt; the first found it cached, the others copied it.
+        self.prompt_tokens_details =
+            match (self.prompt_tokens_details, choice.prompt_tokens_details) {
+                (Some(a), Some(b)) => Some(if b.cached_tokens > a.cached_tokens {
+                    b
+                } else {
+                    a
+                }),
+                (a, b) => a.or(b),
+            };
         self.total_tokens = self.prompt_tokens + self.completion_tokens;
     }
 }

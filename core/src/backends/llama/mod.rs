@@ -10,6 +10,7 @@
 //! `parallel` wait in a queue for a free sequence. See docs/architecture.md.
 
 mod constrain;
+pub mod cpu;
 mod options;
 pub mod template;
 mod text;
@@ -66,6 +67,8 @@ pub fn backend() -> Result<&'static LlamaBackend> {
             llama_cpp_2::send_logs_to_tracing(
                 llama_cpp_2::LogOptions::default().with_logs_enabled(enabled),
             );
+            // The CPU kernels are a module picked for this machine; nothing runs without one.
+            cpu::load()?;
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
@@ -224,7 +227,8 @@ pub fn signature() -> Signature {
             Parameter::new("usage", ValueType::Dict)
                 .optional()
                 .annotated(Annotation::Usage)
-                .describe("{prompt_tokens, completion_tokens} on the last output, else null."),
+                .describe("{prompt_tokens, completion_tokens, cached_tokens} on the last output, else null; \
+                     cached_tokens: prompt tokens whose KV was reused from the prompt cache."),
             Parameter::new("tool_calls", ValueType::List)
                 .optional()
                 .annotated(Annotation::ToolCalls)
@@ -287,7 +291,7 @@ impl LlamaPredictor {
         }
         check_gguf(model_path, &config.tag)?;
         let threads = capped_threads(config.threads, &config.tag);
-        let parallel = config.parallel.unwrap_or(DEFAULT_PARALLEL);
+        let mut parallel = config.parallel.unwrap_or(DEFAULT_PARALLEL);
         if parallel == 0 || parallel > crate::config::MAX_PARALLEL {
             return Err(Error::invalid(
                 "parallel",
@@ -307,11 +311,25 @@ impl LlamaPredictor {
                 config.tag
             ))
         })?;
-        let n_ctx = config
+        let mut n_ctx = config
             .n_ctx
             .unwrap_or(DEFAULT_N_CTX)
             .min(model.n_ctx_train())
             .max(crate::config::MIN_N_CTX);
+        // Defaults fit the machine: what the config leaves out shrinks until the KV cache
+        // takes at most half the memory available (what it sets is checked as given).
+        if let Some(available) = available_memory() {
+            let budget = available / 2;
+            while kv_bytes(&model, n_ctx, parallel) > budget {
+                if config.parallel.is_none() && parallel > 1 {
+                    parallel /= 2;
+                } else if config.n_ctx.is_none() && n_ctx / 2 >= crate::config::MIN_N_CTX {
+                    n_ctx /= 2;
+                } else {
+                    break;
+                }
+            }
+        }
         check_kv_memory(&model, n_ctx, parallel, &config.tag)?;
         let template = ChatFormat::of(&model, config)?;
         let tools_supported = template.as_ref().is_some_and(ChatFormat::supports_tools);
@@ -333,6 +351,9 @@ impl LlamaPredictor {
             parallel,
             threads,
             counters: Arc::clone(&counters),
+            kept: vec![Vec::new(); parallel as usize],
+            last_used: vec![0; parallel as usize],
+            clock: 0,
         };
         std::thread::Builder::new()
             .name(format!("ingle-llama {}", config.tag))
@@ -585,10 +606,15 @@ fn check_gguf(path: &Path, tag: &str) -> Result<()> {
 /// The KV cache of `parallel` sequences of `n_ctx` tokens (f16 keys and values) must fit in
 /// the memory the machine has available; otherwise llama.cpp fails deep inside with no word
 /// of which setting was too large.
-fn check_kv_memory(model: &LlamaModel, n_ctx: u32, parallel: u32, tag: &str) -> Result<()> {
+/// Bytes of the f16 KV cache of `parallel` sequences of `n_ctx` tokens.
+fn kv_bytes(model: &LlamaModel, n_ctx: u32, parallel: u32) -> u64 {
     let head_dim = model.n_embd().max(1) as u64 / model.n_head().max(1) as u64;
     let per_token = model.n_layer() as u64 * model.n_head_kv() as u64 * head_dim * 2 * 2;
-    let needed = per_token * n_ctx as u64 * parallel as u64;
+    per_token * n_ctx as u64 * parallel as u64
+}
+
+fn check_kv_memory(model: &LlamaModel, n_ctx: u32, parallel: u32, tag: &str) -> Result<()> {
+    let needed = kv_bytes(model, n_ctx, parallel);
     let Some(available) = available_memory() else {
         return Ok(());
     };
@@ -884,6 +910,11 @@ fn leader_for(
         .map(|(id, _, flag)| (*id, Arc::clone(flag)))
 }
 
+/// How many first tokens `a` and `b` share.
+fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// A follower whose leader has gone (cancelled, failed) prefills on its own.
 fn unlink_orphans(slots: &mut [Option<Sequence>]) {
     let alive: Vec<Option<Arc<AtomicBool>>> = slots
@@ -1088,6 +1119,8 @@ struct Event {
 struct Finish {
     reason: &'static str,
     prompt_tokens: usize,
+    /// Of the prompt tokens, those whose KV came from the cache.
+    cached_tokens: usize,
     completion_tokens: usize,
 }
 
@@ -1182,6 +1215,10 @@ impl Iterator for TextStream {
                         "completion_tokens".to_string(),
                         Value::Int(finish.completion_tokens as i64),
                     ),
+                    (
+                        "cached_tokens".to_string(),
+                        Value::Int(finish.cached_tokens as i64),
+                    ),
                 ]);
                 let called = self.calls.as_ref().is_some_and(|c| c.started > 0);
                 let reason = match finish.reason {
@@ -1241,6 +1278,8 @@ struct Sequence {
     /// cache instead of computing it again (the `n` choices of one request): its slot, and its
     /// cancel flag to recognise it by.
     follows: Option<(usize, Arc<AtomicBool>)>,
+    /// Prompt tokens found in the slot's cache instead of computed.
+    cached_tokens: usize,
 }
 
 impl Sequence {
@@ -1265,10 +1304,16 @@ struct Scheduler {
     parallel: u32,
     threads: u32,
     counters: Arc<Counters>,
+    /// Per idle slot, the tokens its KV cache still holds from the request it served last.
+    kept: Vec<Vec<LlamaToken>>,
+    /// Per slot, when it was last given a request (a counter): the least recently used
+    /// slot is the one whose cache a request without a cached prefix overwrites.
+    last_used: Vec<u64>,
+    clock: u64,
 }
 
 impl Scheduler {
-    fn run(self, jobs: mpsc::Receiver<Job>, ready: mpsc::SyncSender<Result<()>>) {
+    fn run(mut self, jobs: mpsc::Receiver<Job>, ready: mpsc::SyncSender<Result<()>>) {
         let backend = match backend() {
             Ok(backend) => backend,
             Err(e) => return drop(ready.send(Err(e))),
@@ -1280,8 +1325,15 @@ impl Scheduler {
             .with_n_batch(N_BATCH)
             .with_n_ubatch(N_BATCH)
             .with_n_threads(self.threads as i32)
-            .with_n_threads_batch(self.threads as i32);
-        let mut ctx = match self.model.new_context(backend, params) {
+            .with_n_threads_batch(self.threads as i32)
+            // Off: with it, llama.cpp's CPU attention gives slightly different values for
+            // the same tokens cut into other batches, so a prompt-cache hit would not answer
+            // as a cold request does; without it the split does not change a bit (measured,
+            // docs/speed.md). llama-cpp-python leaves it off by default too.
+            .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
+        // The context borrows the model: its own handle, so `self` stays free to change.
+        let model = Arc::clone(&self.model);
+        let mut ctx = match model.new_context(backend, params) {
             Ok(ctx) => ctx,
             Err(e) => {
                 return drop(ready.send(Err(Error::model(format!(
@@ -1324,19 +1376,21 @@ impl Scheduler {
                         .then(|| (id, s.job.prompt.clone(), Arc::clone(&s.job.cancelled)))
                 })
                 .collect();
-            for (id, slot) in slots.iter_mut().enumerate() {
-                if slot.is_none() {
-                    let Some(mut job) = queue.pop_front() else {
-                        break;
-                    };
-                    let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+            while slots.iter().any(Option::is_none) {
+                let Some(mut job) = queue.pop_front() else {
+                    break;
+                };
+                let follows = leader_for(&job.prompt, &slots_view);
+                let (id, reused) = self.slot_for(&job.prompt, &slots, follows.is_some(), &mut ctx);
+                {
+                    let slot = &mut slots[id];
                     self.counters.queued.fetch_sub(1, Ordering::Relaxed);
                     self.counters.active.fetch_add(1, Ordering::Relaxed);
                     let grammar = job.grammar.take();
-                    let follows = leader_for(&job.prompt, &slots_view);
                     slots_view.push((id, job.prompt.clone(), Arc::clone(&job.cancelled)));
                     *slot = Some(Sequence {
                         follows,
+                        cached_tokens: reused,
                         stops: StopMatcher::new(job.stop.clone()),
                         grammar,
                         tail: String::new(),
@@ -1344,8 +1398,8 @@ impl Scheduler {
                         produced_bytes: 0,
                         released_bytes: 0,
                         job,
-                        prefilled: 0,
-                        n_past: 0,
+                        prefilled: reused,
+                        n_past: reused,
                         next_token: None,
                         logits_index: None,
                         completion_tokens: 0,
@@ -1375,7 +1429,7 @@ impl Scheduler {
     }
 
     /// Puts one token per generating sequence, then prompt chunks, into the batch.
-    fn fill_batch(&self, batch: &mut LlamaBatch, slots: &mut [Option<Sequence>]) -> Result<()> {
+    fn fill_batch(&mut self, batch: &mut LlamaBatch, slots: &mut [Option<Sequence>]) -> Result<()> {
         batch.clear();
         let add_error = |e| Error::internal(format!("Cannot fill the llama.cpp batch: {e}"));
         for (id, seq) in slots.iter_mut().enumerate() {
@@ -1413,8 +1467,9 @@ impl Scheduler {
     }
 
     /// Samples the next token of every sequence that has logits in this batch.
-    fn sample(&self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
-        let vocab = self.model.vocab();
+    fn sample(&mut self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
+        let model = Arc::clone(&self.model);
+        let vocab = model.vocab();
         for (id, slot) in slots.iter_mut().enumerate() {
             let Some(seq) = slot else { continue };
             let Some(index) = seq.logits_index.take() else {
@@ -1481,6 +1536,7 @@ impl Scheduler {
             let finish = reason.map(|reason| Finish {
                 reason,
                 prompt_tokens: seq.job.prompt.len(),
+                cached_tokens: seq.cached_tokens,
                 completion_tokens: seq.completion_tokens,
             });
             let event = Event {
@@ -1505,7 +1561,7 @@ impl Scheduler {
 
     /// Frees the sequences and queued jobs whose consumer has gone.
     fn drop_cancelled(
-        &self,
+        &mut self,
         slots: &mut [Option<Sequence>],
         queue: &mut VecDeque<Job>,
         ctx: &mut LlamaContext,
@@ -1530,24 +1586,81 @@ impl Scheduler {
 
     /// A failed decode leaves the KV cache of every sequence in the batch unknown, and every
     /// active sequence is in the batch: fail them all. Queued requests run next.
-    fn fail_batch(&self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext, error: Error) {
+    fn fail_batch(&mut self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext, error: Error) {
         for (id, slot) in slots.iter_mut().enumerate() {
-            if let Some(seq) = self.release(slot, id, ctx) {
+            if let Some(seq) = self.release_dropping_cache(slot, id, ctx) {
                 let _ = seq.job.events.send(Err(error.clone()));
             }
         }
     }
 
-    /// Ends the request in sequence `id`: its KV cells are cleared and it stops counting as active.
+    /// Ends the request in sequence `id`: it stops counting as active, and its KV cells stay
+    /// for the next request that shares a prefix with its prompt.
     fn release(
-        &self,
+        &mut self,
         slot: &mut Option<Sequence>,
         id: usize,
         ctx: &mut LlamaContext,
     ) -> Option<Sequence> {
-        let seq = slot.take()?;
-        let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+        let _ = ctx;
+        let mut seq = slot.take()?;
+        // Only prompt tokens are kept: generated ones were decoded one at a time, and a cold
+        // prefill of the same text computes them (slightly) differently; prompt tokens come
+        // out the same however the prompt is cut into batches (flash attention off).
+        seq.job.prompt.truncate(seq.prefilled);
+        self.kept[id] = std::mem::take(&mut seq.job.prompt);
         self.counters.active.fetch_sub(1, Ordering::Relaxed);
         Some(seq)
+    }
+
+    /// Ends the request in sequence `id` and forgets its KV cells (they are unknown after a
+    /// failed decode).
+    fn release_dropping_cache(
+        &mut self,
+        slot: &mut Option<Sequence>,
+        id: usize,
+        ctx: &mut LlamaContext,
+    ) -> Option<Sequence> {
+        let seq = self.release(slot, id, ctx)?;
+        self.kept[id].clear();
+        let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+        Some(seq)
+    }
+
+    /// The free slot for a request with `prompt`, and how many of its first tokens that
+    /// slot's KV cache already holds, as llama.cpp's server picks: the longest common prefix
+    /// with what a slot kept, else the least recently used slot. The slot's cells after the
+    /// shared prefix are removed. A follower (it copies its leader's cache) gets a clean slot.
+    fn slot_for(
+        &mut self,
+        prompt: &[LlamaToken],
+        slots: &[Option<Sequence>],
+        follower: bool,
+        ctx: &mut LlamaContext,
+    ) -> (usize, usize) {
+        let free = (0..slots.len()).filter(|&id| slots[id].is_none());
+        // At least the last prompt token is decoded again: its logits give the first token.
+        let limit = prompt.len().saturating_sub(1);
+        let (id, mut reused) = free
+            .map(|id| {
+                let shared = if follower {
+                    0
+                } else {
+                    common_prefix(&self.kept[id], prompt).min(limit)
+                };
+                (id, shared)
+            })
+            .max_by_key(|&(id, shared)| (shared, std::cmp::Reverse(self.last_used[id])))
+            .expect("a free slot");
+        self.clock += 1;
+        self.last_used[id] = self.clock;
+        let removed = ctx.clear_kv_cache_seq(Some(id as u32), Some(reused as u32), None);
+        if reused > 0 && !matches!(removed, Ok(true)) {
+            // This model's memory cannot drop part of a sequence (recurrent): start clean.
+            let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+            reused = 0;
+        }
+        self.kept[id].clear();
+        (id, reused)
     }
 }

@@ -10,7 +10,7 @@ const { OpenAI, toFile } = require('openai');
 
 const client = new OpenAI({ baseURL: process.env.INGLE_SERVE_URL, apiKey: process.env.INGLE_SERVE_KEY, maxRetries: 0 });
 const chat = '@local/smollm2-135m-instruct';
-const messages = [{ role: 'user', content: 'Which city is the capital of France?' }];
+const messages = [{ role: 'user', content: 'Name the capital of France.' }];
 
 test('chat, whole and streamed', async () => {
   const whole = await client.chat.completions.create({ model: chat, messages, temperature: 0, max_tokens: 12 });

@@ -1,0 +1,64 @@
+"""Runtime CPU dispatch, the prompt cache and unloading, through the Python package."""
+
+import openai.types
+
+import ingle
+from conftest import MODEL
+
+NOTES = "You are a helpful assistant. These are the notes of this week's planning meeting.\n" + "".join(
+    f"Note {i}: the team reviewed task {i} of the release plan, assigned it to group {i % 5 + 1} "
+    f"and agreed to report on it by day {i % 7 + 1}.\n"
+    for i in range(1, 41)
+)
+
+
+def test_system_info_names_the_best_variant():
+    info = ingle.system_info()
+    assert info["version"] == ingle.__version__
+    scores = info["cpu_variants"]
+    assert info["cpu_variant"] in scores and scores[info["cpu_variant"]] == max(scores.values()) > 0
+    assert info["cpu_features"].startswith("CPU : ")
+    assert info["cpu_backend_path"].endswith(f"libggml-cpu-{info['cpu_variant']}.so")
+
+
+def greedy(client, messages):
+    return client.chat.completions.create(model=MODEL, messages=messages, max_tokens=32, temperature=0)
+
+
+def test_a_follow_up_reuses_the_history_and_answers_as_a_cold_client():
+    warm = ingle.OpenAI()
+    first = [{"role": "system", "content": NOTES}, {"role": "user", "content": "Who has task 3?"}]
+    turn1 = greedy(warm, first)
+    follow = first + [
+        {"role": "assistant", "content": turn1.choices[0].message.content},
+        {"role": "user", "content": "And task 7?"},
+    ]
+    turn2 = greedy(warm, follow)
+    assert turn2.usage.prompt_tokens_details.cached_tokens == turn1.usage.prompt_tokens
+    openai.types.CompletionUsage.model_validate(turn2.usage.model_dump())
+    cold = greedy(ingle.OpenAI(), follow)
+    assert cold.usage.prompt_tokens_details.cached_tokens == 0
+    assert turn2.choices[0].message.content == cold.choices[0].message.content
+    # Streamed, with usage: the same answer, and the whole prompt but its last token cached.
+    chunks = list(warm.chat.completions.create(model=MODEL, messages=follow, max_tokens=32, temperature=0,
+                                                stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == cold.choices[0].message.content
+    assert chunks[-1].usage.prompt_tokens_details.cached_tokens == turn2.usage.prompt_tokens - 1
+
+
+def test_unload_frees_the_model_and_the_next_request_reloads_it():
+    client = ingle.OpenAI()
+    messages = [{"role": "user", "content": "Name the capital of France."}]
+    before = greedy(client, messages).choices[0].message.content
+    assert client.models.is_loaded(MODEL)
+    assert client.models.unload(MODEL) is True
+    assert not client.models.is_loaded(MODEL)
+    assert client.models.unload(MODEL) is False
+    assert greedy(client, messages).choices[0].message.content == before
+    assert client.models.is_loaded(MODEL)
+    try:
+        client.models.unload("@nobody/nothing")
+        raise AssertionError("no error")
+    except ingle.NotFoundError as e:
+        assert "@nobody/nothing" in e.message
