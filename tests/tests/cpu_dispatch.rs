@@ -6,7 +6,6 @@ use ingle_tests::{shared, MODEL};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::{params::LlamaModelParams, LlamaModel};
-use llama_cpp_2::token::LlamaToken;
 use std::num::NonZeroU32;
 
 /// The x86 variants and the instruction sets they need beyond x86-64-v2 (ggml's
