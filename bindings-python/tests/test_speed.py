@@ -39,12 +39,12 @@ def test_a_follow_up_reuses_the_history_and_answers_as_a_cold_client():
     cold = greedy(ingle.OpenAI(), follow)
     assert cold.usage.prompt_tokens_details.cached_tokens == 0
     assert turn2.choices[0].message.content == cold.choices[0].message.content
-    # Streamed, with usage: the same answer, and the whole prompt but its last token cached.
+    # Streamed, with usage: the same answer, and the whole prompt but its last two tokens cached.
     chunks = list(warm.chat.completions.create(model=MODEL, messages=follow, max_tokens=32, temperature=0,
                                                 stream=True, stream_options={"include_usage": True}))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == cold.choices[0].message.content
-    assert chunks[-1].usage.prompt_tokens_details.cached_tokens == turn2.usage.prompt_tokens - 1
+    assert chunks[-1].usage.prompt_tokens_details.cached_tokens == turn2.usage.prompt_tokens - 2
 
 
 def test_unload_frees_the_model_and_the_next_request_reloads_it():

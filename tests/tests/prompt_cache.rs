@@ -118,7 +118,7 @@ fn a_follow_up_reuses_the_history_and_answers_as_a_cold_model() {
         "cached and cold answers differ after an edit"
     );
 
-    // The same request again: all but its last token comes from the cache, same answer.
+    // The same request again: all but its last two tokens come from the cache, same answer.
     let again = warm.chat.completions.create(&greedy(history)).unwrap();
     assert_eq!(answer(&again), answer(&turn2));
 }
@@ -154,14 +154,34 @@ fn streamed_requests_report_cached_tokens_too() {
     assert_eq!(text, answer(&first));
     assert_eq!(
         usage.prompt_tokens_details.map(|d| d.cached_tokens),
-        Some(first.usage.prompt_tokens - 1),
-        "all but the last prompt token"
+        Some(first.usage.prompt_tokens - 2),
+        "all but the last two prompt tokens"
     );
 }
 
+/// Sampled output with a seed is as reproducible as greedy: the same on a cache hit as cold,
+/// for a short prompt too (where the last prompt token alone would round differently).
+#[test]
+fn a_seeded_sample_is_the_same_cached_and_cold() {
+    let client = cold();
+    let request = ChatCompletionRequest {
+        temperature: Some(1.0),
+        seed: Some(3),
+        max_tokens: Some(16),
+        ..ChatCompletionRequest::new(MODEL, vec![ChatMessage::user("Name a colour.")])
+    };
+    let first = client.chat.completions.create(&request).unwrap();
+    let again = client.chat.completions.create(&request).unwrap();
+    assert_eq!(cached(&first), 0);
+    assert_eq!(cached(&again), again.usage.prompt_tokens - 2);
+    assert_eq!(answer(&first), answer(&again));
+}
+
 /// Why a cache hit answers exactly as a cold request: with the context ingle makes (flash
-/// attention off), a prompt's logits do not change by one bit however it is cut into batches,
-/// so KV computed for an earlier request's prompt is the KV a cold prefill computes.
+/// attention off), a prompt's logits do not change by one bit however it is cut into batches
+/// of two tokens or more, so KV computed for an earlier request's prompt is the KV a cold
+/// prefill computes. (A last batch of one token may differ: on this 34-token prompt the logits
+/// moved by 0.84, so a cache hit computes at least the last two tokens again.)
 #[test]
 fn a_prompt_cut_anywhere_gives_bit_identical_logits() {
     let _one = one_at_a_time();
@@ -172,43 +192,46 @@ fn a_prompt_cut_anywhere_gives_bit_identical_logits() {
     let config = config();
     let path = config.model_path(&config.predictors[0]);
     let model = LlamaModel::load_from_file(backend, &path, &LlamaModelParams::default()).unwrap();
-    let tokens = model.vocab().tokenize(notes().as_bytes(), true, true);
-    let n = tokens.len();
-    let logits = |cut: usize| {
-        let params = LlamaContextParams::default()
-            .with_n_ctx(std::num::NonZeroU32::new(2048))
-            .with_n_batch(2048)
-            .with_n_ubatch(512)
-            .with_n_threads(2)
-            .with_n_threads_batch(2)
-            .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
-        let mut ctx = model.new_context(backend, params).unwrap();
-        let mut batch = LlamaBatch::new(2048, 1);
-        let mut last = 0;
-        for part in [0..cut, cut..n] {
-            if part.is_empty() {
-                continue;
+    let short = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n<|im_start|>user\nName a colour.<|im_end|>\n<|im_start|>assistant\n";
+    for text in [short.to_string(), notes()] {
+        let tokens = model.vocab().tokenize(text.as_bytes(), true, true);
+        let n = tokens.len();
+        // As the scheduler makes its context: 4 sequences, a KV cache of its own for each.
+        for (seqs, unified) in [(4u32, false)] {
+            let logits = |cut: usize| {
+                let params = LlamaContextParams::default()
+                    .with_n_ctx(std::num::NonZeroU32::new(2048 * seqs))
+                    .with_n_seq_max(seqs)
+                    .with_kv_unified(unified)
+                    .with_n_batch(512)
+                    .with_n_ubatch(512)
+                    .with_n_threads(2)
+                    .with_n_threads_batch(2)
+                    .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
+                let mut ctx = model.new_context(backend, params).unwrap();
+                let mut batch = LlamaBatch::new(512, 1);
+                let mut last = 0;
+                let mut start = 0;
+                while start < n {
+                    let end = if start < cut { cut.min(start + 512) } else { n.min(start + 512) };
+                    batch.clear();
+                    for i in start..end {
+                        batch.add(tokens[i], i as i32, &[0], i + 1 == n).unwrap();
+                    }
+                    ctx.decode(&mut batch).unwrap();
+                    last = batch.n_tokens() - 1;
+                    start = end;
+                }
+                ctx.get_logits_ith(last).to_vec()
+            };
+            let whole = logits(n);
+            for cut in [1, n / 3, n - 2] {
+                assert!(whole == logits(cut), "{n} tokens cut at {cut}: the logits changed");
             }
-            batch.clear();
-            for i in part {
-                batch.add(tokens[i], i as i32, &[0], i + 1 == n).unwrap();
-            }
-            ctx.decode(&mut batch).unwrap();
-            last = batch.n_tokens() - 1;
         }
-        ctx.get_logits_ith(last).to_vec()
-    };
-    let whole = logits(n);
-    for cut in [n / 3, n - 30, n - 1] {
-        assert!(
-            whole == logits(cut),
-            "cut at {cut} of {n}: the logits changed"
-        );
     }
 }
 
-/// One test at a time: each runs its own llama.cpp contexts, and two decoding at once on two
-/// cores spin against each other (llama.cpp's threads busy-wait) and take minutes.
 fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())

@@ -1639,8 +1639,10 @@ impl Scheduler {
         ctx: &mut LlamaContext,
     ) -> (usize, usize) {
         let free = (0..slots.len()).filter(|&id| slots[id].is_none());
-        // At least the last prompt token is decoded again: its logits give the first token.
-        let limit = prompt.len().saturating_sub(1);
+        // At least the last two prompt tokens are decoded again: the last one's logits give
+        // the first token, and a batch of one token can round differently from the batch a
+        // cold prefill computes it in (measured: docs/speed.md); two or more never did.
+        let limit = prompt.len().saturating_sub(2);
         let (id, mut reused) = free
             .map(|id| {
                 let shared = if follower {
