@@ -213,7 +213,11 @@ fn a_prompt_cut_anywhere_gives_bit_identical_logits() {
                 let mut last = 0;
                 let mut start = 0;
                 while start < n {
-                    let end = if start < cut { cut.min(start + 512) } else { n.min(start + 512) };
+                    let end = if start < cut {
+                        cut.min(start + 512)
+                    } else {
+                        n.min(start + 512)
+                    };
                     batch.clear();
                     for i in start..end {
                         batch.add(tokens[i], i as i32, &[0], i + 1 == n).unwrap();
@@ -226,7 +230,10 @@ fn a_prompt_cut_anywhere_gives_bit_identical_logits() {
             };
             let whole = logits(n);
             for cut in [1, n / 3, n - 2] {
-                assert!(whole == logits(cut), "{n} tokens cut at {cut}: the logits changed");
+                assert!(
+                    whole == logits(cut),
+                    "{n} tokens cut at {cut}: the logits changed"
+                );
             }
         }
     }

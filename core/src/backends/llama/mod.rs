@@ -603,9 +603,6 @@ fn check_gguf(path: &Path, tag: &str) -> Result<()> {
     }
 }
 
-/// The KV cache of `parallel` sequences of `n_ctx` tokens (f16 keys and values) must fit in
-/// the memory the machine has available; otherwise llama.cpp fails deep inside with no word
-/// of which setting was too large.
 /// Bytes of the f16 KV cache of `parallel` sequences of `n_ctx` tokens.
 fn kv_bytes(model: &LlamaModel, n_ctx: u32, parallel: u32) -> u64 {
     let head_dim = model.n_embd().max(1) as u64 / model.n_head().max(1) as u64;
@@ -613,6 +610,9 @@ fn kv_bytes(model: &LlamaModel, n_ctx: u32, parallel: u32) -> u64 {
     per_token * n_ctx as u64 * parallel as u64
 }
 
+/// The KV cache of `parallel` sequences of `n_ctx` tokens (f16 keys and values) must fit in
+/// the memory the machine has available; otherwise llama.cpp fails deep inside with no word
+/// of which setting was too large.
 fn check_kv_memory(model: &LlamaModel, n_ctx: u32, parallel: u32, tag: &str) -> Result<()> {
     let needed = kv_bytes(model, n_ctx, parallel);
     let Some(available) = available_memory() else {
@@ -1429,7 +1429,7 @@ impl Scheduler {
     }
 
     /// Puts one token per generating sequence, then prompt chunks, into the batch.
-    fn fill_batch(&mut self, batch: &mut LlamaBatch, slots: &mut [Option<Sequence>]) -> Result<()> {
+    fn fill_batch(&self, batch: &mut LlamaBatch, slots: &mut [Option<Sequence>]) -> Result<()> {
         batch.clear();
         let add_error = |e| Error::internal(format!("Cannot fill the llama.cpp batch: {e}"));
         for (id, seq) in slots.iter_mut().enumerate() {
