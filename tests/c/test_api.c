@@ -14,7 +14,7 @@
  * valgrind every prompt token costs over a second, and so does every generated token. */
 #define FRANCE_REQUEST(extra)                                                                 \
     "{\"model\":\"" MODEL "\",\"messages\":[{\"role\":\"system\",\"content\":\"Be brief.\"},"  \
-    "{\"role\":\"user\",\"content\":\"What is the capital of France?\"}],\"temperature\":0" extra "}"
+    "{\"role\":\"user\",\"content\":\"Name the capital of France.\"}],\"temperature\":0" extra "}"
 
 /* One client shared by the tests, made from a JSON config (the config path is tested too). */
 static IngleClient *client;

@@ -28,7 +28,7 @@ int main() {
     const char *chat_request =
         R"({"model":"@local/smollm2-135m-instruct","temperature":0,"max_tokens":7,"messages":[)"
         R"({"role":"system","content":"Be brief."},)"
-        R"({"role":"user","content":"What is the capital of France?"}]})";
+        R"({"role":"user","content":"Name the capital of France."}]})";
     std::string chunks;
     int count = 0;
     struct State { std::string *chunks; int *count; } state{&chunks, &count};
