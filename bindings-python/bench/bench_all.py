@@ -8,7 +8,8 @@ Rows (greedy, the machine's physical cores as threads):
   llama-cpp-python built for this CPU (interleaved runs, every prompt new from its first token
   so no prompt cache helps either side);
 - aggregate decode of 4 and 8 concurrent streams against one (`parallel = 8`), and against
-  llama.cpp's own llama-batched-bench built from the same vendored source (LLAMA_BATCHED_BENCH);
+  the same numbers of sequences decoded together by bare llama.cpp calls on the same build
+  (core/examples/batched_bench.rs, llama-batched-bench's loop);
 - time to first token p95 with 8 concurrent clients against a lone client's;
 - time to first token of a follow-up turn after ~1,000 tokens of history against a cold start;
 - embeddings: 8 concurrent single-sentence callers against one caller sending batches of 32.
@@ -16,7 +17,6 @@ Rows (greedy, the machine's physical cores as threads):
 
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -163,50 +163,44 @@ def rust_core():
 
 
 def concurrent(client, model, n, max_tokens=TOKENS):
-    """n streams at once: (aggregate decode tok/s, TTFTs)."""
+    """n streams at once: (aggregate decode tok/s while all n decode, time to first token of
+    each). Every stream's prompt is new (no cache); they start together."""
     results = [None] * n
 
     def one(i):
         start = time.perf_counter()
-        first = None
-        tokens = 0
+        stamps = []
         stream = client.chat.completions.create(
             model=model, messages=messages(), max_tokens=max_tokens, temperature=0.8, seed=i,
-            stream=True, stream_options={"include_usage": True})
+            stream=True)
         for chunk in stream:
-            if chunk.choices and chunk.choices[0].delta.content and first is None:
-                first = time.perf_counter()
-            if chunk.usage:
-                tokens = chunk.usage.completion_tokens
-        results[i] = (start, first, time.perf_counter(), tokens)
+            if chunk.choices and chunk.choices[0].delta.content:
+                stamps.append(time.perf_counter())
+        results[i] = (start, stamps)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    # Decode: the tokens after each stream's first, from the first first token to the last end.
-    tokens = sum(r[3] - 1 for r in results)
-    span = max(r[2] for r in results) - min(r[1] for r in results)
-    return tokens / span, [r[1] - r[0] for r in results]
+    # Steady state: from the moment the last stream has its first token (all prompts are in)
+    # to the moment the first stream ends; the tokens of every stream in that window.
+    begin = max(r[1][0] for r in results)
+    end = min(r[1][-1] for r in results)
+    tokens = sum(1 for r in results for t in r[1] if begin < t <= end)
+    rate = tokens / (end - begin) if end > begin else float("nan")
+    return rate, [r[1][0] - r[0] for r in results]
 
 
 def batched_bench():
-    """llama-batched-bench's S_TG (decode tok/s over all sequences) for 1, 4, 8 sequences."""
-    exe = os.environ.get("LLAMA_BATCHED_BENCH")
-    if not exe or not os.path.exists(exe):
-        return {}
+    """Decode tok/s over all sequences for 1, 4, 8 sequences, decoded together with bare
+    llama-cpp-2 calls (core/examples/batched_bench.rs: llama-batched-bench's loop, whose source
+    the vendored llama.cpp does not ship)."""
     out = subprocess.run(
-        [exe, "-m", os.path.join(MODELS_DIR, SMOL[1]), "-c", "4096", "-b", "512", "-ub", "512",
-         "-npp", "300", "-ntg", str(TOKENS), "-npl", "1,4,8", "-t", str(THREADS), "-fa", "off",
-         "--no-warmup"],
-        capture_output=True, text=True, check=True).stdout
-    figures = {}
-    for line in out.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 8 and cells[2].isdigit():
-            figures[int(cells[2])] = float(cells[7])  # B, S_TG t/s
-    return figures
+        ["cargo", "run", "--release", "--locked", "-q", "-p", "ingle-core", "--example",
+         "batched_bench", "--", "300", str(TOKENS), "1,4,8"],
+        check=True, capture_output=True, text=True).stdout
+    return {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
 
 
 def batching(ingle_module):
@@ -223,9 +217,9 @@ def batching(ingle_module):
         row("batching", f"aggregate tok/s, {n} streams vs 1 (ingle)", agg[n], "tok/s", agg[1], "1 stream")
         if anchor:
             row("batching", f"aggregate tok/s, {n} streams vs llama.cpp", agg[n], "tok/s", anchor[n],
-                f"llama-batched-bench B={n}")
+                f"bare llama.cpp, {n} seqs")
     if anchor:
-        row("batching", "llama-batched-bench, 8 vs 1", anchor[8], "tok/s", anchor[1], "its B=1")
+        row("batching", "bare llama.cpp, 8 seqs vs 1", anchor[8], "tok/s", anchor[1], "its 1 seq")
     lone = statistics.median(concurrent(client, model, 1, max_tokens=16)[1][0] for _ in range(3))
     ttfts = []
     for _ in range(3):
@@ -312,6 +306,9 @@ def main():
         import openai
         serve_client = openai.OpenAI(base_url=os.environ["INGLE_SERVE_URL"], api_key="none")
     started = time.time()
+    only = os.environ.get("BENCH_ONLY")
+    if only == "batching":
+        return batching(ingle)
     for model, gguf in (SMOL, QWEN):
         if os.path.exists(os.path.join(MODELS_DIR, gguf)):
             chat_vs_llama_cpp_python(client, serve_client, model, gguf)

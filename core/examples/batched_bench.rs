@@ -1,0 +1,79 @@
+//! The ceiling for batched decoding on this build: what llama.cpp's `llama-batched-bench` does
+//! (B sequences each prefill PP tokens, then decode TG tokens together, one batch per step),
+//! with bare llama-cpp-2 calls and the context settings ingle's scheduler uses (one KV stream
+//! per sequence, flash attention off). The crate's vendored llama.cpp does not ship the tool's
+//! source, so this is its loop, rebuilt. Prints one JSON object: {"B": decode tok/s over all
+//! sequences}. Usage: batched_bench [PP] [TG] [B,B,...]   (default 300 128 1,4,8)
+
+use ingle::backends::llama::{backend, default_threads};
+use ingle::Config;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use std::num::NonZeroU32;
+use std::time::Instant;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let pp: usize = args.get(1).map_or(300, |a| a.parse().unwrap());
+    let tg: usize = args.get(2).map_or(128, |a| a.parse().unwrap());
+    let sizes: Vec<usize> = args
+        .get(3)
+        .map_or("1,4,8", String::as_str)
+        .split(',')
+        .map(|b| b.parse().unwrap())
+        .collect();
+    let config = Config::default();
+    let path = config.model_path(&config.predictors[0]);
+    let model = LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default())
+        .unwrap();
+    let threads = default_threads() as i32;
+    let prompt: Vec<_> = model
+        .vocab()
+        .tokenize("The Loire is the longest river in France. ".repeat(pp).as_bytes(), true, true)
+        .into_iter()
+        .take(pp)
+        .collect();
+    let mut out = Vec::new();
+    for &b in &sizes {
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(((pp + tg + 16) * b) as u32))
+            .with_n_seq_max(b as u32)
+            .with_kv_unified(false)
+            .with_n_batch(512)
+            .with_n_ubatch(512)
+            .with_n_threads(threads)
+            .with_n_threads_batch(threads)
+            .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
+        let mut ctx = model.new_context(backend().unwrap(), params).unwrap();
+        let mut batch = LlamaBatch::new(512.max(b), 1);
+        // Prefill every sequence (one at a time, as the tool's default).
+        for seq in 0..b {
+            for start in (0..pp).step_by(512) {
+                batch.clear();
+                for pos in start..(start + 512).min(pp) {
+                    batch.add(prompt[pos], pos as i32, &[seq as i32], pos + 1 == pp).unwrap();
+                }
+                ctx.decode(&mut batch).unwrap();
+            }
+        }
+        let mut sampler = LlamaSampler::greedy();
+        let mut tokens = vec![sampler.sample(&ctx, batch.n_tokens() - 1); b];
+        let begin = Instant::now();
+        for step in 0..tg {
+            batch.clear();
+            for (seq, token) in tokens.iter().enumerate() {
+                batch.add(*token, (pp + step) as i32, &[seq as i32], true).unwrap();
+            }
+            ctx.decode(&mut batch).unwrap();
+            for (seq, token) in tokens.iter_mut().enumerate() {
+                *token = sampler.sample(&ctx, seq as i32);
+            }
+        }
+        let tps = (b * tg) as f64 / begin.elapsed().as_secs_f64();
+        out.push(format!("\"{b}\": {tps:.2}"));
+    }
+    println!("{{{}}}", out.join(", "));
+}
