@@ -32,7 +32,13 @@ fn main() {
     let threads = default_threads() as i32;
     let prompt: Vec<_> = model
         .vocab()
-        .tokenize("The Loire is the longest river in France. ".repeat(pp).as_bytes(), true, true)
+        .tokenize(
+            "The Loire is the longest river in France. "
+                .repeat(pp)
+                .as_bytes(),
+            true,
+            true,
+        )
         .into_iter()
         .take(pp)
         .collect();
@@ -53,8 +59,11 @@ fn main() {
         for seq in 0..b {
             for start in (0..pp).step_by(512) {
                 batch.clear();
-                for pos in start..(start + 512).min(pp) {
-                    batch.add(prompt[pos], pos as i32, &[seq as i32], pos + 1 == pp).unwrap();
+                let end = (start + 512).min(pp);
+                for (pos, token) in prompt.iter().enumerate().take(end).skip(start) {
+                    batch
+                        .add(*token, pos as i32, &[seq as i32], pos + 1 == pp)
+                        .unwrap();
                 }
                 ctx.decode(&mut batch).unwrap();
             }
@@ -65,7 +74,9 @@ fn main() {
         for step in 0..tg {
             batch.clear();
             for (seq, token) in tokens.iter().enumerate() {
-                batch.add(*token, (pp + step) as i32, &[seq as i32], true).unwrap();
+                batch
+                    .add(*token, (pp + step) as i32, &[seq as i32], true)
+                    .unwrap();
             }
             ctx.decode(&mut batch).unwrap();
             for (seq, token) in tokens.iter_mut().enumerate() {

@@ -219,8 +219,8 @@ fn a_prompt_cut_anywhere_gives_bit_identical_logits() {
                         n.min(start + 512)
                     };
                     batch.clear();
-                    for i in start..end {
-                        batch.add(tokens[i], i as i32, &[0], i + 1 == n).unwrap();
+                    for (i, token) in tokens.iter().enumerate().take(end).skip(start) {
+                        batch.add(*token, i as i32, &[0], i + 1 == n).unwrap();
                     }
                     ctx.decode(&mut batch).unwrap();
                     last = batch.n_tokens() - 1;
