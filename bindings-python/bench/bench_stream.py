@@ -118,8 +118,8 @@ def main():
     if Llama is None:
         print("(llama-cpp-python is not installed: pip install llama-cpp-python to compare)")
     else:
-        print("(llama-cpp-python from PyPI builds llama.cpp for this CPU, AVX-512 included;"
-              " ingle is built for portable x86-64-v3)")
+        print("(llama-cpp-python from PyPI builds llama.cpp for this CPU; ingle loads the CPU"
+              " variant of its kernels that suits this machine)")
 
 
 if __name__ == "__main__":
