@@ -110,6 +110,8 @@ impl Registry {
         }
         let predictor = (entry.loader)()?;
         *loaded = Some(Arc::clone(&predictor));
+        // Idle time starts after the load, not before it.
+        *entry.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         Ok(predictor)
     }
 

@@ -160,9 +160,10 @@ impl Server {
         let keep_alive = self.options.keep_alive.map(|idle| {
             let client = self.client.clone();
             tokio::spawn(async move {
-                let mut tick = tokio::time::interval(
-                    idle.clamp(Duration::from_millis(250), Duration::from_secs(5)),
-                );
+                // A model in use counts as used at each tick, so its idle time starts within a
+                // tick of its last request's end: ticks are a tenth of the keep-alive.
+                let every = (idle / 10).clamp(Duration::from_millis(50), Duration::from_secs(5));
+                let mut tick = tokio::time::interval(every);
                 loop {
                     tick.tick().await;
                     let client = client.clone();
