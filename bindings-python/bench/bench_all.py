@@ -29,6 +29,9 @@ SMOL = ("@local/smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf")
 QWEN = ("@local/qwen2.5-coder-0.5b-instruct", "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf")
 EMBED = "@local/all-minilm-l6-v2"
 TOKENS = 128
+# Context per sequence of the batching runs, ingle's and the bare loop's alike: llama.cpp
+# attends over the used KV cells padded to 256, capped by it.
+BATCH_CTX = 1024
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 MODELS_DIR = os.environ.get("INGLE_MODELS_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ingle", "models"
@@ -193,13 +196,42 @@ def concurrent(client, model, n, max_tokens=TOKENS):
     return rate, [r[1][0] - r[0] for r in results]
 
 
+def loaded_ttft_p95(client, model, lone, clients=8, seconds=30.0):
+    """Time to first token under steady load: `clients` clients each sending requests one
+    after the other (a new prompt of the same length, up to TOKENS tokens sampled), their first
+    requests spread over one lone TTFT per client so they do not arrive in lockstep. The p95 of
+    every request's TTFT after each client's first."""
+    stop = time.perf_counter() + seconds
+    ttfts = [[] for _ in range(clients)]
+
+    def client_loop(k):
+        time.sleep(k * lone)
+        while time.perf_counter() < stop:
+            start = time.perf_counter()
+            first = None
+            for chunk in client.chat.completions.create(
+                    model=model, messages=messages(), max_tokens=TOKENS, temperature=0.8, seed=k,
+                    stream=True):
+                if first is None and chunk.choices and chunk.choices[0].delta.content:
+                    first = time.perf_counter() - start
+            ttfts[k].append(first)
+
+    threads = [threading.Thread(target=client_loop, args=(k,)) for k in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    steady = sorted(t for per_client in ttfts for t in per_client[1:] if t is not None)
+    return steady[int(0.95 * (len(steady) - 1))]
+
+
 def batched_bench():
     """Decode tok/s over all sequences for 1, 4, 8 sequences, decoded together with bare
     llama-cpp-2 calls (core/examples/batched_bench.rs: llama-batched-bench's loop, whose source
     the vendored llama.cpp does not ship)."""
     out = subprocess.run(
         ["cargo", "run", "--release", "--locked", "-q", "-p", "ingle-core", "--example",
-         "batched_bench", "--", "300", str(TOKENS), "1,4,8"],
+         "batched_bench", "--", "250", str(TOKENS), "1,4,8", str(BATCH_CTX)],
         check=True, capture_output=True, text=True).stdout
     return {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
 
@@ -207,7 +239,7 @@ def batched_bench():
 def batching(ingle_module):
     config = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
     config.write(f'models_dir = "{MODELS_DIR}"\n[[predictors]]\ntag = "@bench/smollm2-p8"\n'
-                 f'backend = "llama"\nmodel = "{SMOL[1]}"\nparallel = 8\nn_ctx = 1024\n')
+                 f'backend = "llama"\nmodel = "{SMOL[1]}"\nparallel = 8\nn_ctx = {BATCH_CTX}\n')
     config.close()
     client = ingle_module.OpenAI(config=config.name)
     model = "@bench/smollm2-p8"
@@ -221,12 +253,24 @@ def batching(ingle_module):
                 f"bare llama.cpp, {n} seqs")
     if anchor:
         row("batching", "bare llama.cpp, 8 seqs vs 1", anchor[8], "tok/s", anchor[1], "its 1 seq")
+    # The same streams from Rust threads (core/examples/stream_scaling.rs): what Python costs.
+    out = subprocess.run(
+        ["cargo", "run", "--release", "--locked", "-q", "-p", "ingle-core", "--example",
+         "stream_scaling", "--", "0.8", "1,4,8"], check=True, capture_output=True, text=True).stdout
+    core = {int(k): v for k, v in json.loads(out.strip().splitlines()[-1]).items()}
+    for n in (4, 8):
+        if anchor:
+            row("batching", f"aggregate tok/s, {n} streams vs llama.cpp, Rust core", core[n],
+                "tok/s", anchor[n], f"bare llama.cpp, {n} seqs")
     lone = statistics.median(concurrent(client, model, 1, max_tokens=16)[1][0] for _ in range(3))
     ttfts = []
     for _ in range(3):
         ttfts += concurrent(client, model, 8, max_tokens=16)[1]
     p95 = sorted(ttfts)[int(0.95 * (len(ttfts) - 1))]
-    row("batching", "time to first token p95, 8 clients", p95 * 1000, "ms", lone * 1000,
+    row("batching", "TTFT p95, 8 clients arriving at once", p95 * 1000, "ms", lone * 1000,
+        "a lone client", higher_is_better=False)
+    p95 = loaded_ttft_p95(client, model, lone)
+    row("batching", "TTFT p95, 8 clients in a loop (steady)", p95 * 1000, "ms", lone * 1000,
         "a lone client", higher_is_better=False)
     os.unlink(config.name)
 

@@ -3,7 +3,10 @@
 //! with bare llama-cpp-2 calls and the context settings ingle's scheduler uses (one KV stream
 //! per sequence, flash attention off). The crate's vendored llama.cpp does not ship the tool's
 //! source, so this is its loop, rebuilt. Prints one JSON object: {"B": decode tok/s over all
-//! sequences}. Usage: batched_bench [PP] [TG] [B,B,...]   (default 300 128 1,4,8)
+//! sequences}. Usage: batched_bench [PP] [TG] [B,B,...] [CTX]   (default 300 128 1,4,8, and
+//! a context of CTX tokens per sequence, default PP + TG + 16). llama.cpp attends over the
+//! used cells padded to 256, at most the sequence's context: compare with ingle at the same
+//! context per sequence (its `n_ctx`).
 
 use ingle::backends::llama::{backend, default_threads};
 use ingle::Config;
@@ -19,6 +22,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let pp: usize = args.get(1).map_or(300, |a| a.parse().unwrap());
     let tg: usize = args.get(2).map_or(128, |a| a.parse().unwrap());
+    let per_sequence: usize = args.get(4).map_or(pp + tg + 16, |a| a.parse().unwrap());
     let sizes: Vec<usize> = args
         .get(3)
         .map_or("1,4,8", String::as_str)
@@ -45,7 +49,7 @@ fn main() {
     let mut out = Vec::new();
     for &b in &sizes {
         let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(((pp + tg + 16) * b) as u32))
+            .with_n_ctx(NonZeroU32::new((per_sequence * b) as u32))
             .with_n_seq_max(b as u32)
             .with_kv_unified(false)
             .with_n_batch(512)

@@ -1443,11 +1443,31 @@ impl Scheduler {
                 seq.logits_index = Some(batch.n_tokens() - 1);
             }
         }
-        for (id, seq) in slots.iter_mut().enumerate() {
-            let Some(seq) = seq else { continue };
+        // Prompts in the order their requests were admitted. The oldest gets all the room; a
+        // younger one joins only if it fits whole in what is left of a quarter of the batch:
+        // a short remainder (a prompt-cache hit) is not held up behind a long prompt, and two
+        // long prompts do not make the older wait for both (time to first token under load).
+        let mut prefilling: Vec<usize> = slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.as_ref()
+                    .is_some_and(|s| s.follows.is_none() && s.prefilled < s.job.prompt.len())
+            })
+            .map(|(id, _)| id)
+            .collect();
+        prefilling.sort_by_key(|&id| self.last_used[id]);
+        let mut prompt_tokens = 0;
+        for (n, id) in prefilling.into_iter().enumerate() {
+            let Some(seq) = slots[id].as_mut() else {
+                continue;
+            };
             let remaining = seq.job.prompt.len() - seq.prefilled;
             let room = N_BATCH as usize - batch.n_tokens() as usize;
-            if remaining == 0 || room == 0 || seq.follows.is_some() {
+            if room == 0 {
+                break;
+            }
+            if n > 0 && prompt_tokens + remaining > N_BATCH as usize / 4 {
                 continue;
             }
             let take = remaining.min(room);
@@ -1457,6 +1477,7 @@ impl Scheduler {
                     .add(seq.job.prompt[i], i as i32, &[id as i32], last)
                     .map_err(add_error)?;
             }
+            prompt_tokens += take;
             seq.prefilled += take;
             seq.n_past = seq.prefilled;
             if seq.prefilled == seq.job.prompt.len() {
