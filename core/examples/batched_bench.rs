@@ -3,10 +3,11 @@
 //! with bare llama-cpp-2 calls and the context settings ingle's scheduler uses (one KV stream
 //! per sequence, flash attention off). The crate's vendored llama.cpp does not ship the tool's
 //! source, so this is its loop, rebuilt. Prints one JSON object: {"B": decode tok/s over all
-//! sequences}. Usage: batched_bench [PP] [TG] [B,B,...] [CTX]   (default 300 128 1,4,8, and
-//! a context of CTX tokens per sequence, default PP + TG + 16). llama.cpp attends over the
-//! used cells padded to 256, at most the sequence's context: compare with ingle at the same
-//! context per sequence (its `n_ctx`).
+//! sequences}, the median of 3 interleaved rounds.
+//! Usage: batched_bench [PP] [TG] [B,B,...] [CTX]   (default 300 128 1,4,8, and a context of
+//! CTX tokens per sequence, default PP + TG + 16). llama.cpp attends over the used cells padded
+//! to 256, at most the sequence's context: compare with ingle at the same context per sequence
+//! (its `n_ctx`).
 
 use ingle::backends::llama::{backend, default_threads};
 use ingle::Config;
@@ -46,8 +47,9 @@ fn main() {
         .into_iter()
         .take(pp)
         .collect();
-    let mut out = Vec::new();
-    for &b in &sizes {
+    // Rounds interleave the sizes; each size's median is printed.
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+    for (k, &b) in sizes.iter().enumerate().cycle().take(sizes.len() * 3) {
         let params = LlamaContextParams::default()
             .with_n_ctx(NonZeroU32::new((per_sequence * b) as u32))
             .with_n_seq_max(b as u32)
@@ -87,8 +89,15 @@ fn main() {
                 *token = sampler.sample(&ctx, seq as i32);
             }
         }
-        let tps = (b * tg) as f64 / begin.elapsed().as_secs_f64();
-        out.push(format!("\"{b}\": {tps:.2}"));
+        rates[k].push((b * tg) as f64 / begin.elapsed().as_secs_f64());
     }
+    let out: Vec<String> = sizes
+        .iter()
+        .zip(&mut rates)
+        .map(|(b, rates)| {
+            rates.sort_by(f64::total_cmp);
+            format!("\"{b}\": {:.2}", rates[rates.len() / 2])
+        })
+        .collect();
     println!("{{{}}}", out.join(", "));
 }
