@@ -8,9 +8,11 @@ Rows (greedy, the machine's physical cores as threads):
   llama-cpp-python built for this CPU (interleaved runs, every prompt new from its first token
   so no prompt cache helps either side);
 - aggregate decode of 4 and 8 concurrent streams against one (`parallel = 8`), and against
-  the same numbers of sequences decoded together by bare llama.cpp calls on the same build
-  (core/examples/batched_bench.rs, llama-batched-bench's loop);
-- time to first token p95 with 8 concurrent clients against a lone client's;
+  the same numbers of sequences decoded together by bare llama.cpp calls on the same build and
+  the same context per sequence (core/examples/batched_bench.rs, llama-batched-bench's loop),
+  from Python threads and from Rust threads (core/examples/stream_scaling.rs);
+- time to first token p95 with 8 clients arriving at once, and with 8 clients each sending one
+  request after another, against a lone client's;
 - time to first token of a follow-up turn after ~1,000 tokens of history against a cold start;
 - embeddings: 8 concurrent single-sentence callers against one caller sending batches of 32
   (through the Python package and in the Rust core, core/examples/embedding_concurrency.rs).
