@@ -27,6 +27,8 @@ import tempfile
 import threading
 import time
 
+from machine import physical_cores
+
 SMOL = ("@local/smollm2-135m-instruct", "SmolLM2-135M-Instruct.Q4_1.gguf")
 QWEN = ("@local/qwen2.5-coder-0.5b-instruct", "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf")
 EMBED = "@local/all-minilm-l6-v2"
@@ -52,18 +54,6 @@ def messages():
         {"role": "system", "content": f"Request {next(_run):06d}. You are a helpful AI assistant."},
         {"role": "user", "content": QUESTION},
     ]
-
-
-def physical_cores():
-    cores = set()
-    with open("/proc/cpuinfo") as f:
-        phys = None
-        for line in f:
-            if line.startswith("physical id"):
-                phys = line.split(":")[1].strip()
-            elif line.startswith("core id"):
-                cores.add((phys, line.split(":")[1].strip()))
-    return len(cores) or os.cpu_count() or 1
 
 
 THREADS = physical_cores()

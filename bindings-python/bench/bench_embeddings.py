@@ -11,6 +11,8 @@ import zipfile
 
 import numpy as np
 
+from machine import physical_cores
+
 MODEL = "@local/all-minilm-l6-v2"
 BATCHES = (1, 32, 256)
 SECONDS = float(os.environ.get("BENCH_SECONDS", "2"))  # per engine, batch size and round
@@ -30,21 +32,6 @@ OBJECTS = ["the door before sunrise.", "a better plan for the winter.", "every d
 def sentences(n):
     """n short, distinct sentences (8 to 12 words)."""
     return [f"{SUBJECTS[i % 10]} {VERBS[i // 10 % 8]} {OBJECTS[i // 80 % 6]} ({i})" for i in range(n)]
-
-
-def physical_cores():
-    cores = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            phys = None
-            for line in f:
-                if line.startswith("physical id"):
-                    phys = line.split(":")[1].strip()
-                elif line.startswith("core id"):
-                    cores.add((phys, line.split(":")[1].strip()))
-    except OSError:
-        pass
-    return len(cores) or os.cpu_count() or 1
 
 
 def ingle_engine():

@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from machine import physical_cores
+
 MODEL = "@local/smollm2-135m-instruct"
 TOKENS = 128
 RUNS = 3
@@ -18,22 +20,6 @@ CONTEXT = (
 ) * 6
 QUESTION = CONTEXT + "\nWrite a long, detailed essay about the Loire valley and its history."
 MESSAGES = [{"role": "user", "content": QUESTION}]
-
-
-def physical_cores():
-    cores = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            phys = core = None
-            for line in f:
-                if line.startswith("physical id"):
-                    phys = line.split(":")[1].strip()
-                elif line.startswith("core id"):
-                    core = line.split(":")[1].strip()
-                    cores.add((phys, core))
-    except OSError:
-        pass
-    return len(cores) or os.cpu_count() or 1
 
 
 def measure(stream_fn):

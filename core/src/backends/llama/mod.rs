@@ -1365,7 +1365,7 @@ impl Scheduler {
                     Err(mpsc::TryRecvError::Disconnected) => open = false,
                 }
             }
-            self.drop_cancelled(&mut slots, &mut queue, &mut ctx);
+            self.drop_cancelled(&mut slots, &mut queue);
             // The sequences still prefilling, as leaders for new ones with the same prompt.
             let mut slots_view: Vec<(usize, Vec<LlamaToken>, Arc<AtomicBool>)> = slots
                 .iter()
@@ -1499,7 +1499,7 @@ impl Scheduler {
             let (token, logprob) = match pick(seq, ctx, index, &self.model) {
                 Ok(picked) => picked,
                 Err(error) => {
-                    if let Some(seq) = self.release(slot, id, ctx) {
+                    if let Some(seq) = self.release(slot, id) {
                         let _ = seq.job.events.send(Err(error));
                     }
                     continue;
@@ -1568,25 +1568,20 @@ impl Scheduler {
             if event.finish.is_some() {
                 // Free the sequence before the consumer hears of the end, so that the metrics
                 // it may read next already count the request as finished.
-                if let Some(seq) = self.release(slot, id, ctx) {
+                if let Some(seq) = self.release(slot, id) {
                     let _ = seq.job.events.send(Ok(event));
                 }
             } else if (!event.text.is_empty() || !event.logprobs.is_empty())
                 && seq.job.events.send(Ok(event)).is_err()
             {
                 self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
-                self.release(slot, id, ctx);
+                self.release(slot, id);
             }
         }
     }
 
     /// Frees the sequences and queued jobs whose consumer has gone.
-    fn drop_cancelled(
-        &mut self,
-        slots: &mut [Option<Sequence>],
-        queue: &mut VecDeque<Job>,
-        ctx: &mut LlamaContext,
-    ) {
+    fn drop_cancelled(&mut self, slots: &mut [Option<Sequence>], queue: &mut VecDeque<Job>) {
         let before = queue.len();
         queue.retain(|job| !job.cancelled.load(Ordering::Relaxed));
         let dropped = before - queue.len();
@@ -1600,7 +1595,7 @@ impl Scheduler {
                 .is_some_and(|seq| seq.job.cancelled.load(Ordering::Relaxed))
             {
                 self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
-                self.release(slot, id, ctx);
+                self.release(slot, id);
             }
         }
     }
@@ -1617,13 +1612,7 @@ impl Scheduler {
 
     /// Ends the request in sequence `id`: it stops counting as active, and its KV cells stay
     /// for the next request that shares a prefix with its prompt.
-    fn release(
-        &mut self,
-        slot: &mut Option<Sequence>,
-        id: usize,
-        ctx: &mut LlamaContext,
-    ) -> Option<Sequence> {
-        let _ = ctx;
+    fn release(&mut self, slot: &mut Option<Sequence>, id: usize) -> Option<Sequence> {
         let mut seq = slot.take()?;
         // Only prompt tokens are kept: generated ones were decoded one at a time, and a cold
         // prefill of the same text computes them (slightly) differently; prompt tokens come
@@ -1642,7 +1631,7 @@ impl Scheduler {
         id: usize,
         ctx: &mut LlamaContext,
     ) -> Option<Sequence> {
-        let seq = self.release(slot, id, ctx)?;
+        let seq = self.release(slot, id)?;
         self.kept[id].clear();
         let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
         Some(seq)
