@@ -34,7 +34,11 @@ fn main() {
     let path = config.model_path(&config.predictors[0]);
     let model = LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default())
         .unwrap();
-    let threads = default_threads() as i32;
+    // BENCH_THREADS overrides the physical cores (e.g. under taskset, which they ignore).
+    let threads = std::env::var("BENCH_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(default_threads() as i32);
     let prompt: Vec<_> = model
         .vocab()
         .tokenize(
@@ -61,6 +65,7 @@ fn main() {
             .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
         let mut ctx = model.new_context(backend().unwrap(), params).unwrap();
         let mut batch = LlamaBatch::new(512.max(b), 1);
+        let prefill = Instant::now();
         // Prefill every sequence (one at a time, as the tool's default).
         for seq in 0..b {
             for start in (0..pp).step_by(512) {
@@ -74,6 +79,11 @@ fn main() {
                 ctx.decode(&mut batch).unwrap();
             }
         }
+        // Prefill rate on stderr: stdout stays one JSON object of decode rates.
+        eprintln!(
+            "prefill, {b} sequences: {:.1} tok/s",
+            (b * pp) as f64 / prefill.elapsed().as_secs_f64()
+        );
         let mut sampler = LlamaSampler::greedy();
         let mut tokens = vec![sampler.sample(&ctx, batch.n_tokens() - 1); b];
         let begin = Instant::now();

@@ -58,7 +58,7 @@ pub struct SystemInfo {
     pub cpu_variant_chosen_by: String,
     /// Every variant considered, with its score here (0: this CPU cannot run it).
     pub cpu_variants: std::collections::BTreeMap<String, i32>,
-    /// Variants left out, and why (AMX unless `INGLE_CPU_AMX=1`).
+    /// Variants left out, and why (AMX where it is not proven, unless `INGLE_CPU_AMX=1`).
     pub cpu_variants_excluded: std::collections::BTreeMap<String, String>,
     /// llama.cpp's own report of the kernels it runs (`llama_print_system_info`).
     pub cpu_features: String,

@@ -60,6 +60,21 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The model number of an Intel family-6 CPU (/proc/cpuinfo), as the dispatcher reads it.
+fn intel_family6_model() -> Option<u32> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split(':').nth(1))
+            .map(|v| v.trim().to_string())
+    };
+    if field("vendor_id")? != "GenuineIntel" || field("cpu family")? != "6" {
+        return None;
+    }
+    field("model")?.parse().ok()
+}
+
 fn cpu_flags() -> Vec<String> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
     let line = cpuinfo.lines().find(|l| l.starts_with("flags")).unwrap();
@@ -105,10 +120,27 @@ fn the_best_variant_this_cpu_runs_is_loaded() {
             "{variant} scored {score} on a CPU with {flags:?}"
         );
     }
-    // The chosen one has the highest score, and the AMX one is only in use when asked.
+    // The chosen one has the highest score, and the AMX one is only considered where it was
+    // proven (Intel family 6 model 207, Emerald Rapids) or asked for; then, on a CPU with AMX,
+    // it is the one chosen.
     let best = info.cpu_variants.values().max().unwrap();
     assert_eq!(info.cpu_variants[&info.cpu_variant], *best);
-    if std::env::var("INGLE_CPU_AMX").as_deref() != Ok("1") {
+    let amx = match std::env::var("INGLE_CPU_AMX").as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => intel_family6_model() == Some(207),
+    };
+    if amx {
+        assert!(!info.cpu_variants_excluded.contains_key("sapphirerapids"));
+        if flags.iter().any(|f| f == "amx_int8") {
+            assert_eq!(info.cpu_variant, "sapphirerapids");
+            assert!(
+                info.cpu_features.contains("AMX_INT8 = 1"),
+                "{}",
+                info.cpu_features
+            );
+        }
+    } else {
         assert!(info.cpu_variants_excluded.contains_key("sapphirerapids"));
         assert_ne!(info.cpu_variant, "sapphirerapids");
     }

@@ -6,10 +6,12 @@
 //! CPU (cpuid and the OS's saved state) and returns 0 when the machine cannot run it, else a
 //! score that grows with the features it uses. ingle scores every module in the directory of
 //! libggml.so.0 and loads the best, as ggml's own `ggml_backend_load_all` does, with two
-//! differences: the AMX variant (sapphirerapids) is left out unless `INGLE_CPU_AMX=1`, because
-//! llama.cpp's AMX path has crashed on multi-token batches (ggml-org/llama.cpp#20824) and no
-//! AMX machine has proven it here; and `INGLE_CPU_VARIANT=haswell` (say) forces one variant,
-//! with an error if the CPU cannot run it. `INGLE_BACKENDS_DIR` names another directory.
+//! differences: the AMX variant (sapphirerapids) is considered only on CPUs where ingle's
+//! multi-token test has passed with it ([`AMX_PROVEN`]: Emerald Rapids), or with
+//! `INGLE_CPU_AMX=1` (`INGLE_CPU_AMX=0` leaves it out everywhere), because llama.cpp's AMX path
+//! has crashed on multi-token batches on other Xeons (ggml-org/llama.cpp#20824; docs/speed.md);
+//! and `INGLE_CPU_VARIANT=haswell` (say) forces one variant, with an error if the CPU cannot
+//! run it. `INGLE_BACKENDS_DIR` names another directory.
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -35,6 +37,50 @@ const MODULE_PREFIX: &str = "libggml-cpu-";
 const MODULE_SUFFIX: &str = ".so";
 /// llama.cpp's AMX kernels are only in this variant.
 const AMX_VARIANT: &str = "sapphirerapids";
+/// Intel family-6 CPU models on which AMX was proven (tests/tests/cpu_dispatch.rs with
+/// `INGLE_CPU_AMX=1`: a 647-token batch gives the logits of token-by-token decoding, with
+/// llama.cpp's AMX kernels, on 2 and 16 cores): 207 is Emerald Rapids. Not Sapphire Rapids
+/// (143), where llama.cpp#20824 crashed and Ollama measured AMX slower, nor Granite Rapids
+/// (173, 174; llama.cpp#26954), until a test passes there.
+const AMX_PROVEN: &[u32] = &[207];
+
+/// Whether AMX may be used here: `INGLE_CPU_AMX=1`/`0` decide, else the CPU model.
+fn amx_allowed() -> (bool, String) {
+    match std::env::var("INGLE_CPU_AMX").as_deref() {
+        Ok("1") => return (true, String::new()),
+        Ok("0") => return (false, "AMX is off: INGLE_CPU_AMX=0".to_string()),
+        _ => {}
+    }
+    let model = intel_family6_model();
+    if model.is_some_and(|m| AMX_PROVEN.contains(&m)) {
+        return (true, String::new());
+    }
+    let cpu = model.map_or("this CPU".to_string(), |m| {
+        format!("Intel family 6 model {m}")
+    });
+    (
+        false,
+        format!(
+            "AMX is proven only on Intel family 6 models {AMX_PROVEN:?} (Emerald Rapids), not \
+             on {cpu} (llama.cpp#20824); INGLE_CPU_AMX=1 turns it on"
+        ),
+    )
+}
+
+/// The model number of an Intel family-6 CPU, from /proc/cpuinfo.
+fn intel_family6_model() -> Option<u32> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let field = |name: &str| {
+        info.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split(':').nth(1))
+            .map(str::trim)
+    };
+    if field("vendor_id")? != "GenuineIntel" || field("cpu family")? != "6" {
+        return None;
+    }
+    field("model")?.parse().ok()
+}
 
 /// Loads the CPU backend once per process; later calls return the first outcome.
 pub fn load() -> Result<&'static CpuBackend, String> {
@@ -46,7 +92,7 @@ fn load_best() -> Result<CpuBackend, String> {
     let dir = modules_dir()?;
     let mut modules = modules_in(&dir);
     modules.sort();
-    let allow_amx = std::env::var("INGLE_CPU_AMX").is_ok_and(|v| v == "1");
+    let (allow_amx, amx_off) = amx_allowed();
     let forced = std::env::var("INGLE_CPU_VARIANT")
         .ok()
         .filter(|v| !v.is_empty());
@@ -54,10 +100,7 @@ fn load_best() -> Result<CpuBackend, String> {
     let mut excluded = Vec::new();
     for (name, path) in &modules {
         if name == AMX_VARIANT && !allow_amx && forced.as_deref() != Some(name) {
-            excluded.push((
-                name.clone(),
-                "AMX is off unless INGLE_CPU_AMX=1 (llama.cpp#20824)".to_string(),
-            ));
+            excluded.push((name.clone(), amx_off.clone()));
             continue;
         }
         scores.push((name.clone(), score(path)?));
