@@ -3,6 +3,8 @@
 //! run, as ratios. Also the aggregate decode rate of 4 concurrent requests.
 //! Run with `scripts/bench-chat` (release build). Figures, not a test.
 
+mod common;
+use common::question;
 use ingle::backends::llama::{backend, default_threads};
 use ingle::openai::{ChatCompletionRequest, ChatMessage};
 use ingle::{Client, Config, DEFAULT_MODEL};
@@ -35,14 +37,6 @@ impl Figures {
     fn decode_tps(&self) -> f64 {
         (self.completion_tokens - 1) as f64 / self.decode_s
     }
-}
-
-fn question() -> String {
-    let context =
-        "The Loire is the longest river in France. It flows through Orléans, Tours and Nantes. \
-        Its valley is known for its castles, vineyards and gardens. "
-            .repeat(6);
-    format!("{context}\nWrite a long, detailed essay about the Loire valley and its history.")
 }
 
 /// A system message that differs from run to run: every run's prompt is new from its first

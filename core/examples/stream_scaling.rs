@@ -5,17 +5,11 @@
 //! Prints one JSON object {"N": tok/s}. Usage: stream_scaling [TEMPERATURE] [N,N,...]
 //! (default 0.8 1,4,8)
 
+mod common;
+use common::question;
 use ingle::openai::{ChatCompletionRequest, ChatMessage};
 use ingle::{Client, Config};
 use std::time::Instant;
-
-fn question() -> String {
-    let context =
-        "The Loire is the longest river in France. It flows through Orléans, Tours and Nantes. \
-        Its valley is known for its castles, vineyards and gardens. "
-            .repeat(6);
-    format!("{context}\nWrite a long, detailed essay about the Loire valley and its history.")
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

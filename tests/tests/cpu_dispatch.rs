@@ -60,21 +60,6 @@ const VARIANTS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The model number of an Intel family-6 CPU (/proc/cpuinfo), as the dispatcher reads it.
-fn intel_family6_model() -> Option<u32> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let field = |name: &str| {
-        info.lines()
-            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
-            .and_then(|l| l.split(':').nth(1))
-            .map(|v| v.trim().to_string())
-    };
-    if field("vendor_id")? != "GenuineIntel" || field("cpu family")? != "6" {
-        return None;
-    }
-    field("model")?.parse().ok()
-}
-
 fn cpu_flags() -> Vec<String> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap();
     let line = cpuinfo.lines().find(|l| l.starts_with("flags")).unwrap();
@@ -128,7 +113,7 @@ fn the_best_variant_this_cpu_runs_is_loaded() {
     let amx = match std::env::var("INGLE_CPU_AMX").as_deref() {
         Ok("1") => true,
         Ok("0") => false,
-        _ => intel_family6_model() == Some(207),
+        _ => ingle::backends::llama::cpu::intel_family6_model() == Some(207),
     };
     if amx {
         assert!(!info.cpu_variants_excluded.contains_key("sapphirerapids"));

@@ -67,8 +67,8 @@ fn amx_allowed() -> (bool, String) {
     )
 }
 
-/// The model number of an Intel family-6 CPU, from /proc/cpuinfo.
-fn intel_family6_model() -> Option<u32> {
+/// The model number of an Intel family-6 CPU, from /proc/cpuinfo (None on other CPUs).
+pub fn intel_family6_model() -> Option<u32> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     let field = |name: &str| {
         info.lines()

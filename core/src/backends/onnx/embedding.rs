@@ -311,6 +311,12 @@ impl EmbeddingModel {
             state.running = true;
             state = self.linger(state);
             let jobs = take_queued(&mut state.queue);
+            if jobs.is_empty() {
+                // Cannot happen (this request is queued until its rows are in); never spin.
+                state.running = false;
+                self.finished.notify_all();
+                return Err(Error::internal("an embedding request left the queue unrun"));
+            }
             state.peak = state.in_flight;
             drop(state);
             let started = Instant::now();
