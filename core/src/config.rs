@@ -21,7 +21,7 @@
 //! ```
 //!
 //! `onnxruntime = "/path/to/libonnxruntime.so.1.31.1"` at the top level picks the ONNX Runtime
-//! library (else `$ORT_DYLIB_PATH`, else the copy `scripts/fetch-models` puts in the models
+//! library (else `$ORT_DYLIB_PATH`, else the copy `ingle pull onnxruntime` puts in the models
 //! directory).
 
 use crate::error::{Error, Result};
@@ -35,7 +35,7 @@ pub const DEFAULT_MODEL: &str = "@local/smollm2-135m-instruct";
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /// The second chat model, which can call tools (Hermes format); registered when cached.
 pub const TOOLS_MODEL: &str = "@local/qwen2.5-coder-0.5b-instruct";
-/// Its GGUF in the models dir (assembled from six wheels by `scripts/fetch-models`).
+/// Its GGUF in the models dir (assembled from six wheels by `ingle pull`).
 pub const TOOLS_MODEL_FILE: &str = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf";
 /// The tag of the embedding model, registered by default when its files are in the models
 /// directory.
@@ -51,10 +51,8 @@ pub const DEFAULT_SPEECH_FILE: &str = "piper/en_US-joe-medium.onnx";
 /// directory, and its CTranslate2 `model.bin` (`config.json` and `tokenizer.json` beside it).
 pub const DEFAULT_TRANSCRIPTION_MODEL: &str = "@local/whisper-tiny-en";
 pub const DEFAULT_TRANSCRIPTION_FILE: &str = "whisper-tiny-en/model.bin";
-/// The ONNX Runtime library `scripts/fetch-models` installs, inside the models directory.
+/// The ONNX Runtime library `ingle pull onnxruntime` installs, inside the models directory.
 pub const DEFAULT_ONNXRUNTIME_FILE: &str = "onnxruntime/libonnxruntime.so.1.31.1";
-/// What a user runs to download the default models.
-pub const FETCH_COMMAND: &str = "scripts/fetch-models";
 
 /// Most threads a predictor may ask for; more than the machine's cores are capped at load
 /// (with a warning), more than this is a mistake.
@@ -134,7 +132,7 @@ pub struct PredictorConfig {
     #[serde(default)]
     pub voices: BTreeMap<String, String>,
     /// Register the predictor only when its files exist (how the default embedding model is
-    /// listed only once `scripts/fetch-models` has fetched it).
+    /// listed only once `ingle pull` has fetched it).
     #[serde(default)]
     pub if_present: bool,
 }

@@ -28,6 +28,7 @@ pub mod error;
 pub mod json_text;
 pub mod openai;
 pub mod predict;
+pub mod pull;
 pub mod registry;
 mod value;
 

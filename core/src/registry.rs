@@ -4,6 +4,7 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::predict::{unix_now, Predictor};
 use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,18 @@ struct Entry {
     loaded: Mutex<Option<Arc<dyn Predictor>>>,
     /// When a request last asked for the predictor (for `unload_idle`).
     last_used: Mutex<Option<Instant>>,
+    /// For a predictor registered only when its files are there (`if_present`): those files.
+    /// It is listed and served once they all exist, so a model pulled after the client was
+    /// made is found without a new client.
+    needs_files: Option<Vec<PathBuf>>,
+}
+
+impl Entry {
+    fn present(&self) -> bool {
+        self.needs_files
+            .as_ref()
+            .is_none_or(|files| files.iter().all(|f| f.is_file()))
+    }
 }
 
 /// What `models.list` shows of a registered predictor.
@@ -30,21 +43,35 @@ pub struct ModelInfo {
 }
 
 /// Thread-safe registry of predictors by tag.
-#[derive(Default)]
 pub struct Registry {
     entries: RwLock<Vec<Arc<Entry>>>,
     /// Per tag, OpenAI voice names → the model's voices (the config's `voices`).
     voice_aliases: RwLock<HashMap<String, BTreeMap<String, String>>>,
+    /// Where the config's models are (and where `models.pull` puts them).
+    models_dir: PathBuf,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry {
+            entries: RwLock::default(),
+            voice_aliases: RwLock::default(),
+            models_dir: crate::config::default_models_dir(),
+        }
+    }
 }
 
 impl Registry {
     pub fn from_config(config: &Config) -> Result<Self> {
         config.validate()?;
-        let registry = Registry::default();
+        let registry = Registry {
+            models_dir: config
+                .models_dir
+                .clone()
+                .unwrap_or_else(crate::config::default_models_dir),
+            ..Registry::default()
+        };
         for predictor in &config.predictors {
-            if predictor.if_present && !config.files_of(predictor).iter().all(|f| f.is_file()) {
-                continue;
-            }
             if !predictor.voices.is_empty() {
                 registry
                     .voice_aliases
@@ -52,9 +79,14 @@ impl Registry {
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(predictor.tag.clone(), predictor.voices.clone());
             }
+            let needs_files = predictor.if_present.then(|| config.files_of(predictor));
             let (config, predictor) = (config.clone(), predictor.clone());
             let tag = predictor.tag.clone();
-            registry.register_loader(&tag, move || crate::backends::load(&config, &predictor))?;
+            registry.add(
+                &tag,
+                Box::new(move || crate::backends::load(&config, &predictor)),
+                needs_files,
+            )?;
         }
         Ok(registry)
     }
@@ -65,6 +97,10 @@ impl Registry {
         tag: &str,
         load: impl Fn() -> Result<Arc<dyn Predictor>> + Send + Sync + 'static,
     ) -> Result<()> {
+        self.add(tag, Box::new(load), None)
+    }
+
+    fn add(&self, tag: &str, load: Loader, needs_files: Option<Vec<PathBuf>>) -> Result<()> {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         if tag.is_empty() {
             return Err(Error::invalid("tag", "A predictor tag must not be empty"));
@@ -78,9 +114,10 @@ impl Registry {
         entries.push(Arc::new(Entry {
             tag: tag.to_string(),
             created: unix_now(),
-            loader: Box::new(load),
+            loader: load,
             loaded: Mutex::new(None),
             last_used: Mutex::new(None),
+            needs_files,
         }));
         Ok(())
     }
@@ -95,9 +132,14 @@ impl Registry {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
         entries
             .iter()
-            .find(|e| e.tag == tag)
+            .find(|e| e.tag == tag && e.present())
             .cloned()
             .ok_or_else(|| Error::model_not_found(tag))
+    }
+
+    /// Where the config's models are.
+    pub fn models_dir(&self) -> &Path {
+        &self.models_dir
     }
 
     /// The predictor for `tag`, loading it if this is its first use.
@@ -161,7 +203,11 @@ impl Registry {
 
     pub fn list(&self) -> Vec<ModelInfo> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
-        entries.iter().map(|e| Self::info(e)).collect()
+        entries
+            .iter()
+            .filter(|e| e.present())
+            .map(|e| Self::info(e))
+            .collect()
     }
 
     pub fn info_of(&self, tag: &str) -> Result<ModelInfo> {

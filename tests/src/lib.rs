@@ -6,6 +6,8 @@ use ingle::{
 };
 use std::sync::OnceLock;
 
+pub mod pull_server;
+
 pub const MODEL: &str = DEFAULT_MODEL;
 pub const EMBEDDING_MODEL: &str = DEFAULT_EMBEDDING_MODEL;
 pub const SPEECH_MODEL: &str = DEFAULT_SPEECH_MODEL;

