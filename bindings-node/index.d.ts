@@ -289,6 +289,25 @@ export interface TranslationCreateParams {
   temperature?: number;
 }
 
+/** One progress event of `client.models.pull`. */
+export interface PullProgress {
+  status: 'verifying' | 'downloading' | 'success';
+  tag: string;
+  /** A path inside the models directory (not on `success`). */
+  file?: string;
+  completed: number;
+  total: number;
+}
+
+/** What `client.models.pull` did: every file, downloaded or already there, all verified. */
+export interface PullResult {
+  tag: string;
+  status: 'success';
+  models_dir: string;
+  files: { tag: string; path: string; size: number; sha256: string; fetched: boolean }[];
+  downloaded_bytes: number;
+}
+
 export interface Model {
   id: string;
   created: number;
@@ -505,6 +524,12 @@ export declare class OpenAI {
     /** Awaitable for the page, and iterable: `for await (const m of client.models.list())`. */
     list(): Promise<ModelsPage> & AsyncIterable<Model>;
     retrieve(model: string): Promise<Model>;
+    /** Downloads `model` (a tag of ingle's catalog) and what it needs into the models
+     * directory, verified and atomic; an interrupted pull resumes. ingle's own method. */
+    pull(
+      model: string,
+      options?: { onProgress?: (event: PullProgress) => void; signal?: AbortSignal } | null,
+    ): Promise<PullResult>;
     /** Frees the model's memory (weights, KV cache, threads); the next request loads it
      * again. Resolves to whether it was loaded. ingle's own method. */
     unload(model: string): Promise<boolean>;

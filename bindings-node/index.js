@@ -747,6 +747,26 @@ class Models {
     return page;
   }
 
+  /** Downloads `model` (a tag of ingle's catalog: `ingle models` lists them) and what it needs
+   * into the models directory, each file verified (sha256) and written atomically; an
+   * interrupted pull resumes. Files already there are re-hashed, a corrupted one fetched again;
+   * the model is then served by this client. Resolves to `{tag, status, models_dir, files:
+   * [{tag, path, size, sha256, fetched}], downloaded_bytes}`. `options.onProgress(event)`
+   * receives `{status: 'verifying'|'downloading'|'success', tag, file, completed, total}`;
+   * `options.signal` aborts (APIUserAbortError; the next pull resumes). ingle's own method, as
+   * Ollama's pull: OpenAI's models are not downloaded. */
+  async pull(model, options) {
+    stringArgument(model, 'model', 'models.pull(model, options)');
+    const { signal } = requestOptions(options, 'models.pull');
+    const onProgress = options ? options.onProgress : undefined;
+    if (onProgress !== undefined && onProgress !== null && typeof onProgress !== 'function') {
+      throw badOption(`models.pull(model, options): options.onProgress must be a function, not ${describe(onProgress)}`);
+    }
+    const progress = onProgress ? (json) => onProgress(JSON.parse(json)) : null;
+    const native = this._native;
+    return JSON.parse(await abortable((cancel) => native.modelsPull(model, progress, cancel), signal));
+  }
+
   async retrieve(model) {
     stringArgument(model, 'model', 'models.retrieve(model)');
     return JSON.parse(callSync(() => this._native.modelsRetrieve(model)));

@@ -477,6 +477,27 @@ enum IngleStatus ingle_models_retrieve(struct IngleClient *client,
                                        char **out_json);
 
 /**
+ * Downloads `model`, a tag of ingle's model catalog (`ingle models` lists them), and what it
+ * needs (ONNX Runtime for the ONNX models) into the client's models directory: each file
+ * verified (sha256), written atomically, an interrupted download resumed by the next call.
+ * Files already there are re-hashed; a corrupted one is fetched again. A model the client's
+ * config registers only when its files exist is served by this client afterwards.
+ * `on_progress` (NULL: none) receives each progress event as JSON,
+ * `{"status": "verifying"|"downloading"|"success", "tag", "file", "completed", "total"}`
+ * (bytes); a non-zero return stops the pull with `INGLE_ERROR_CANCELLED`, keeping what was
+ * downloaded. `*out_json` (NULL: not wanted) receives the report,
+ * `{"tag", "status": "success", "models_dir", "files": [{"tag", "path", "size", "sha256",
+ * "fetched"}], "downloaded_bytes"}`, to free with `ingle_string_free`.
+ * `INGLE_ERROR_NOT_FOUND` for a tag the catalog does not have; network and checksum
+ * failures are `INGLE_ERROR_MODEL` (`code` `download_failed` / `checksum_mismatch`).
+ */
+enum IngleStatus ingle_models_pull(struct IngleClient *client,
+                                   const char *model,
+                                   IngleChunkCallback on_progress,
+                                   void *user_data,
+                                   char **out_json);
+
+/**
  * Frees a model's memory (weights, KV cache, threads); the next request loads it again.
  * Requests running on it finish first, and its memory goes when the last one ends.
  * `*out_was_loaded` (NULL: not wanted) receives 1 if it was loaded, else 0.

@@ -14,7 +14,7 @@ use ingle_core::openai::{
 };
 use ingle_core::{Client, Config, Error};
 use napi::bindgen_prelude::{Float32Array, Uint8Array};
-use napi::threadsafe_function::ThreadsafeFunction;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Task};
 use napi_derive::napi;
 use spawned::Spawned;
@@ -259,6 +259,17 @@ fn cancel_flag(cancel: Option<&NativeCancel>) -> Arc<AtomicBool> {
     cancel.map_or_else(|| Arc::new(AtomicBool::new(false)), |c| Arc::clone(&c.flag))
 }
 
+/// A JS progress callback, called on the main thread with an event's JSON; it does not keep
+/// the process alive by itself (the pull's Promise does).
+type ProgressFn = ThreadsafeFunction<
+    String,
+    napi::bindgen_prelude::Unknown<'static>,
+    String,
+    Status,
+    false,
+    true,
+>;
+
 /// A client of the core, shared by every request of the JS client.
 #[napi]
 pub struct NativeClient {
@@ -346,6 +357,31 @@ impl NativeClient {
                 request.format()?,
             ))
         }))))
+    }
+
+    /// Downloads `model` from ingle's catalog into the client's models directory (see
+    /// `client.models.pull`) on a thread of its own; `on_progress` receives each event's JSON
+    /// on the main thread. Resolves to the report's JSON.
+    #[napi(
+        ts_args_type = "model: string, onProgress: ((event: string) => void) | null, cancel?: NativeCancel | null",
+        ts_return_type = "Promise<string>"
+    )]
+    pub fn models_pull(
+        &self,
+        model: String,
+        on_progress: Option<ProgressFn>,
+        cancel: Option<&NativeCancel>,
+    ) -> Spawned<Job<Option<String>>> {
+        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        work(move || {
+            let report = client.models.pull(&model, &mut |event| {
+                if let (Some(on_progress), Ok(json)) = (&on_progress, to_json_text(event)) {
+                    on_progress.call(json, ThreadsafeFunctionCallMode::NonBlocking);
+                }
+                !cancel.load(Ordering::Acquire)
+            })?;
+            Ok(Some(to_json_text(&report)?))
+        })
     }
 
     #[napi]

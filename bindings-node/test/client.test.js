@@ -113,7 +113,7 @@ test('a missing model file and a bad config', async () => {
   const c = new OpenAI({ config });
   await assert.rejects(c.chat.completions.create({ model: '@me/gone', messages: france }), (e) => {
     assert.ok(e instanceof InternalServerError);
-    assert.match(e.message, /gone\.gguf.*fetch-models/);
+    assert.match(e.message, /gone\.gguf.*put the file there, or fix the path in the config/);
     return true;
   });
   assert.throws(() => new OpenAI({ config: path.join(dir, 'missing.toml') }), BadRequestError);

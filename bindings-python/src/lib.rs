@@ -401,6 +401,51 @@ impl NativeClient {
         .map_err(py_err)
     }
 
+    /// Downloads `model` from ingle's catalog into the client's models directory; the report
+    /// as JSON. `progress(event_json)` hears each event (without the GIL held between calls);
+    /// a raised exception or a `False` return stops the pull (Ctrl-C too), and the exception
+    /// is raised here.
+    #[pyo3(signature = (model, progress=None))]
+    fn models_pull(
+        &self,
+        py: Python<'_>,
+        model: &str,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<String> {
+        let mut raised: Option<PyErr> = None;
+        let mut last_signal_check = Instant::now();
+        let result = py.detach(|| {
+            self.client.models.pull(model, &mut |event| {
+                Python::attach(|py| {
+                    if last_signal_check.elapsed() >= Duration::from_millis(50) {
+                        last_signal_check = Instant::now();
+                        if let Err(e) = py.check_signals() {
+                            raised = Some(e);
+                            return false;
+                        }
+                    }
+                    let Some(progress) = &progress else {
+                        return true;
+                    };
+                    let Ok(json) = to_json_text(event) else {
+                        return true;
+                    };
+                    match progress.bind(py).call1((json,)) {
+                        Ok(answer) => !matches!(answer.extract::<bool>(), Ok(false)),
+                        Err(e) => {
+                            raised = Some(e);
+                            false
+                        }
+                    }
+                })
+            })
+        });
+        match (result, raised) {
+            (Err(_), Some(exception)) => Err(exception),
+            (result, _) => result.and_then(|r| to_json_text(&r)).map_err(py_err),
+        }
+    }
+
     fn models_list(&self) -> PyResult<String> {
         to_json_text(&self.client.models.list()).map_err(py_err)
     }

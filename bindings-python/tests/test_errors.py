@@ -81,6 +81,7 @@ def test_models_dir_argument(tmp_path):
     c = ingle.OpenAI(models_dir=tmp_path)
     with pytest.raises(ingle.InternalServerError) as e:
         c.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=2)
-    assert str(tmp_path) in e.value.message and "fetch-models" in e.value.message
+    assert str(tmp_path) in e.value.message
+    assert f"ingle pull {MODEL}" in e.value.message and f'client.models.pull("{MODEL}")' in e.value.message
     assert e.value.code == "model_file_missing"
     assert c.models.retrieve(MODEL).id == MODEL

@@ -307,5 +307,5 @@ fn a_missing_model_file_names_the_path_and_the_fetch_command() {
             .contains("/nonexistent/ingle-models/missing.gguf"),
         "{err}"
     );
-    assert!(err.message.contains("scripts/fetch-models"), "{err}");
+    assert!(err.message.contains("put the file there"), "{err}");
 }

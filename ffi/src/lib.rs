@@ -835,6 +835,70 @@ pub unsafe extern "C" fn ingle_models_retrieve(
     })
 }
 
+/// Downloads `model`, a tag of ingle's model catalog (`ingle models` lists them), and what it
+/// needs (ONNX Runtime for the ONNX models) into the client's models directory: each file
+/// verified (sha256), written atomically, an interrupted download resumed by the next call.
+/// Files already there are re-hashed; a corrupted one is fetched again. A model the client's
+/// config registers only when its files exist is served by this client afterwards.
+/// `on_progress` (NULL: none) receives each progress event as JSON,
+/// `{"status": "verifying"|"downloading"|"success", "tag", "file", "completed", "total"}`
+/// (bytes); a non-zero return stops the pull with `INGLE_ERROR_CANCELLED`, keeping what was
+/// downloaded. `*out_json` (NULL: not wanted) receives the report,
+/// `{"tag", "status": "success", "models_dir", "files": [{"tag", "path", "size", "sha256",
+/// "fetched"}], "downloaded_bytes"}`, to free with `ingle_string_free`.
+/// `INGLE_ERROR_NOT_FOUND` for a tag the catalog does not have; network and checksum
+/// failures are `INGLE_ERROR_MODEL` (`code` `download_failed` / `checksum_mismatch`).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_models_pull(
+    client: *mut IngleClient,
+    model: *const c_char,
+    on_progress: IngleChunkCallback,
+    user_data: *mut c_void,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = match out_json.is_null() {
+            true => None,
+            false => Some(out_arg(out_json, "out_json")?),
+        };
+        let client = client_arg(client)?;
+        let model = str_arg(model, "model")?;
+        let mut stopped = None;
+        let result = client.models.pull(model, &mut |event| {
+            let Some(callback) = on_progress else {
+                return true;
+            };
+            let Ok(json) = to_json_string(event) else {
+                return true;
+            };
+            let chunk = c_string_lossy(json);
+            match callback(chunk.as_ptr(), chunk.as_bytes().len(), user_data) {
+                0 => true,
+                returned => {
+                    stopped = Some(returned);
+                    false
+                }
+            }
+        });
+        let report = match (result, stopped) {
+            (Err(_), Some(returned)) => {
+                let mut failure = Failure::cancelled(returned);
+                failure.error.param = Some("on_progress".into());
+                failure.error.message = format!(
+                    "Cancelled: the progress callback returned {returned}; pulling again \
+                     resumes where it stopped"
+                );
+                return Err(failure);
+            }
+            (result, _) => result?,
+        };
+        if let Some(out) = out {
+            give_string(out, to_json_string(&report)?)?;
+        }
+        Ok(())
+    })
+}
+
 /// Frees a model's memory (weights, KV cache, threads); the next request loads it again.
 /// Requests running on it finish first, and its memory goes when the last one ends.
 /// `*out_was_loaded` (NULL: not wanted) receives 1 if it was loaded, else 0.

@@ -1004,13 +1004,13 @@ const WHISPER: &str = "@local/whisper-tiny-en";
 const BECKETT: &str = "ever tried ever failed no matter try again fail again fail better";
 const BOUNDARY: &str = "----ingle-test-7MA4YWxkTrZu0gW";
 
-/// A recording fetched by scripts/fetch-models.
+/// A recording fetched by `ingle pull recordings` (scripts/fetch-models).
 fn recording(name: &str) -> Vec<u8> {
     let path = ingle::config::default_models_dir()
         .join("recordings")
         .join(name);
     std::fs::read(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run scripts/fetch-models)", path.display()))
+        .unwrap_or_else(|e| panic!("{}: {e} (run `ingle pull recordings`)", path.display()))
 }
 
 /// Lower case, letters, digits and single spaces only.

@@ -42,7 +42,7 @@ static Bytes recording(const char *name) {
     else if (cache && *cache) snprintf(path, sizeof path, "%s/ingle/models/recordings/%s", cache, name);
     else snprintf(path, sizeof path, "%s/.cache/ingle/models/recordings/%s", getenv("HOME"), name);
     FILE *f = fopen(path, "rb");
-    CHECK(f != NULL, "cannot open %s (run scripts/fetch-models)", path);
+    CHECK(f != NULL, "cannot open %s (run `ingle pull recordings`)", path);
     if (!f) return b;
     fseek(f, 0, SEEK_END);
     long size = ftell(f);

@@ -24,7 +24,7 @@ pub fn config() -> Config {
     {
         assert!(
             path.is_file(),
-            "{} is missing: run scripts/fetch-models first",
+            "{} is missing: run scripts/fetch-models (`ingle pull --all`) first",
             path.display()
         );
     }

@@ -41,7 +41,7 @@ fn the_library_path_is_configurable_and_errors_say_which_file_and_how_to_get_it(
     );
     for words in [
         missing.to_str().unwrap(),
-        "scripts/fetch-models",
+        "ingle pull onnxruntime",
         "ORT_DYLIB_PATH",
     ] {
         assert!(error.message.contains(words), "{}", error.message);

@@ -14,7 +14,7 @@ fn qwen() -> &'static Client {
         let config = config();
         assert!(
             config.predictors.iter().any(|p| p.tag == TOOLS_MODEL),
-            "{TOOLS_MODEL} is not cached: run scripts/fetch-models"
+            "{TOOLS_MODEL} is not cached: run `ingle pull {TOOLS_MODEL}`"
         );
         Client::from_config(&config).unwrap()
     })

@@ -23,7 +23,7 @@ fn recording(name: &str) -> PathBuf {
         .join(name);
     assert!(
         path.is_file(),
-        "{} is missing: run scripts/fetch-models",
+        "{} is missing: run `ingle pull recordings`",
         path.display()
     );
     path

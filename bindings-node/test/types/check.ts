@@ -1,5 +1,6 @@
 // Compiled with `tsc --noEmit`: ingle's results must be assignable to the openai package's types.
 import OpenAI, { Parameter, predictor } from 'ingle';
+import type { PullProgress, PullResult } from 'ingle';
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { Completion } from 'openai/resources/completions';
 import type { Model } from 'openai/resources/models';
@@ -30,6 +31,12 @@ export async function check(): Promise<void> {
   await client.chat.completions.create({ model: 'm', messages }, { signal: null });
   const t: Completion = await client.completions.create({ model: 'm', prompt: 'Once' });
   const m: Model = await client.models.retrieve('m');
+  const pulled: PullResult = await client.models.pull('m', {
+    onProgress: (event: PullProgress) => void event.completed,
+    signal: new AbortController().signal,
+  });
+  const fetched: boolean = pulled.files[0].fetched;
+  void fetched;
   const e: CreateEmbeddingResponse = await client.embeddings.create({ model: 'm', input: ['a', 'b'] });
   const floats: Float32Array = (await client.embeddings.create({ model: 'm', input: 'a' })).matrix.data;
   const b64: string = (await client.embeddings.create({ model: 'm', input: 'a', encoding_format: 'base64' }))

@@ -48,6 +48,8 @@ from .types import (
     Model,
     ParsedChatCompletion,
     Prediction,
+    PullProgress,
+    PullResult,
     SyncPage,
     Transcription,
     TranscriptionStreamEvent,
@@ -477,6 +479,26 @@ class Models(_Resource):
         text = self._native.models_retrieve(_arguments.text("model", model))
         return Model.construct(json.loads(text))  # type: ignore[return-value]
 
+    def pull(
+        self, model: str = REQUIRED, *, progress: Optional[Callable[[PullProgress], Any]] = None
+    ) -> PullResult:
+        """Downloads ``model`` (a tag of ingle's catalog: ``ingle models`` lists them) and what it
+        needs into the models directory, each file verified (sha256) and written atomically;
+        an interrupted pull resumes. Files already there are re-hashed, a corrupted one fetched
+        again; the model is then served by this client. ``progress`` receives a
+        ``PullProgress`` per step; returning ``False`` (or raising, or Ctrl-C) stops the pull.
+        ingle's own method (as Ollama's ``pull``): OpenAI's models are not downloaded."""
+        callback = None
+        if progress is not None:
+            if not callable(progress):
+                raise TypeError("progress must be a callable taking a PullProgress")
+
+            def callback(event_json: str) -> Any:
+                return progress(PullProgress.construct(json.loads(event_json)))  # type: ignore[arg-type]
+
+        text = self._native.models_pull(_arguments.text("model", model), callback)
+        return PullResult.construct(json.loads(text))  # type: ignore[return-value]
+
     def unload(self, model: str = REQUIRED) -> bool:
         """Frees the model's memory (weights, KV cache, threads); the next request loads it
         again. Requests running on it finish first. Returns whether it was loaded. ingle's own
@@ -794,6 +816,13 @@ class AsyncModels(_Resource):
     async def retrieve(self, model: str = REQUIRED) -> Model:
         text = self._native.models_retrieve(_arguments.text("model", model))
         return Model.construct(json.loads(text))  # type: ignore[return-value]
+
+    async def pull(
+        self, model: str = REQUIRED, *, progress: Optional[Callable[[PullProgress], Any]] = None
+    ) -> PullResult:
+        """Downloads ``model`` in a worker thread (see ``Models.pull``); ``progress`` is called
+        from that thread."""
+        return await _in_thread(lambda: Models(self._native).pull(model, progress=progress))
 
     async def unload(self, model: str = REQUIRED) -> bool:
         """Frees the model's memory; the next request loads it again (see ``Models.unload``)."""

@@ -60,6 +60,9 @@ __all__ = [
     "ParsedChoice",
     "ParsedChatCompletion",
     "PromptTokensDetails",
+    "PullProgress",
+    "PulledFile",
+    "PullResult",
 ]
 
 
@@ -333,6 +336,38 @@ class Model(BaseModel):
     created: int
     object: str
     owned_by: str
+
+
+class PullProgress(BaseModel):
+    """One progress event of ``client.models.pull``: ``status`` is ``verifying`` (hashing a file
+    already there), ``downloading`` or ``success``; ``completed`` of ``total`` bytes of ``file``
+    (a path inside the models directory)."""
+
+    status: str
+    tag: str
+    file: Optional[str]
+    completed: int
+    total: int
+
+
+class PulledFile(BaseModel):
+    tag: str
+    path: str
+    size: int
+    sha256: str
+    fetched: bool
+
+
+class PullResult(BaseModel):
+    """What ``client.models.pull`` did: every file of the model (and of what it needs, such as
+    ONNX Runtime), whether each was downloaded or already there, all verified."""
+
+    tag: str
+    status: str
+    models_dir: str
+    files: List[PulledFile]
+    downloaded_bytes: int
+    _nested = {"files": PulledFile}
 
 
 class Embedding(BaseModel):

@@ -233,7 +233,7 @@ mod tests {
         let path = dir.join("recordings/beckett.wav");
         let Ok(bytes) = std::fs::read(&path) else {
             eprintln!(
-                "skipped: {} is missing (scripts/fetch-models)",
+                "skipped: {} is missing (`ingle pull recordings`)",
                 path.display()
             );
             return;
