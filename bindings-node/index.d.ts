@@ -289,6 +289,17 @@ export interface TranslationCreateParams {
   temperature?: number;
 }
 
+/** An entry of ingle's model catalog (`client.models.catalog()`). */
+export interface CatalogEntry {
+  tag: string;
+  kind: string;
+  description: string;
+  licence: string;
+  size: number;
+  cached: boolean;
+  requires: string[];
+}
+
 /** One progress event of `client.models.pull`. */
 export interface PullProgress {
   status: 'verifying' | 'downloading' | 'success';
@@ -524,6 +535,8 @@ export declare class OpenAI {
     /** Awaitable for the page, and iterable: `for await (const m of client.models.list())`. */
     list(): Promise<ModelsPage> & AsyncIterable<Model>;
     retrieve(model: string): Promise<Model>;
+    /** What `pull` can download, with sizes and whether each is in the models directory. */
+    catalog(): Promise<CatalogEntry[]>;
     /** Downloads `model` (a tag of ingle's catalog) and what it needs into the models
      * directory, verified and atomic; an interrupted pull resumes. ingle's own method. */
     pull(

@@ -767,6 +767,12 @@ class Models {
     return JSON.parse(await abortable((cancel) => native.modelsPull(model, progress, cancel), signal));
   }
 
+  /** What `pull` can download: `[{tag, kind, description, licence, size, cached, requires}]`
+   * (`cached`: its files are in the models directory). ingle's own method. */
+  async catalog() {
+    return JSON.parse(callSync(() => this._native.modelsCatalog()));
+  }
+
   async retrieve(model) {
     stringArgument(model, 'model', 'models.retrieve(model)');
     return JSON.parse(callSync(() => this._native.modelsRetrieve(model)));

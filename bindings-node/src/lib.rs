@@ -385,6 +385,15 @@ impl NativeClient {
     }
 
     #[napi]
+    pub fn models_catalog(&self) -> napi::Result<String> {
+        self.client
+            .models
+            .catalog()
+            .and_then(|c| to_json_text(&c))
+            .map_err(js_error)
+    }
+
+    #[napi]
     pub fn models_list(&self) -> napi::Result<String> {
         to_json_text(&self.client.models.list()).map_err(js_error)
     }

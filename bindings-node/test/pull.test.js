@@ -113,3 +113,16 @@ test('bad arguments and unknown tags', async () => {
   await assert.rejects(client.models.pull(3), BadRequestError);
   await assert.rejects(client.models.pull(model, { onProgress: 'no' }), OpenAIError);
 });
+
+test('the ingle command of the package', async () => {
+  // Run asynchronously: the mirror is served by this process's event loop.
+  const { promisify } = require('node:util');
+  const execFile = promisify(require('node:child_process').execFile);
+  const env = { ...process.env, INGLE_MODELS_DIR: path.join(dir, 'cli') };
+  const run = async (...args) =>
+    (await execFile(process.execPath, [path.join(__dirname, '..', 'cli.js'), ...args], { env })).stdout;
+  assert.match(await run('models'), new RegExp(`not downloaded: ingle pull ${model}`));
+  assert.match(await run('pull', model), new RegExp(`^pulled ${model}: 98\\.4 MB \\(98\\.4 MB downloaded\\), verified`));
+  assert.equal(JSON.parse(await run('models', '--json'))[0].cached, true);
+  await assert.rejects(run('pull', '@local/nope'), (e) => e.code === 1 && /^ingle: error: /.test(e.stderr));
+});

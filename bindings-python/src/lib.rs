@@ -446,6 +446,14 @@ impl NativeClient {
         }
     }
 
+    fn models_catalog(&self) -> PyResult<String> {
+        self.client
+            .models
+            .catalog()
+            .and_then(|c| to_json_text(&c))
+            .map_err(py_err)
+    }
+
     fn models_list(&self) -> PyResult<String> {
         to_json_text(&self.client.models.list()).map_err(py_err)
     }

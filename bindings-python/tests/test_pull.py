@@ -4,6 +4,7 @@ by the same client. Stopping from the progress callback, and unknown tags."""
 
 import functools
 import hashlib
+import json
 import http.server
 import threading
 
@@ -138,3 +139,23 @@ def test_async_pull(tmp_path, catalog):
         assert result.files[0].fetched and events[-1].status == "success"
 
     asyncio.run(main())
+
+
+def test_the_ingle_command_of_the_wheel(tmp_path, catalog):
+    import os
+    import subprocess
+    import sys
+
+    # The console script the wheel installs, next to this Python.
+    assert os.path.exists(os.path.join(os.path.dirname(sys.executable), "ingle"))
+    env = dict(os.environ, INGLE_MODELS_DIR=str(tmp_path / "models"))
+    run = lambda *args: subprocess.run([sys.executable, "-m", "ingle", *args], env=env,
+                                       capture_output=True, text=True, timeout=120)
+    listed = run("models")
+    assert f"not downloaded: ingle pull {MODEL}" in listed.stdout, listed
+    pulled = run("pull", MODEL)
+    assert pulled.returncode == 0 and pulled.stderr == "", pulled
+    assert pulled.stdout.startswith(f"pulled {MODEL}: 98.4 MB (98.4 MB downloaded), verified"), pulled
+    assert json.loads(run("models", "--json").stdout)[0]["cached"] is True
+    unknown = run("pull", "@local/nope")
+    assert unknown.returncode == 1 and unknown.stderr.startswith("ingle: error: "), unknown

@@ -499,6 +499,12 @@ class Models(_Resource):
         text = self._native.models_pull(_arguments.text("model", model), callback)
         return PullResult.construct(json.loads(text))  # type: ignore[return-value]
 
+    def catalog(self) -> List[Dict[str, Any]]:
+        """What ``pull`` can download: each entry's ``tag``, ``kind``, ``description``,
+        ``licence``, ``size`` (bytes), ``cached`` (its files are in the models directory) and
+        ``requires``. ingle's own method."""
+        return json.loads(self._native.models_catalog())
+
     def unload(self, model: str = REQUIRED) -> bool:
         """Frees the model's memory (weights, KV cache, threads); the next request loads it
         again. Requests running on it finish first. Returns whether it was loaded. ingle's own
@@ -823,6 +829,10 @@ class AsyncModels(_Resource):
         """Downloads ``model`` in a worker thread (see ``Models.pull``); ``progress`` is called
         from that thread."""
         return await _in_thread(lambda: Models(self._native).pull(model, progress=progress))
+
+    async def catalog(self) -> List[Dict[str, Any]]:
+        """What ``pull`` can download (see ``Models.catalog``)."""
+        return json.loads(self._native.models_catalog())
 
     async def unload(self, model: str = REQUIRED) -> bool:
         """Frees the model's memory; the next request loads it again (see ``Models.unload``)."""

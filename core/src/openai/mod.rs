@@ -103,6 +103,12 @@ impl Models {
         crate::pull::Puller::new(self.registry.models_dir())?.pull(model, progress)
     }
 
+    /// The catalog's entries: what [`Models::pull`] can download, each with its size and
+    /// whether its files are in the client's models directory.
+    pub fn catalog(&self) -> Result<Vec<crate::pull::CatalogStatus>> {
+        Ok(crate::pull::Puller::new(self.registry.models_dir())?.list())
+    }
+
     pub fn retrieve(&self, model: &str) -> Result<Model> {
         let info = self.registry.info_of(model)?;
         Ok(model_object(&info.tag, info.created))
