@@ -137,6 +137,9 @@ struct Located {
     member: Option<zip::Member>,
 }
 
+/// Reports `(status, file, completed, total)`; an error (the caller cancelled) stops the pull.
+type Emit<'a> = dyn FnMut(PullStatus, Option<&str>, u64, u64) -> Result<()> + 'a;
+
 /// A download that did not produce the catalog's bytes.
 struct Mismatch(Error);
 
@@ -258,7 +261,7 @@ impl Puller {
     fn fetch_file(
         &self,
         file: &catalog::File,
-        emit: &mut dyn FnMut(PullStatus, Option<&str>, u64, u64) -> Result<()>,
+        emit: &mut Emit,
     ) -> Result<(bool, u64)> {
         let dest = self.models_dir.join(&file.path);
         let partial = self.models_dir.join(PARTIAL_DIR);
@@ -385,7 +388,7 @@ impl Puller {
         file: &catalog::File,
         located: &[Located],
         parts: &[PathBuf],
-        emit: &mut dyn FnMut(PullStatus, Option<&str>, u64, u64) -> Result<()>,
+        emit: &mut Emit,
     ) -> Result<(u64, bool)> {
         let io = |doing: &str, path: &Path, e: std::io::Error| {
             Error::model(format!("Cannot {doing} {}: {e}", path.display()))
