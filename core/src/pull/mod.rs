@@ -258,11 +258,7 @@ impl Puller {
     }
 
     /// Makes `file` present and verified: `(fetched, bytes downloaded)`.
-    fn fetch_file(
-        &self,
-        file: &catalog::File,
-        emit: &mut Emit,
-    ) -> Result<(bool, u64)> {
+    fn fetch_file(&self, file: &catalog::File, emit: &mut Emit) -> Result<(bool, u64)> {
         let dest = self.models_dir.join(&file.path);
         let partial = self.models_dir.join(PARTIAL_DIR);
         let io = |doing: &str, path: &Path, e: std::io::Error| {
