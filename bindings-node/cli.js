@@ -57,7 +57,7 @@ async function main(argv) {
       if (file !== null && e.file !== file) process.stderr.write('\n');
       file = e.file;
       const percent = e.total ? (100 * e.completed) / e.total : 100;
-      const verb = e.status === 'verifying' ? 'verifying' : 'pulling';
+      const verb = e.status === 'waiting' || e.status === 'verifying' ? e.status : 'pulling';
       process.stderr.write(`\r${verb.padEnd(9)} ${e.file.padEnd(40)} ${percent.toFixed(1).padStart(5)}%  ` +
         `${human(e.completed)} / ${human(e.total)}\x1b[K`);
     };

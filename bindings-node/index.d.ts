@@ -302,7 +302,8 @@ export interface CatalogEntry {
 
 /** One progress event of `client.models.pull`. */
 export interface PullProgress {
-  status: 'verifying' | 'downloading' | 'success';
+  /** `waiting`: for another pull of the same file to end; `verifying`: hashing a file. */
+  status: 'waiting' | 'verifying' | 'downloading' | 'success';
   tag: string;
   /** A path inside the models directory (not on `success`). */
   file?: string;

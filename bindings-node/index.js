@@ -752,7 +752,8 @@ class Models {
    * interrupted pull resumes. Files already there are re-hashed, a corrupted one fetched again;
    * the model is then served by this client. Resolves to `{tag, status, models_dir, files:
    * [{tag, path, size, sha256, fetched}], downloaded_bytes}`. `options.onProgress(event)`
-   * receives `{status: 'verifying'|'downloading'|'success', tag, file, completed, total}`;
+   * receives `{status: 'waiting'|'verifying'|'downloading'|'success', tag, file, completed,
+   * total}`;
    * `options.signal` aborts (APIUserAbortError; the next pull resumes). ingle's own method, as
    * Ollama's pull: OpenAI's models are not downloaded. */
   async pull(model, options) {
@@ -762,9 +763,33 @@ class Models {
     if (onProgress !== undefined && onProgress !== null && typeof onProgress !== 'function') {
       throw badOption(`models.pull(model, options): options.onProgress must be a function, not ${describe(onProgress)}`);
     }
-    const progress = onProgress ? (json) => onProgress(JSON.parse(json)) : null;
+    // A callback that throws stops the pull, which then rejects with what it threw (it runs
+    // on the main thread from native code, where a throw would be an uncaught exception).
+    let thrown = null;
+    let nativeCancel = null;
+    const progress = onProgress
+      ? (json) => {
+          if (thrown) return;
+          try {
+            onProgress(JSON.parse(json));
+          } catch (error) {
+            thrown = { error };
+            if (nativeCancel) nativeCancel.cancel();
+          }
+        }
+      : null;
     const native = this._native;
-    return JSON.parse(await abortable((cancel) => native.modelsPull(model, progress, cancel), signal));
+    let report;
+    try {
+      report = await abortable((cancel) => {
+        nativeCancel = cancel;
+        return native.modelsPull(model, progress, cancel);
+      }, signal);
+    } catch (error) {
+      throw thrown ? thrown.error : error;
+    }
+    if (thrown) throw thrown.error;
+    return JSON.parse(report);
   }
 
   /** What `pull` can download: `[{tag, kind, description, licence, size, cached, requires}]`

@@ -483,13 +483,14 @@ enum IngleStatus ingle_models_retrieve(struct IngleClient *client,
  * Files already there are re-hashed; a corrupted one is fetched again. A model the client's
  * config registers only when its files exist is served by this client afterwards.
  * `on_progress` (NULL: none) receives each progress event as JSON,
- * `{"status": "verifying"|"downloading"|"success", "tag", "file", "completed", "total"}`
- * (bytes); a non-zero return stops the pull with `INGLE_ERROR_CANCELLED`, keeping what was
- * downloaded. `*out_json` (NULL: not wanted) receives the report,
+ * `{"status": "waiting"|"verifying"|"downloading"|"success", "tag", "file", "completed",
+ * "total"}` (bytes); a non-zero return stops the pull with `INGLE_ERROR_CANCELLED`, keeping
+ * what was downloaded (on `success` it changes nothing: the pull is done). `*out_json` (NULL: not wanted) receives the report,
  * `{"tag", "status": "success", "models_dir", "files": [{"tag", "path", "size", "sha256",
  * "fetched"}], "downloaded_bytes"}`, to free with `ingle_string_free`.
  * `INGLE_ERROR_NOT_FOUND` for a tag the catalog does not have; network and checksum
- * failures are `INGLE_ERROR_MODEL` (`code` `download_failed` / `checksum_mismatch`).
+ * failures are `INGLE_ERROR_MODEL` (`code` `download_unreachable` / `download_failed` /
+ * `checksum_mismatch`).
  */
 enum IngleStatus ingle_models_pull(struct IngleClient *client,
                                    const char *model,

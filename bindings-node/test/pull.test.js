@@ -107,6 +107,26 @@ test('an aborted pull rejects and the next one resumes', async () => {
   assert.equal(fs.statSync(path.join(models, gguf)).size, bytes.length);
 });
 
+test('an onProgress that throws stops the pull, which rejects with its error', async () => {
+  const models = path.join(dir, 'throwing');
+  const client = new OpenAI({ modelsDir: models });
+  const boom = new Error('stop here');
+  let calls = 0;
+  const onProgress = (e) => {
+    calls += 1;
+    if (e.status === 'downloading' && e.completed > 10e6) throw boom;
+  };
+  await assert.rejects(client.models.pull(model, { onProgress }), (e) => e === boom);
+  const after = calls;
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(calls, after, 'no event after the throw');
+  assert.ok(!fs.existsSync(path.join(models, gguf)));
+  // Nothing lost: the same client resumes and finishes it.
+  const result = await client.models.pull(model);
+  assert.ok(result.downloaded_bytes < bytes.length, `${result.downloaded_bytes}`);
+  assert.equal(fs.statSync(path.join(models, gguf)).size, bytes.length);
+});
+
 test('bad arguments and unknown tags', async () => {
   const client = new OpenAI({ modelsDir: path.join(dir, 'bad') });
   await assert.rejects(client.models.pull('@local/nope'), (e) => e instanceof NotFoundError && e.message.includes(model));

@@ -441,8 +441,9 @@ impl NativeClient {
             })
         });
         match (result, raised) {
-            (Err(_), Some(exception)) => Err(exception),
-            (result, _) => result.and_then(|r| to_json_text(&r)).map_err(py_err),
+            // Raised by `progress` (or Ctrl-C), even on the last event: it is not swallowed.
+            (_, Some(exception)) => Err(exception),
+            (result, None) => result.and_then(|r| to_json_text(&r)).map_err(py_err),
         }
     }
 

@@ -117,6 +117,20 @@ def test_the_progress_callback_stops_a_pull(tmp_path, catalog):
     assert result.files[0].fetched
     assert (tmp_path / "models" / GGUF).stat().st_size == result.files[0].size
 
+    # On the last event: `False` cancels nothing (the pull is done), an exception is raised.
+    events = []
+    result = client.models.pull(
+        MODEL, progress=lambda e: events.append(e.status) or e.status != "success"
+    )
+    assert result.status == "success" and events[-1] == "success"
+
+    def raises_at_the_end(event):
+        if event.status == "success":
+            raise Boom("at the end")
+
+    with pytest.raises(Boom):
+        client.models.pull(MODEL, progress=raises_at_the_end)
+
 
 def test_bad_arguments_and_unknown_tags(tmp_path, catalog):
     client = ingle.OpenAI(models_dir=tmp_path)

@@ -57,6 +57,7 @@ impl Bars {
             bar
         });
         let message = match event.status {
+            PullStatus::Waiting => "waiting",
             PullStatus::Verifying => "verifying",
             PullStatus::Downloading => "pulling",
             PullStatus::Success => "done",

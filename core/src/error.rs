@@ -112,7 +112,8 @@ impl Error {
     pub fn model_not_found(tag: &str) -> Self {
         let known = crate::pull::Catalog::load()
             .or_else(|_| crate::pull::Catalog::builtin())
-            .is_ok_and(|c| c.get(tag).is_some());
+            // A model, not what models need (`onnxruntime`) or tests use (`recordings`).
+            .is_ok_and(|c| c.get(tag).is_some_and(|e| e.backend.is_some()));
         let message = if known {
             format!(
                 "The model `{}` does not exist here yet; {}",

@@ -42,7 +42,7 @@ class _Line:
             sys.stderr.write("\n")
         self.file = event.file
         percent = 100 * event.completed / event.total if event.total else 100
-        verb = "verifying" if event.status == "verifying" else "pulling"
+        verb = event.status if event.status in ("waiting", "verifying") else "pulling"
         sys.stderr.write(
             f"\r{verb:<9} {event.file:<40} {percent:5.1f}%  "
             f"{_human(event.completed)} / {_human(event.total)}\x1b[K"

@@ -339,9 +339,10 @@ class Model(BaseModel):
 
 
 class PullProgress(BaseModel):
-    """One progress event of ``client.models.pull``: ``status`` is ``verifying`` (hashing a file
-    already there), ``downloading`` or ``success``; ``completed`` of ``total`` bytes of ``file``
-    (a path inside the models directory)."""
+    """One progress event of ``client.models.pull``: ``status`` is ``waiting`` (for another pull
+    of the same file to end), ``verifying`` (hashing a file already there, or a downloaded one),
+    ``downloading`` or ``success``; ``completed`` of ``total`` bytes of ``file`` (a path inside
+    the models directory)."""
 
     status: str
     tag: str

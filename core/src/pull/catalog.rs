@@ -188,30 +188,50 @@ impl Catalog {
                 }
             }
         }
+        for entry in &catalog.entries {
+            catalog.visit(entry, &mut Vec::new(), &mut Vec::new())?;
+        }
         Ok(catalog)
+    }
+
+    /// Adds `entry`'s requirements (first) and `entry` to `out`, each once; `path` holds the
+    /// entries being visited, so a cycle is an error, not an endless recursion.
+    fn visit<'a>(
+        &'a self,
+        entry: &'a Entry,
+        path: &mut Vec<&'a str>,
+        out: &mut Vec<&'a Entry>,
+    ) -> Result<()> {
+        if out.iter().any(|e| e.tag == entry.tag) {
+            return Ok(());
+        }
+        if path.contains(&entry.tag.as_str()) {
+            path.push(&entry.tag);
+            return Err(invalid(format!(
+                "the requirements go round in a circle: {}",
+                path.join(" -> ")
+            )));
+        }
+        path.push(&entry.tag);
+        for required in &entry.requires {
+            if let Some(required) = self.get(required) {
+                self.visit(required, path, out)?;
+            }
+        }
+        path.pop();
+        out.push(entry);
+        Ok(())
     }
 
     pub fn get(&self, tag: &str) -> Option<&Entry> {
         self.entries.iter().find(|e| e.tag == tag)
     }
 
-    /// `tag` and what it requires, required entries first, each once.
+    /// `tag` and what it requires, required entries first, each once (`None`: no such tag,
+    /// or requirements in a circle, which a loaded catalog never has).
     pub fn with_requirements(&self, tag: &str) -> Option<Vec<&Entry>> {
-        let mut out: Vec<&Entry> = Vec::new();
-        fn visit<'a>(catalog: &'a Catalog, entry: &'a Entry, out: &mut Vec<&'a Entry>) {
-            if out.iter().any(|e| e.tag == entry.tag) {
-                return;
-            }
-            for required in &entry.requires {
-                if let Some(required) = catalog.get(required) {
-                    visit(catalog, required, out);
-                }
-            }
-            if !out.iter().any(|e| e.tag == entry.tag) {
-                out.push(entry);
-            }
-        }
-        visit(self, self.get(tag)?, &mut out);
+        let mut out = Vec::new();
+        self.visit(self.get(tag)?, &mut Vec::new(), &mut out).ok()?;
         Some(out)
     }
 
@@ -348,5 +368,23 @@ mod tests {
             let e = Catalog::from_toml(&bad).unwrap_err();
             assert!(e.message.contains(expected), "{from} -> {to}: {e}");
         }
+        // a -> b -> c -> a, as three entries.
+        let (header, body) = good.split_once("[[model]]").unwrap();
+        let entry = |tag: &str, requires: &str| {
+            let named = format!("tag = \"{tag}\"\nrequires = [\"{requires}\"]");
+            let body = body.replacen("tag = \"a\"", &named, 1);
+            format!(
+                "[[model]]{}",
+                body.replace("a.gguf", &format!("{tag}.gguf"))
+            )
+        };
+        let circle = format!(
+            "{header}{}{}{}",
+            entry("a", "b"),
+            entry("b", "c"),
+            entry("c", "a")
+        );
+        let e = Catalog::from_toml(&circle).unwrap_err();
+        assert!(e.message.contains("a -> b -> c -> a"), "{e}");
     }
 }

@@ -23,8 +23,35 @@ pub struct Body {
 /// The code of an error for a range past the end of the resource.
 pub const RANGE_NOT_SATISFIABLE: &str = "range_not_satisfiable";
 
+/// The code of an error for a server that could not be reached (no network, DNS, refused,
+/// timed out, TLS): the one case a test may take as "offline".
+pub const UNREACHABLE: &str = "download_unreachable";
+
 pub fn download_error(url: &str, problem: impl std::fmt::Display) -> Error {
     Error::model(format!("Cannot download {url}: {problem}")).with_code("download_failed")
+}
+
+/// An error of a request: an HTTP status (`not_found` says what a 404 means), or, for
+/// anything before one, "cannot reach the server" with its own code.
+fn request_error(url: &str, e: ureq::Error, not_found: Option<&str>) -> Error {
+    match e {
+        ureq::Error::StatusCode(416) => {
+            download_error(url, "HTTP 416 (range not satisfiable)").with_code(RANGE_NOT_SATISFIABLE)
+        }
+        ureq::Error::StatusCode(404) if not_found.is_some() => {
+            download_error(url, not_found.unwrap_or_default())
+        }
+        ureq::Error::StatusCode(status) => download_error(url, format!("HTTP {status}")),
+        ureq::Error::Io(_)
+        | ureq::Error::Timeout(_)
+        | ureq::Error::HostNotFound
+        | ureq::Error::ConnectionFailed
+        | ureq::Error::Tls(_)
+        | ureq::Error::Rustls(_) => {
+            download_error(url, format!("cannot reach the server ({e})")).with_code(UNREACHABLE)
+        }
+        other => download_error(url, other),
+    }
 }
 
 /// Whether `url` points at this machine (127.0.0.0/8, ::1 or localhost), where plain HTTP is
@@ -65,6 +92,8 @@ impl Http {
         // Loopback requests never go through a proxy the environment names.
         let loopback = ureq::Agent::config_builder()
             .proxy(None)
+            // A redirect could leave the loopback interface over plain HTTP.
+            .max_redirects(0)
             .user_agent(user_agent.as_str())
             .timeout_connect(Some(Duration::from_secs(10)))
             .timeout_per_read(Some(Duration::from_secs(60)))
@@ -99,13 +128,12 @@ impl Http {
         if let Some(header) = &header {
             request = request.header("Range", header);
         }
-        let response = request.call().map_err(|e| match e {
-            ureq::Error::StatusCode(416) => download_error(url, "HTTP 416 (range not satisfiable)")
-                .with_code(RANGE_NOT_SATISFIABLE),
-            ureq::Error::StatusCode(status) => download_error(url, format!("HTTP {status}")),
-            other => download_error(url, other),
-        })?;
+        let response = request.call().map_err(|e| request_error(url, e, None))?;
         let status = response.status().as_u16();
+        if !matches!(status, 200 | 206) {
+            // A redirect a loopback mirror sends (not followed), or another answer with no body.
+            return Err(download_error(url, format!("HTTP {status}")));
+        }
         let content_range = response
             .headers()
             .get("content-range")
@@ -195,14 +223,14 @@ impl Http {
                 "application/vnd.pypi.simple.v1+json, application/json;q=0.5",
             )
             .call()
-            .map_err(|e| match e {
-                ureq::Error::StatusCode(404) => download_error(
-                    &page,
-                    format!("the package index has no package `{package}`"),
-                ),
-                ureq::Error::StatusCode(status) => download_error(&page, format!("HTTP {status}")),
-                other => download_error(&page, other),
+            .map_err(|e| {
+                let missing = format!("the package index has no package `{package}`");
+                request_error(&page, e, Some(&missing))
             })?;
+        if response.status().as_u16() != 200 {
+            let status = response.status().as_u16();
+            return Err(download_error(&page, format!("HTTP {status}")));
+        }
         let text = response
             .into_body()
             .with_config()
