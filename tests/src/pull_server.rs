@@ -16,9 +16,9 @@ pub struct State {
     pub packages: HashMap<String, Vec<String>>,
     /// Sha256 the index states for a wheel instead of the real one.
     pub stated_sha256: HashMap<String, String>,
-    /// Cut the next body of the file named here that is longer than this many bytes after
-    /// them (once).
-    pub cut: Option<(String, usize)>,
+    /// Cut the next bodies of the file named here that are longer than this many bytes after
+    /// them, this many times.
+    pub cut: Option<(String, usize, usize)>,
     /// Answer range requests for the file named here with the whole file (200).
     pub ignore_ranges_of: Option<String>,
     /// Flip one byte in the middle of every body served from `/files/`.
@@ -174,10 +174,13 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     if status.starts_with("206") {
         headers.push(("Content-Range", format!("bytes {start}-{end}/{len}")));
     }
-    let cut = match &state.cut {
-        Some((file, n)) if file == name && *n < body.len() => {
+    let cut = match &mut state.cut {
+        Some((file, n, times)) if file == name && *n < body.len() => {
             let n = *n;
-            state.cut = None;
+            *times -= 1;
+            if *times == 0 {
+                state.cut = None;
+            }
             Some(n)
         }
         _ => None,

@@ -273,15 +273,22 @@ fn an_interrupted_pull_leaves_nothing_trusted_and_resumes() {
     pull(&puller, "fixture-runtime").0.unwrap();
     fixture
         .server
-        .with(|s| s.cut = Some((WHEEL.into(), 700_000)));
+        .with(|s| s.cut = Some((WHEEL.into(), 100_000, 4)));
+    // Cut on the first try and on each of the three retries, each resumed where the last
+    // stopped: 400,000 bytes on disk, then an error.
     let error = pull(&puller, "fixture").0.unwrap_err();
     assert!(error.message.contains("resumes"), "{error}");
+    assert_eq!(
+        error.code.as_deref(),
+        Some("download_interrupted"),
+        "{error}"
+    );
     assert!(!dir.0.join("fixture/weights.bin").exists());
     let partial = partial_files(&dir.0);
     assert!(
         partial
             .iter()
-            .any(|(name, len)| name.ends_with(".0.part") && *len == 700_000),
+            .any(|(name, len)| name.ends_with(".0.part") && *len == 400_000),
         "{partial:?}"
     );
 
@@ -291,7 +298,7 @@ fn an_interrupted_pull_leaves_nothing_trusted_and_resumes() {
         std::fs::read(dir.0.join("fixture/weights.bin")).unwrap(),
         fixture.weights
     );
-    // The member's download went on from byte 700,000 of its data.
+    // The member's download went on from byte 400,000 of its data.
     let ranges: Vec<String> = fixture.server.with(|s| {
         s.requests
             .iter()
@@ -303,11 +310,43 @@ fn an_interrupted_pull_leaves_nothing_trusted_and_resumes() {
         r.strip_prefix("bytes=")
             .and_then(|r| r.split_once('-'))
             .and_then(|(from, to)| Some((from.parse::<u64>().ok()?, to.parse::<u64>().ok()?)))
-            .is_some_and(|(from, to)| to + 1 - from == fixture.member_len as u64 - 700_000)
+            .is_some_and(|(from, to)| to + 1 - from == fixture.member_len as u64 - 400_000)
     });
     assert!(resumed, "{ranges:?}");
     assert!(report.downloaded_bytes < fixture.weights.len() as u64);
     assert!(partial_files(&dir.0).is_empty());
+}
+
+/// A connection dropped twice mid-file: the pull tries again by itself, from the bytes on
+/// disk each time, and succeeds with every byte downloaded once.
+#[test]
+fn a_dropped_connection_is_retried_from_where_it_stopped() {
+    let fixture = fixture();
+    let dir = TempDir::new("retry");
+    let puller = puller(&fixture, &dir.0);
+    pull(&puller, "fixture-runtime").0.unwrap();
+    fixture
+        .server
+        .with(|s| s.cut = Some((WHEEL.into(), 500_000, 2)));
+    let (report, events) = pull(&puller, "fixture");
+    let report = report.unwrap();
+    assert_eq!(
+        std::fs::read(dir.0.join("fixture/weights.bin")).unwrap(),
+        fixture.weights
+    );
+    assert_eq!(
+        report.downloaded_bytes as usize,
+        fixture.member_len + (1 << 20)
+    );
+    let downloading: Vec<u64> = events
+        .iter()
+        .filter(|e| e.status == PullStatus::Downloading)
+        .map(|e| e.completed)
+        .collect();
+    assert!(
+        downloading.windows(2).all(|w| w[0] <= w[1]),
+        "{downloading:?}"
+    );
 }
 
 #[test]
@@ -344,7 +383,7 @@ fn a_plain_url_starts_over_when_the_server_ignores_ranges() {
     // The wheel member completes, the plain part is cut after 300,000 bytes.
     fixture
         .server
-        .with(|s| s.cut = Some(("part2.bin".into(), 300_000)));
+        .with(|s| s.cut = Some(("part2.bin".into(), 100_000, 4)));
     assert!(pull(&puller, "fixture").0.is_err());
     // The server now answers ranges of the plain file with all of it: the part starts over.
     fixture

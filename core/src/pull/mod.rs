@@ -343,7 +343,7 @@ impl Puller {
             let located = file
                 .parts
                 .iter()
-                .map(|part| self.locate(part))
+                .map(|part| retrying(|| self.locate(part)))
                 .collect::<Result<Vec<_>>>()?;
             let parts: Vec<PathBuf> = (0..located.len())
                 .map(|i| partial.join(format!("{}.{i}.part", file.sha256)))
@@ -494,7 +494,6 @@ impl Puller {
         parts: &[PathBuf],
         emit: &mut Emit,
     ) -> Result<(u64, bool)> {
-        let io = local_error;
         // Compressed bytes of the zip members, plus the file's own bytes of any plain part.
         let compressed: u64 = located.iter().filter_map(|l| l.len).sum();
         let inflated: u64 = located
@@ -520,112 +519,211 @@ impl Puller {
             }
         }
         let resumed = have.iter().any(|&h| h > 0);
-        let mut completed: u64 = have.iter().sum();
-        let mut downloaded = 0;
-        emit(PullStatus::Downloading, Some(&file.path), completed, total)?;
+        let mut tally = Tally {
+            completed: have.iter().sum(),
+            total,
+            downloaded: 0,
+        };
+        emit(
+            PullStatus::Downloading,
+            Some(&file.path),
+            tally.completed,
+            total,
+        )?;
         for (i, part) in located.iter().enumerate() {
-            if part.len == Some(have[i]) {
-                continue;
-            }
-            let range = match part.len {
-                Some(len) => Range::Span(part.start + have[i], part.start + len - 1),
-                None => Range::From(have[i]),
-            };
-            let body = match self.http.get_range(&part.url, range) {
-                // A plain part downloaded to its end in an earlier pull.
-                Err(e) if have[i] > 0 && e.code.as_deref() == Some(http::RANGE_NOT_SATISFIABLE) => {
-                    continue
-                }
-                other => other?,
-            };
-            let mut out = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(&parts[i])
-                .map_err(|e| io("write", &parts[i], e))?;
-            if body.start != part.start + have[i] {
-                if part.member.is_some() || body.start != 0 {
-                    return Err(download_error(
-                        &part.url,
-                        format!(
-                            "asked for bytes from {}, the server sent them from {}",
-                            part.start + have[i],
-                            body.start
-                        ),
-                    ));
-                }
-                // The server ignored the range: start this part again.
-                out.set_len(0).map_err(|e| io("truncate", &parts[i], e))?;
-                completed -= have[i];
-                have[i] = 0;
-            }
-            // What the server said it sends, and what is read at most.
-            let expected = match part.len {
-                Some(len) => Some(len - have[i]),
-                None => body.total.map(|t| t.saturating_sub(body.start)),
-            };
-            let limit = part
-                .len
-                .map_or(plain_limit.saturating_sub(have[i]), |len| len - have[i]);
-            let mut reader = body.reader.take(limit);
-            let mut buffer = vec![0u8; 256 << 10];
-            let mut since_report = 0;
-            let mut got = 0u64;
+            let mut retries = RETRY_WAITS.iter();
             loop {
-                let n = match read_some(&mut reader, &mut buffer) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) => {
-                        out.sync_all().ok();
-                        return Err(interrupted(&part.url, have[i] + got, part.len, e));
-                    }
+                let error = match self.download_part(
+                    file,
+                    part,
+                    &parts[i],
+                    &mut have[i],
+                    plain_limit,
+                    &mut tally,
+                    emit,
+                ) {
+                    Ok(()) => break,
+                    Err(e) => e,
                 };
-                out.write_all(&buffer[..n])
-                    .map_err(|e| io("write", &parts[i], e))?;
-                got += n as u64;
-                completed += n as u64;
-                downloaded += n as u64;
-                since_report += n as u64;
-                if since_report >= PROGRESS_EVERY {
-                    since_report = 0;
-                    emit(PullStatus::Downloading, Some(&file.path), completed, total)?;
+                // A dropped connection or an unreachable server: again after a pause, from
+                // the bytes already on disk, a few times before giving up.
+                let Some(wait) = retries.next().filter(|_| is_transient(&error)) else {
+                    return Err(error);
+                };
+                let until = std::time::Instant::now() + *wait;
+                while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+                    // Heard by the caller meanwhile, who may cancel.
+                    emit(
+                        PullStatus::Downloading,
+                        Some(&file.path),
+                        tally.completed,
+                        total,
+                    )?;
+                    std::thread::sleep(left.min(LOCK_POLL));
                 }
-            }
-            out.sync_all().map_err(|e| io("write", &parts[i], e))?;
-            if part.len.is_none() && have[i] + got >= plain_limit {
-                drop(out);
-                fs::remove_file(&parts[i]).ok();
-                return Err(download_error(
-                    &part.url,
-                    format!(
-                        "the server sends more than the {} bytes of {}; the download was \
-                         discarded",
-                        plain_limit - 1,
-                        file.path
-                    ),
-                )
-                .with_code("checksum_mismatch"));
-            }
-            if part.len.is_some_and(|len| have[i] + got != len)
-                || expected.is_some_and(|expected| got != expected)
-            {
-                return Err(interrupted(
-                    &part.url,
-                    have[i] + got,
-                    part.len,
-                    "the connection closed early",
-                ));
             }
         }
         emit(
             PullStatus::Downloading,
             Some(&file.path),
-            completed,
-            completed.max(total),
+            tally.completed,
+            tally.completed.max(total),
         )?;
-        Ok((downloaded, resumed))
+        Ok((tally.downloaded, resumed))
+    }
+
+    /// Downloads what part `part` lacks into `path` (`have` bytes are there, and grows as
+    /// bytes arrive).
+    #[allow(clippy::too_many_arguments)]
+    fn download_part(
+        &self,
+        file: &catalog::File,
+        part: &Located,
+        path: &Path,
+        have: &mut u64,
+        plain_limit: u64,
+        tally: &mut Tally,
+        emit: &mut Emit,
+    ) -> Result<()> {
+        let io = local_error;
+        if part.len == Some(*have) {
+            return Ok(());
+        }
+        let range = match part.len {
+            Some(len) => Range::Span(part.start + *have, part.start + len - 1),
+            None => Range::From(*have),
+        };
+        let body = match self.http.get_range(&part.url, range) {
+            // A plain part downloaded to its end in an earlier pull.
+            Err(e) if *have > 0 && e.code.as_deref() == Some(http::RANGE_NOT_SATISFIABLE) => {
+                return Ok(())
+            }
+            other => other?,
+        };
+        let mut out = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| io("write", path, e))?;
+        if body.start != part.start + *have {
+            if part.member.is_some() || body.start != 0 {
+                return Err(download_error(
+                    &part.url,
+                    format!(
+                        "asked for bytes from {}, the server sent them from {}",
+                        part.start + *have,
+                        body.start
+                    ),
+                ));
+            }
+            // The server ignored the range: start this part again.
+            out.set_len(0).map_err(|e| io("truncate", path, e))?;
+            tally.completed -= *have;
+            *have = 0;
+        }
+        // What the server said it sends, and what is read at most.
+        let expected = match part.len {
+            Some(len) => Some(len - *have),
+            None => body.total.map(|t| t.saturating_sub(body.start)),
+        };
+        let limit = part
+            .len
+            .map_or(plain_limit.saturating_sub(*have), |len| len - *have);
+        let mut reader = body.reader.take(limit);
+        let mut buffer = vec![0u8; 256 << 10];
+        let mut since_report = 0;
+        let mut got = 0u64;
+        loop {
+            let n = match read_some(&mut reader, &mut buffer) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) => {
+                    out.sync_all().ok();
+                    return Err(interrupted(&part.url, *have, part.len, e));
+                }
+            };
+            out.write_all(&buffer[..n])
+                .map_err(|e| io("write", path, e))?;
+            got += n as u64;
+            *have += n as u64;
+            tally.completed += n as u64;
+            tally.downloaded += n as u64;
+            since_report += n as u64;
+            if since_report >= PROGRESS_EVERY {
+                since_report = 0;
+                emit(
+                    PullStatus::Downloading,
+                    Some(&file.path),
+                    tally.completed,
+                    tally.total,
+                )?;
+            }
+        }
+        out.sync_all().map_err(|e| io("write", path, e))?;
+        if part.len.is_none() && *have >= plain_limit {
+            drop(out);
+            fs::remove_file(path).ok();
+            return Err(download_error(
+                &part.url,
+                format!(
+                    "the server sends more than the {} bytes of {}; the download was discarded",
+                    plain_limit - 1,
+                    file.path
+                ),
+            )
+            .with_code("checksum_mismatch"));
+        }
+        if part.len.is_some_and(|len| *have != len)
+            || expected.is_some_and(|expected| got != expected)
+        {
+            return Err(interrupted(
+                &part.url,
+                *have,
+                part.len,
+                "the connection closed early",
+            ));
+        }
+        Ok(())
     }
 }
+
+/// Bytes of a file's download: done (on disk) of all, and those that came over the network
+/// in this pull.
+struct Tally {
+    completed: u64,
+    total: u64,
+    downloaded: u64,
+}
+
+/// Pauses before each new try of a part whose download failed in passing.
+const RETRY_WAITS: [std::time::Duration; 3] = [
+    std::time::Duration::from_millis(500),
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(2),
+];
+
+/// `f()`, again after each of [`RETRY_WAITS`] while it fails in passing (short requests: the
+/// index, an archive's directory).
+fn retrying<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut waits = RETRY_WAITS.iter();
+    loop {
+        match f() {
+            Err(e) if is_transient(&e) => match waits.next() {
+                Some(wait) => std::thread::sleep(*wait),
+                None => return Err(e),
+            },
+            other => return other,
+        }
+    }
+}
+
+/// A failure that may pass: the server could not be reached, or the connection dropped.
+fn is_transient(error: &Error) -> bool {
+    matches!(error.code.as_deref(), Some(http::UNREACHABLE | INTERRUPTED))
+}
+
+/// The code of an error for a download cut short (pulling again resumes it).
+pub const INTERRUPTED: &str = "download_interrupted";
 
 /// A failure on this machine (disk full, permissions), not in the download: what was
 /// downloaded is kept.
@@ -649,6 +747,7 @@ fn interrupted(url: &str, have: u64, len: Option<u64>, why: impl std::fmt::Displ
         url,
         format!("{why} after {have}{of} bytes; pulling again resumes from there"),
     )
+    .with_code(INTERRUPTED)
 }
 
 /// The sha256 of a file, as lowercase hex, reporting `(hashed, total)` as it goes.
