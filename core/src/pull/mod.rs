@@ -109,22 +109,33 @@ pub fn pull_hint(tag: &str) -> String {
     )
 }
 
-/// The catalog entry holding the file at `path` (matched on its path inside the models
-/// directory), if any.
-pub fn tag_of_file(path: &Path) -> Option<String> {
+/// The catalog entry whose file `path` is, and the models directory it is in: `path` ends
+/// with the file's catalog path, and what is before that is the directory.
+pub fn tag_of_file(path: &Path) -> Option<(String, PathBuf)> {
     let catalog = Catalog::load().or_else(|_| Catalog::builtin()).ok()?;
-    catalog
-        .entries
-        .iter()
-        .find(|e| e.files.iter().any(|f| path.ends_with(&f.path)))
-        .map(|e| e.tag.clone())
+    catalog.entries.iter().find_map(|entry| {
+        entry.files.iter().find_map(|file| {
+            let depth = Path::new(&file.path).components().count();
+            let mut dir = path;
+            for _ in 0..depth {
+                dir = dir.parent()?;
+            }
+            (dir.join(&file.path) == path).then(|| (entry.tag.clone(), dir.to_path_buf()))
+        })
+    })
 }
 
 /// Says how to get the missing file `path`: the pull command of the catalog entry that holds
-/// it, or, for a file the catalog does not know, to put it there.
+/// it (into the directory it is missing from, when that is not the default models directory),
+/// or, for a file the catalog does not know, to put it there.
 pub fn missing_file_hint(path: &Path) -> String {
     match tag_of_file(path) {
-        Some(tag) => pull_hint(&tag),
+        Some((tag, dir)) if dir == crate::config::default_models_dir() => pull_hint(&tag),
+        Some((tag, dir)) => format!(
+            "run `INGLE_MODELS_DIR={} ingle pull {tag}` to download it there (or \
+             `client.models.pull(\"{tag}\")` on a client whose models directory it is)",
+            dir.display()
+        ),
         None => "put the file there, or fix the path in the config".into(),
     }
 }
@@ -878,4 +889,30 @@ fn assemble(
     }
     out.sync_all().map_err(|e| local_error("write", tmp, e))?;
     Ok(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_file_hint_names_the_directory_it_is_missing_from() {
+        let gguf = crate::config::DEFAULT_MODEL_FILE;
+        let tag = crate::config::DEFAULT_MODEL;
+        let default = crate::config::default_models_dir();
+        assert_eq!(missing_file_hint(&default.join(gguf)), pull_hint(tag));
+        let elsewhere = missing_file_hint(&Path::new("/data/models").join(gguf));
+        assert!(
+            elsewhere.contains(&format!("INGLE_MODELS_DIR=/data/models ingle pull {tag}")),
+            "{elsewhere}"
+        );
+        // A file two levels down in the catalog: the directory is above both.
+        let (found, dir) = tag_of_file(Path::new("/m/all-minilm-l6-v2/model.onnx")).unwrap();
+        assert_eq!(
+            (found.as_str(), dir.as_path()),
+            (crate::config::DEFAULT_EMBEDDING_MODEL, Path::new("/m"))
+        );
+        assert!(tag_of_file(Path::new("/m/model.onnx")).is_none());
+        assert!(missing_file_hint(Path::new("/m/mine.gguf")).contains("put the file there"));
+    }
 }
