@@ -196,7 +196,8 @@ impl PredictorConfig {
         self
     }
 
-    /// Registers the predictor only if its files exist.
+    /// Serves the predictor only while its files exist; while they do not, a predictor
+    /// registered under its tag takes its place.
     pub fn if_present(mut self) -> Self {
         self.if_present = true;
         self

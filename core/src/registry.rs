@@ -105,11 +105,16 @@ impl Registry {
         if tag.is_empty() {
             return Err(Error::invalid("tag", "A predictor tag must not be empty"));
         }
-        if entries.iter().any(|e| e.tag == tag) {
-            return Err(Error::invalid(
-                "tag",
-                format!("A predictor `{tag}` is already registered"),
-            ));
+        if let Some(at) = entries.iter().position(|e| e.tag == tag) {
+            // A config model whose files are not there is hidden: a predictor registered
+            // under its tag takes its place (and keeps it once the files come).
+            if needs_files.is_some() || entries[at].present() {
+                return Err(Error::invalid(
+                    "tag",
+                    format!("A predictor `{tag}` is already registered"),
+                ));
+            }
+            entries.remove(at);
         }
         entries.push(Arc::new(Entry {
             tag: tag.to_string(),
@@ -226,5 +231,42 @@ impl Registry {
             created: entry.created,
             loaded,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hidden_model(dir: &Path) -> Registry {
+        let config = Config::empty().models_dir(dir).predictor(
+            crate::config::PredictorConfig::llama("@me/chat", "missing.gguf").if_present(),
+        );
+        Registry::from_config(&config).unwrap()
+    }
+
+    #[test]
+    fn a_hidden_config_model_gives_its_tag_to_a_registered_predictor() {
+        let dir = std::env::temp_dir().join(format!("ingle-registry-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let registry = hidden_model(&dir);
+        assert!(registry.get("@me/chat").is_err());
+        registry
+            .register_loader("@me/chat", || Err(Error::internal("mine")))
+            .unwrap();
+        // Now the tag is the registered predictor's (its loader answers).
+        let error = registry.get("@me/chat").err().unwrap();
+        assert!(error.message.contains("mine"), "{error}");
+        assert!(registry
+            .register_loader("@me/chat", || Err(Error::internal("again")))
+            .is_err());
+        // A config model whose files are there keeps its tag.
+        std::fs::write(dir.join("missing.gguf"), b"x").unwrap();
+        let registry = hidden_model(&dir);
+        let error = registry
+            .register_loader("@me/chat", || Err(Error::internal("mine")))
+            .unwrap_err();
+        assert!(error.message.contains("already registered"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
