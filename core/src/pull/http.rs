@@ -237,22 +237,24 @@ impl Http {
             .limit(64 << 20)
             .read_to_string()
             .map_err(|e| download_error(&page, e))?;
-        let json: serde_json::Value = serde_json::from_str(&text).map_err(|_| {
+        // Only the fields read are kept (a big project's page lists thousands of files).
+        let json: IndexPage = serde_json::from_str(&text).map_err(|_| {
             download_error(
                 &page,
                 "the package index did not answer with its JSON API (PEP 691)",
             )
         })?;
-        let file = json["files"]
-            .as_array()
-            .and_then(|files| files.iter().find(|f| f["filename"] == wheel))
+        let file = json
+            .files
+            .into_iter()
+            .find(|f| f.filename == wheel)
             .ok_or_else(|| {
                 download_error(
                     &page,
                     format!("the package index lists no file `{wheel}` for `{package}`"),
                 )
             })?;
-        if let Some(sha) = file["hashes"]["sha256"].as_str() {
+        if let Some(sha) = file.hashes.sha256.as_deref() {
             if !sha.eq_ignore_ascii_case(wheel_sha256) {
                 return Err(download_error(
                     &page,
@@ -263,12 +265,29 @@ impl Http {
                 .with_code("checksum_mismatch"));
             }
         }
-        let url = file["url"]
-            .as_str()
-            .ok_or_else(|| download_error(&page, format!("no URL for `{wheel}`")))?;
+        let url = file.url.as_str();
         // A fragment (`#sha256=...`) is for the client, not the server.
         Ok(join_url(&page, url.split('#').next().unwrap_or(url)))
     }
+}
+
+/// What `pull` reads of a PEP 691 project page.
+#[derive(serde::Deserialize)]
+struct IndexPage {
+    files: Vec<IndexFile>,
+}
+
+#[derive(serde::Deserialize)]
+struct IndexFile {
+    filename: String,
+    url: String,
+    #[serde(default)]
+    hashes: IndexHashes,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct IndexHashes {
+    sha256: Option<String>,
 }
 
 fn no_ranges(url: &str) -> Error {
