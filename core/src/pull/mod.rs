@@ -4,10 +4,12 @@
 //!
 //! Nothing half-written is ever at a model's path: bytes go to `.partial/` inside the models
 //! directory, a file is assembled beside its path (`.NAME.ingle-partial`), checked against the
-//! catalog's sha256 and only then renamed into place (and the directory synced). An interrupted download resumes from its
-//! `.part` file with an HTTP range request; if a resumed file does not verify, it is fetched
-//! once more from scratch. A file already at its path is re-hashed: a corrupted one is fetched
-//! again. Pulls of the same file (threads or processes) take turns on a lock file.
+//! catalog's sha256 and only then renamed into place (and the directory synced). A dropped
+//! connection is tried again a few times; an interrupted download resumes from its `.part`
+//! file with an HTTP range request; if a resumed file does not verify, it is fetched once more
+//! from scratch. A file already at its path is re-hashed (before anything is written): a
+//! corrupted one is fetched again. Pulls of the same file (threads or processes) take turns on
+//! a lock file. Archives and servers are not trusted (bounds in `zip.rs`).
 
 pub mod catalog;
 mod http;
