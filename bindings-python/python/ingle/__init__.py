@@ -22,6 +22,7 @@ from ._exceptions import (
 from ._ingle import __version__
 from ._ingle import system_info as _system_info
 from ._predictors import AudioSamples, Parameter, Predictor, PredictorDefinitionError, predictor
+from . import beta  # Muna's names: beta.Annotations, beta.openai.Message, ...
 from ._serve import Server, serve, serve_async, start_server
 from ._response import (
     AsyncStreamedBinaryAPIResponse,
@@ -66,5 +67,6 @@ __all__ = [
     "start_server",
     "Server",
     "types",
+    "beta",
     "__version__",
 ]

@@ -82,12 +82,13 @@ class _Bounded(_Annotation):
 
 
 class _EmbeddingDims(_Bounded):
-    """The number of dimensions to return (``dimensions``): an ``int`` with a default."""
+    """The number of dimensions to return (``dimensions``): an ``int`` with a default.
+    ``max`` left out is the default (the model's full size)."""
 
     kind = "embedding_dims"
 
-    def __init__(self, description: str = "", *, min: int = 1, max: int) -> None:
-        super().__init__(description, min=min, max=max)
+    def __init__(self, description: str = "", *, min: int = 1, max: Optional[int] = None) -> None:
+        super().__init__(description, min=1 if min is None else min, max=max)
 
 
 class _AudioVoice(_Annotation):
@@ -113,7 +114,8 @@ class _AudioSpeed(_Bounded):
 
 
 class _Audio(_Annotation):
-    """Audio: float32 samples as a NumPy array, ``(F,)`` mono or ``(F, C)``, at ``sample_rate``."""
+    """Audio: float32 samples as a NumPy array at ``sample_rate``: ``(F,)`` mono, or ``(F, C)``
+    or ``(C, F)`` (the shape decides: at most 64 channels, fewer than the frames)."""
 
     kind = "audio"
 
@@ -123,6 +125,21 @@ class _Audio(_Annotation):
 
     def _fields(self) -> Dict[str, Any]:
         return {"sample_rate": self.sample_rate}
+
+
+class _Unsupported(_Annotation):
+    """An annotation another library has and ingle does not: using it fails at registration
+    (naming the parameter) rather than doing nothing."""
+
+    kind = "unsupported"
+
+    def __init__(self, name: str, why: str, description: str = "", **_: Any) -> None:
+        super().__init__(description)
+        self.name = name
+        self.why = why
+
+    def __repr__(self) -> str:
+        return f"Annotations.{self.name}({self.description!r})"
 
 
 class Parameter:
@@ -169,8 +186,8 @@ class Parameter:
 
 
 class AudioSamples:
-    """Audio for ``predictions.create`` inputs: float32 ``samples`` (``(F,)`` or ``(F, C)``)
-    at ``sample_rate``."""
+    """Audio for ``predictions.create`` inputs: float32 ``samples`` (``(F,)``, or ``(F, C)``
+    or ``(C, F)`` as the shape decides) at ``sample_rate``."""
 
     def __init__(self, samples: Any, sample_rate: int) -> None:
         self.samples = samples
@@ -231,12 +248,42 @@ def _raw_audio(samples: Any, sample_rate: int, what: str) -> Any:
         raise _OutputError(f"{what} is a {type(samples).__name__}, declared a float32 NumPy array")
     if samples.dtype != np.float32:
         raise _OutputError(f"{what} is a {samples.dtype} array; audio is float32")
-    if samples.ndim not in (1, 2) or (samples.ndim == 2 and not 1 <= samples.shape[1] <= 64):
-        raise _OutputError(
-            f"{what} has shape {samples.shape}; audio is (frames,) or (frames, channels)")
-    channels = 1 if samples.ndim == 1 else samples.shape[1]
+    channels, channels_first = _audio_layout(samples.shape, what)
+    if channels_first:
+        samples = samples.T  # (C, F) → (F, C): the engine takes interleaved frames
     data = np.ascontiguousarray(samples, dtype=np.float32).tobytes()
     return _ingle.RawAudio(data, sample_rate, channels)
+
+
+_MAX_CHANNELS = 64
+
+
+def _audio_layout(shape: Tuple[int, ...], what: str) -> Tuple[int, bool]:
+    """``(channels, channels_first)`` of an audio array's shape. ``(F,)`` is mono; a 2-D array
+    is ``(F, C)`` (interleaved) or ``(C, F)`` (channels first), as the two documents
+    predictors are written from say, and its shape decides which: the channels are the side
+    of at most 64 that is shorter than the other. A shape that decides nothing (``(2, 2)``,
+    ``(100, 200)``) is refused, naming ``what``."""
+    if len(shape) == 1:
+        return 1, False
+    if len(shape) == 2:
+        rows, columns = shape
+        if 1 <= columns <= _MAX_CHANNELS and (rows > columns or rows == 0 or rows == columns == 1):
+            return columns, False  # (F, C)
+        if 1 <= rows <= _MAX_CHANNELS and (columns > rows or columns == 0):
+            return rows, True  # (C, F)
+        if rows == columns:
+            raise _OutputError(
+                f"{what} has shape {tuple(shape)}, which is ambiguous: (frames, channels) or "
+                "(channels, frames)? The channels are the shorter side; give audio with more "
+                "frames than channels")
+        raise _OutputError(
+            f"{what} has shape {tuple(shape)}: read either way it has more than "
+            f"{_MAX_CHANNELS} channels (or none); audio is (frames,), (frames, channels) or "
+            f"(channels, frames) with 1 to {_MAX_CHANNELS} channels")
+    raise _OutputError(
+        f"{what} has shape {tuple(shape)}; audio is (frames,), (frames, channels) or "
+        "(channels, frames)")
 
 
 def _array_of(raw: Any) -> Any:
@@ -299,6 +346,9 @@ def _describe_type(param: _Param, hint: Any, annotation: Optional[_Annotation], 
     """Fills ``param``'s type, choices and converters from the type hint."""
     origin = typing.get_origin(hint)
     kind = annotation.kind if annotation else "generic"
+    if isinstance(annotation, _Unsupported):
+        raise TypeError(f"is annotated {annotation.name}, which ingle does not support: "
+                        f"{annotation.why}")
     if kind == "audio":
         if not _is_ndarray_type(hint):
             raise TypeError("is annotated Audio; its type must be numpy.ndarray")
@@ -383,6 +433,17 @@ def _json_default(value: Any) -> Any:
     return json.loads(text)
 
 
+def _dims_up_to_default(param: _Param, annotation: _EmbeddingDims) -> None:
+    """An ``EmbeddingDims`` without ``max``: the default is the most dimensions there are."""
+    default = param.json.get("default")
+    if isinstance(default, bool) or not isinstance(default, int):
+        raise TypeError("is annotated EmbeddingDims without `max` or an int default; give "
+                        "`max`, the most dimensions the model gives")
+    annotation.max = default
+    param.json["max"] = default
+    param.json["annotation"] = annotation._json()
+
+
 def _unwrap_yield(hint: Any) -> Any:
     """``X`` of ``Iterator[X]``, ``Generator[X, ...]``, ``AsyncIterator[X]`` ..."""
     origin = typing.get_origin(hint)
@@ -463,6 +524,8 @@ class Predictor:
                 self._annotate(param, annotation)
                 if p.default is not inspect.Parameter.empty:
                     param.json["default"] = _json_default(p.default)
+                if isinstance(annotation, _EmbeddingDims) and annotation.max is None:
+                    _dims_up_to_default(param, annotation)
             except TypeError as error:
                 raise self._fail(name, str(error)) from None
             if param.json.get("annotation") == "chat_messages":

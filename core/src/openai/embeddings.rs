@@ -1,11 +1,17 @@
-//! `embeddings.create`: texts in, vectors out, on any predictor whose signature has an input
-//! and an output annotated [`Annotation::Embedding`] (and, for `dimensions`, an input annotated
-//! [`Annotation::EmbeddingDims`]).
+//! `embeddings.create`: texts in, vectors out, on any predictor whose signature has an output
+//! annotated [`Annotation::Embedding`] and takes the texts (and, for `dimensions`, an input
+//! annotated [`Annotation::EmbeddingDims`]).
+//!
+//! The texts are found by their place, as the documents predictors are written from describe
+//! them: the one required input that is a list of strings. An input annotated
+//! [`Annotation::Embedding`] names them outright (and wins over the place). [`texts_input`] is
+//! that rule, shared by the mapping and by the registration [`rules`].
 
 use super::{in_openai_terms, OtherFields};
 use crate::error::{shown, Error, Result};
-use crate::predict::{Annotation, Inputs};
+use crate::predict::{Annotation, Inputs, Parameter, Signature};
 use crate::registry::Registry;
+use crate::value::ValueType;
 use crate::value::{Dtype, Value};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -238,9 +244,9 @@ impl Embeddings {
                 format!("The model `{model}` cannot serve embeddings: its predictor has no {what}"),
             )
         };
-        let input = signature
-            .input_annotated(&Annotation::Embedding)
-            .ok_or_else(|| cannot("input annotated Embedding"))?;
+        let input = texts_input(signature).ok_or_else(|| {
+            cannot("input annotated Embedding nor one required list of strings (the texts)")
+        })?;
         let output = signature
             .output_annotated(&Annotation::Embedding)
             .ok_or_else(|| cannot("output annotated Embedding"))?;
@@ -365,10 +371,34 @@ fn texts_of(input: &EmbeddingInput) -> Result<(Vec<Value>, bool)> {
     }
 }
 
-/// Embeddings (claimed by an input or output annotated `Embedding`, or an `EmbeddingDims`
-/// input): exactly one required input, the texts (a list annotated `Embedding`); an
-/// `EmbeddingDims` input has a default; the output annotated `Embedding` is the matrix.
-pub(super) fn rules(tag: &str, signature: &crate::predict::Signature) -> Result<()> {
+/// Whether `p` may hold the texts by its place: a required input with no annotation whose type
+/// is a list of strings (or a list whose items are not declared).
+fn texts_by_place(p: &Parameter) -> bool {
+    p.annotation == Annotation::Generic
+        && p.required
+        && p.value_type == ValueType::List
+        && p.item_type.is_none_or(|t| t == ValueType::String)
+}
+
+/// The input an embeddings request puts its texts in: the input annotated `Embedding`, else the
+/// one required list of strings without annotation. `None` when there is none, or more than one
+/// such list (the [`rules`] say which, by name, at registration).
+pub(crate) fn texts_input(signature: &Signature) -> Option<&Parameter> {
+    if let Some(annotated) = signature.input_annotated(&Annotation::Embedding) {
+        return Some(annotated);
+    }
+    let mut lists = signature.inputs.iter().filter(|p| texts_by_place(p));
+    match (lists.next(), lists.next()) {
+        (Some(texts), None) => Some(texts),
+        _ => None,
+    }
+}
+
+/// Embeddings (claimed by an output or input annotated `Embedding`, or an `EmbeddingDims`
+/// input): the texts ([`texts_input`]: an input annotated `Embedding`, else the one required
+/// list of strings) are required and a list of strings; an `EmbeddingDims` input has a
+/// default; the output annotated `Embedding` is the matrix; nothing else is required.
+pub(super) fn rules(tag: &str, signature: &Signature) -> Result<()> {
     use super::rules::{nothing_else_required, output, problem};
     let dims = signature
         .inputs
@@ -381,17 +411,62 @@ pub(super) fn rules(tag: &str, signature: &crate::predict::Signature) -> Result<
         return Ok(());
     }
     let method = "embeddings";
-    let texts = signature
-        .input_annotated(&Annotation::Embedding)
-        .ok_or_else(|| {
-            problem(
+    let texts = match texts_input(signature) {
+        Some(texts) => texts,
+        None => {
+            let lists: Vec<&Parameter> = signature
+                .inputs
+                .iter()
+                .filter(|p| texts_by_place(p))
+                .collect();
+            if let [first, second, ..] = lists.as_slice() {
+                return Err(problem(
+                    tag,
+                    &second.name,
+                    format!(
+                        "serves embeddings, which gives one list of texts, but `{}` and `{}` \
+                         are both required lists of strings: annotate the texts Embedding and \
+                         give the other a default",
+                        first.name, second.name
+                    ),
+                ));
+            }
+            // A list where the texts would be, but of something else, or optional.
+            let lists = || {
+                signature.inputs.iter().filter(|p| {
+                    p.annotation == Annotation::Generic && p.value_type == ValueType::List
+                })
+            };
+            if let Some(list) = lists().find(|p| p.required) {
+                return Err(problem(
+                    tag,
+                    &list.name,
+                    format!(
+                        "serves embeddings, so its texts `{}` must be a list of strings",
+                        list.name
+                    ),
+                ));
+            }
+            if let Some(list) = lists().find(|p| p.item_type.is_none_or(|t| t == ValueType::String))
+            {
+                return Err(problem(
+                    tag,
+                    &list.name,
+                    format!(
+                        "serves embeddings, so its texts `{}` must be required (no default)",
+                        list.name
+                    ),
+                ));
+            }
+            return Err(problem(
                 tag,
                 "inputs",
-                "serves embeddings, so it needs one required input annotated Embedding: the \
-                 list of texts"
+                "serves embeddings, so it needs the texts to embed: one required input that is \
+                 a list of strings (or an input annotated Embedding)"
                     .into(),
-            )
-        })?;
+            ));
+        }
+    };
     if !texts.required {
         return Err(problem(
             tag,
@@ -402,10 +477,7 @@ pub(super) fn rules(tag: &str, signature: &crate::predict::Signature) -> Result<
             ),
         ));
     }
-    if texts
-        .item_type
-        .is_some_and(|t| t != crate::value::ValueType::String)
-    {
+    if texts.item_type.is_some_and(|t| t != ValueType::String) {
         return Err(problem(
             tag,
             &texts.name,
@@ -427,4 +499,115 @@ pub(super) fn rules(tag: &str, signature: &crate::predict::Signature) -> Result<
     }
     output(tag, signature, &Annotation::Embedding, method)?;
     nothing_else_required(tag, signature, method, &[Some(texts)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{rules, texts_input};
+    use crate::predict::{Annotation, Parameter, Signature};
+    use crate::value::ValueType as T;
+
+    fn texts() -> Parameter {
+        Parameter::new("texts", T::List).items(T::String)
+    }
+    fn dims() -> Parameter {
+        Parameter::new("dimensions", T::Int)
+            .annotated(Annotation::EmbeddingDims { min: 256, max: 768 })
+            .default_value(768)
+    }
+    fn matrix() -> Parameter {
+        Parameter::new("output", T::Tensor).annotated(Annotation::Embedding)
+    }
+    fn problem(inputs: Vec<Parameter>, outputs: Vec<Parameter>) -> (String, String) {
+        let error = rules("@t/e", &Signature::new(inputs, outputs)).unwrap_err();
+        (error.param.unwrap_or_default(), error.message)
+    }
+
+    /// Seed 000's predictor: texts `list[str]` annotated Generic, `EmbeddingDims` with a
+    /// default, the output annotated `Embedding`. The texts are found by their place.
+    #[test]
+    fn the_seeds_embedding_predictor_is_found_by_its_place() {
+        let signature = Signature::new(vec![texts(), dims()], vec![matrix()]);
+        rules("@t/e", &signature).unwrap();
+        assert_eq!(texts_input(&signature).unwrap().name, "texts");
+        // Undeclared items are a list of strings too; so is the texts' place after the dims.
+        let any_list = Signature::new(
+            vec![dims(), Parameter::new("texts", T::List)],
+            vec![matrix()],
+        );
+        rules("@t/e", &any_list).unwrap();
+        assert_eq!(texts_input(&any_list).unwrap().name, "texts");
+        // An input annotated Embedding still names the texts, and wins over the place.
+        let annotated = Signature::new(
+            vec![
+                Parameter::new("other", T::List)
+                    .items(T::String)
+                    .default_value(crate::value::Value::List(vec![])),
+                texts().annotated(Annotation::Embedding),
+            ],
+            vec![matrix()],
+        );
+        rules("@t/e", &annotated).unwrap();
+        assert_eq!(texts_input(&annotated).unwrap().name, "texts");
+    }
+
+    #[test]
+    fn texts_that_cannot_be_found_are_named() {
+        // No list at all.
+        let (param, message) = problem(vec![dims()], vec![matrix()]);
+        assert_eq!(param, "inputs");
+        assert!(message.contains("`@t/e`"), "{message}");
+        assert!(
+            message.contains("required input that is a list of strings"),
+            "{message}"
+        );
+        // Two lists: which are the texts?
+        let (param, message) = problem(
+            vec![texts(), Parameter::new("more", T::List).items(T::String)],
+            vec![matrix()],
+        );
+        assert_eq!(param, "more");
+        assert!(message.contains("`texts` and `more`"), "{message}");
+        // A list of numbers where the texts would be.
+        let (param, message) = problem(
+            vec![Parameter::new("ids", T::List).items(T::Int)],
+            vec![matrix()],
+        );
+        assert_eq!(param, "ids");
+        assert!(message.contains("list of strings"), "{message}");
+        // Texts with a default: callers always give them.
+        let (param, message) = problem(
+            vec![texts().default_value(crate::value::Value::List(vec![]))],
+            vec![matrix()],
+        );
+        assert_eq!(param, "texts");
+        assert!(message.contains("must be required"), "{message}");
+        // The dims need their default; the matrix is needed.
+        let (param, message) = problem(
+            vec![
+                texts(),
+                Parameter::new("dimensions", T::Int)
+                    .annotated(Annotation::EmbeddingDims { min: 1, max: 8 }),
+            ],
+            vec![matrix()],
+        );
+        assert_eq!(param, "dimensions");
+        assert!(message.contains("without a default"), "{message}");
+        let (param, message) = problem(vec![texts(), dims()], vec![]);
+        assert_eq!(param, "outputs");
+        assert!(message.contains("output annotated Embedding"), "{message}");
+        // Another required input embeddings cannot give.
+        let (param, _) = problem(
+            vec![texts(), Parameter::new("mode", T::String)],
+            vec![matrix()],
+        );
+        assert_eq!(param, "mode");
+    }
+
+    /// A predictor that claims no embeddings is left alone, lists and all.
+    #[test]
+    fn lists_alone_claim_nothing() {
+        let signature = Signature::new(vec![texts()], vec![Parameter::new("output", T::Tensor)]);
+        rules("@t/e", &signature).unwrap();
+    }
 }
