@@ -656,8 +656,37 @@ export declare const Parameter: {
   TokenLogprobs: Annotated;
 };
 
-/** What a predictor's function may return or yield: JSON values, a Float32Array (audio), rows
- * of numbers (embeddings), or chat completion chunks (a chat predictor). */
+/** Muna's names for the annotations of `Parameter` (`muna.beta.Annotations`), so that a
+ * declaration written with them needs only its imports changed. `MaxOutputTokens` is
+ * `MaxTokens`, `SamplingProbability` (and `TopP`) is `TopP`, `SamplingTemperature` (and
+ * `Temperature`) is `Temperature`, `StopSequences` is `Stop`; `EmbeddingDims` without `max`
+ * takes its default as `max`. ingle has nothing for `ReasoningEffort`: a predictor declaring it
+ * throws a PredictorDefinitionError naming the parameter. */
+export declare const beta: {
+  readonly Annotations: {
+    readonly AudioSpeed: Annotated<{ min?: number; max?: number }>;
+    readonly AudioVoice: Annotated<{ voices: string[] }>;
+    readonly EmbeddingDims: Annotated<{ max?: number; min?: number }>;
+    readonly FrequencyPenalty: Annotated;
+    readonly MaxOutputTokens: Annotated;
+    readonly PresencePenalty: Annotated;
+    readonly ReasoningEffort: Annotated;
+    readonly ResponseFormat: Annotated;
+    readonly SamplingProbability: Annotated;
+    readonly SamplingTemperature: Annotated;
+    readonly TopP: Annotated;
+    readonly Temperature: Annotated;
+    readonly Seed: Annotated;
+    readonly StopSequences: Annotated;
+    readonly TranscriptionLanguage: Annotated;
+    readonly TranscriptionPrompt: Annotated;
+  };
+};
+
+/** What a predictor's function may return or yield: JSON values, audio (a Float32Array of mono
+ * samples, `{ samples, channels }` interleaved, or `{ data, shape }` / an array of Float32Array
+ * rows, `[frames, channels]` or `[channels, frames]` as the shape decides), rows of numbers
+ * (embeddings), or chat completion chunks (a chat predictor). */
 export type PredictorValue = unknown;
 
 export type PredictorFunction =

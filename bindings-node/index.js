@@ -6,7 +6,7 @@
 
 const os = require('os');
 const { NativeClient, NativeCancel, version, systemInfo: nativeSystemInfo } = require('./native.js');
-const { Parameter, predictor, register, PredictorDefinitionError } = require('./predictors.js');
+const { Parameter, Annotations, predictor, register, PredictorDefinitionError } = require('./predictors.js');
 
 class OpenAIError extends Error {
   constructor(message, options) {
@@ -945,5 +945,7 @@ module.exports.version = version();
  * for this machine (`cpu_variant`, with every variant's score). */
 module.exports.systemInfo = () => JSON.parse(callSync(() => nativeSystemInfo()));
 module.exports.Parameter = Parameter;
+/** Muna's names (`muna.beta.Annotations`) for `Parameter`'s annotations. */
+module.exports.beta = Object.freeze({ Annotations: Object.freeze(Annotations) });
 module.exports.predictor = predictor;
 module.exports.PredictorDefinitionError = PredictorDefinitionError;

@@ -14,6 +14,7 @@ export const {
   version,
   systemInfo,
   Parameter,
+  beta,
   predictor,
   PredictorDefinitionError,
 } = ingle;

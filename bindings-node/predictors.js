@@ -75,6 +75,45 @@ for (const [name, [kind, type]] of Object.entries(ANNOTATIONS)) {
   };
 }
 
+// Muna's names (`muna.beta.Annotations`) → the annotation of `Parameter` they mean, so a
+// declaration written with them needs only its imports changed.
+const BETA_ANNOTATIONS = {
+  AudioSpeed: 'AudioSpeed',
+  AudioVoice: 'AudioVoice',
+  EmbeddingDims: 'EmbeddingDims',
+  FrequencyPenalty: 'FrequencyPenalty',
+  MaxOutputTokens: 'MaxTokens',
+  PresencePenalty: 'PresencePenalty',
+  ResponseFormat: 'ResponseFormat',
+  SamplingProbability: 'TopP',
+  SamplingTemperature: 'Temperature',
+  TopP: 'TopP',
+  Temperature: 'Temperature',
+  Seed: 'Seed',
+  StopSequences: 'Stop',
+  TranscriptionLanguage: 'TranscriptionLanguage',
+  TranscriptionPrompt: 'TranscriptionPrompt',
+};
+// Muna's names ingle has nothing for: declaring one fails, naming the parameter.
+const BETA_UNSUPPORTED = {
+  ReasoningEffort: "ingle's chat methods take no `reasoning_effort`, so nothing would fill it; drop the annotation (Parameter.Generic with a default keeps the parameter)",
+};
+
+/** `beta.Annotations.SamplingTemperature({ name: 'temperature', default: 0.7 })`: Muna's names
+ * for the annotations of `Parameter` (MaxOutputTokens is MaxTokens, SamplingProbability TopP,
+ * SamplingTemperature Temperature, StopSequences Stop; ReasoningEffort has no equivalent and is
+ * refused when the predictor is declared). */
+const Annotations = {};
+for (const [name, ours] of Object.entries(BETA_ANNOTATIONS)) Annotations[name] = (options = {}) => Parameter[ours](options);
+for (const [name, why] of Object.entries(BETA_UNSUPPORTED)) {
+  Annotations[name] = (options = {}) => {
+    if (options === null || typeof options !== 'object') {
+      throw new TypeError(`Annotations.${name}(options): options must be an object`);
+    }
+    return { [PARAMETER]: true, ...options, annotation: name, kind: 'unsupported', unsupported: why };
+  };
+}
+
 const TYPES = ['string', 'integer', 'number', 'boolean', 'array', 'object', 'tensor', 'audio'];
 
 function describe(value) {
@@ -89,6 +128,7 @@ function declareParameter(p, side, index, fail) {
   if (p === null || typeof p !== 'object') fail(null, `${where} must be a parameter (Parameter.X({ name, ... })), not ${describe(p)}`);
   const name = p.name;
   if (typeof name !== 'string' || name === '') fail(null, `${where} needs a \`name\``);
+  if (p.kind === 'unsupported') fail(name, `is annotated ${p.annotation}, which ingle does not support: ${p.unsupported}`);
   let type = p.type || p.defaultType;
   if (p.kind === 'embedding' && !p.type) type = side === 'inputs' ? 'array' : 'tensor';
   if (!type && Array.isArray(p.choices) && p.choices.length) {
@@ -112,7 +152,8 @@ function declareParameter(p, side, index, fail) {
     json.min = json.annotation.min;
     json.max = json.annotation.max;
   } else if (kind === 'embedding_dims') {
-    json.annotation = { type: kind, min: p.min ?? 1, max: p.max };
+    // Without `max`, the default is the most dimensions there are.
+    json.annotation = { type: kind, min: p.min ?? 1, max: p.max ?? (Number.isInteger(p.default) ? p.default : undefined) };
   } else if (kind === 'audio') {
     json.annotation = { type: kind, sample_rate: p.sample_rate };
   } else if (kind !== 'generic') {
@@ -236,6 +277,39 @@ function fromEngine(value, buffers) {
 
 class OutputError extends Error {}
 
+const MAX_CHANNELS = 64;
+
+/** `[channels, channelsFirst]` of a 2-D audio shape: `[F, C]` (interleaved) or `[C, F]`
+ * (channels first), as the two documents predictors are written from say; the shape decides:
+ * the channels are the side of at most 64 shorter than the other. Ambiguous shapes are refused
+ * naming `what` (the same rule as the Python package's). */
+function audioLayout(shape, what) {
+  const [rows, columns] = shape;
+  if (1 <= columns && columns <= MAX_CHANNELS && (rows > columns || rows === 0 || (rows === 1 && columns === 1))) return [columns, false];
+  if (1 <= rows && rows <= MAX_CHANNELS && (columns > rows || columns === 0)) return [rows, true];
+  if (rows === columns) {
+    throw new OutputError(`${what} has shape [${shape.join(', ')}], which is ambiguous: [frames, channels] or [channels, frames]? The channels are the shorter side; give audio with more frames than channels`);
+  }
+  throw new OutputError(`${what} has shape [${shape.join(', ')}]: read either way it has more than ${MAX_CHANNELS} channels (or none); audio is [frames], [frames, channels] or [channels, frames] with 1 to ${MAX_CHANNELS} channels`);
+}
+
+/** `[interleaved samples, channels]` of audio given as `{ data, shape }` (or rows). */
+function shapedAudio(data, shape, what) {
+  if (!shape.every((n) => Number.isInteger(n) && n >= 0) || shape.reduce((a, b) => a * b, 1) !== data.length) {
+    throw new OutputError(`${what} has the shape ${JSON.stringify(shape)}, which does not fit its ${data.length} samples`);
+  }
+  if (shape.length === 1) return [data, 1];
+  if (shape.length !== 2) throw new OutputError(`${what} has shape [${shape.join(', ')}]; audio is [frames], [frames, channels] or [channels, frames]`);
+  const [channels, channelsFirst] = audioLayout(shape, what);
+  if (!channelsFirst) return [data, channels];
+  const frames = shape[1];
+  const interleaved = new Float32Array(data.length);
+  for (let c = 0; c < channels; c += 1) {
+    for (let f = 0; f < frames; f += 1) interleaved[f * channels + c] = data[c * frames + f];
+  }
+  return [interleaved, channels];
+}
+
 /** One output value as the engine takes it: JSON, or a `$raw` reference into `buffers`. */
 function toEngine(value, output, buffers) {
   if (value === undefined || value === null) return null;
@@ -246,9 +320,17 @@ function toEngine(value, output, buffers) {
     if (!(value instanceof Float32Array) && value && value.samples instanceof Float32Array) {
       samples = value.samples;
       channels = value.channels || 1;
+    } else if (value && value.data instanceof Float32Array && Array.isArray(value.shape)) {
+      [samples, channels] = shapedAudio(value.data, value.shape, what);
+    } else if (Array.isArray(value) && value.length && value.every((row) => row instanceof Float32Array)) {
+      const width = value[0].length;
+      if (value.some((row) => row.length !== width)) throw new OutputError(`${what} has rows of different lengths`);
+      const data = new Float32Array(value.length * width);
+      value.forEach((row, i) => data.set(row, i * width));
+      [samples, channels] = shapedAudio(data, [value.length, width], what);
     }
     if (!(samples instanceof Float32Array)) {
-      throw new OutputError(`${what} is ${describe(value)}; audio is a Float32Array of samples (or { samples, channels })`);
+      throw new OutputError(`${what} is ${describe(value)}; audio is a Float32Array of samples, { samples, channels } (interleaved), { data, shape } or an array of Float32Array rows`);
     }
     buffers.push(new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength));
     return { $raw: buffers.length - 1, kind: 'audio', sample_rate: output.annotation.sample_rate, channels };
@@ -407,4 +489,4 @@ function register(nativeClient, p) {
   }
 }
 
-module.exports = { Parameter, predictor, register, PredictorDefinitionError };
+module.exports = { Parameter, Annotations, predictor, register, PredictorDefinitionError };

@@ -1,5 +1,5 @@
 // Compiled with `tsc --noEmit`: ingle's results must be assignable to the openai package's types.
-import OpenAI, { Parameter, predictor } from 'ingle';
+import OpenAI, { Parameter, beta, predictor } from 'ingle';
 import type { PullProgress, PullResult } from 'ingle';
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { Completion } from 'openai/resources/completions';
@@ -100,7 +100,20 @@ export function predictors(): OpenAI {
   Parameter.Generic({ type: 'string' });
   // @ts-expect-error types are ingle's
   Parameter.Generic({ name: 'x', type: 'complex' });
+  // Muna's names (beta.Annotations) take the same fields.
+  const chat = predictor({
+    tag: '@me/chat',
+    inputs: [
+      Parameter.ChatMessages({ name: 'messages' }),
+      beta.Annotations.MaxOutputTokens({ name: 'max_output_tokens', default: 256 }),
+      beta.Annotations.SamplingTemperature({ name: 'temperature', default: 1, min: 0, max: 2 }),
+      beta.Annotations.PresencePenalty({ name: 'presence_penalty', default: 0 }),
+    ],
+  }, function* ({ messages }) { yield String(messages.length); });
+  // @ts-expect-error every parameter has a name
+  beta.Annotations.SamplingProbability({ default: 1 });
   const client = new OpenAI({ predictors: [tone] });
   client.predictors.register(echo);
+  void chat;
   return client;
 }
