@@ -3,7 +3,7 @@ the ingle annotation of the same meaning."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from .._predictors import Parameter, _Annotation, _Unsupported
 
@@ -40,9 +40,9 @@ class Annotations:
                                     max=4.0 if max is None else max)
 
     @staticmethod
-    def AudioVoice(*, description: str = "") -> _Annotation:
-        """The voice (``voice``): a required ``Literal`` or ``Enum``."""
-        return Parameter.AudioVoice(description)
+    def AudioVoice(*, description: str = "", voices: Optional[Sequence[str]] = None) -> _Annotation:
+        """The voice (``voice``): a required ``Literal`` or ``Enum`` (or ``str`` with ``voices``)."""
+        return Parameter.AudioVoice(description, voices=voices)
 
     @staticmethod
     def EmbeddingDims(*, description: str = "", min: Optional[int] = None,
