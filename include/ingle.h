@@ -521,8 +521,10 @@ enum IngleStatus ingle_system_info(char **out_json);
  * Runs the predictor `tag` on `inputs_json` (a JSON object of parameter names to values) to
  * the end. `*out_json` receives the prediction
  * `{"id", "tag", "created", "results": [...], "latency", "error": null, "logs"}`, to free with
- * `ingle_string_free`. A prediction that fails while running returns its error's status, with
- * `*out_json` NULL.
+ * `ingle_string_free`. A prediction that fails while running returns its error's status and
+ * still gives `*out_json`: the prediction with `error` set and the `logs` it wrote before
+ * failing (free it too). A call that fails before the predictor runs (a bad argument, an
+ * unknown tag) leaves `*out_json` NULL. So: free `*out_json` whenever it is not NULL.
  */
 enum IngleStatus ingle_predictions_create(struct IngleClient *client,
                                           const char *tag,

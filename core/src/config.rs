@@ -135,6 +135,66 @@ pub struct PredictorConfig {
     /// listed only once `ingle pull` has fetched it).
     #[serde(default)]
     pub if_present: bool,
+    /// Sampling a chat model uses where a request leaves it unset (`[predictors.defaults]`);
+    /// what is not set here comes from the GGUF's `general.sampling.*` keys, else llama.cpp's
+    /// server defaults.
+    #[serde(default)]
+    pub defaults: SamplingDefaults,
+}
+
+/// A chat model's recommended sampling, used for what a request leaves unset. A request's own
+/// value always wins.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamplingDefaults {
+    /// 0 to 2; 0 is greedy.
+    pub temperature: Option<f64>,
+    /// 0 to 1; 1 turns it off.
+    pub top_p: Option<f64>,
+    /// 0 or more; 0 turns it off.
+    pub top_k: Option<i64>,
+    /// 0 to 1; 0 turns it off.
+    pub min_p: Option<f64>,
+    /// 0.1 to 2; 1 turns it off. Applies when sampling (temperature above 0).
+    pub repetition_penalty: Option<f64>,
+}
+
+impl SamplingDefaults {
+    /// Each field of `self`, else of `other`.
+    pub fn or(self, other: SamplingDefaults) -> SamplingDefaults {
+        SamplingDefaults {
+            temperature: self.temperature.or(other.temperature),
+            top_p: self.top_p.or(other.top_p),
+            top_k: self.top_k.or(other.top_k),
+            min_p: self.min_p.or(other.min_p),
+            repetition_penalty: self.repetition_penalty.or(other.repetition_penalty),
+        }
+    }
+
+    /// Checks each set value's range; an error names `field.<name>`.
+    pub fn check(&self, field: &str) -> Result<()> {
+        let ranges = [
+            ("temperature", self.temperature, 0.0, 2.0),
+            ("top_p", self.top_p, 0.0, 1.0),
+            (
+                "top_k",
+                self.top_k.map(|k| k as f64),
+                0.0,
+                f64::from(u32::MAX),
+            ),
+            ("min_p", self.min_p, 0.0, 1.0),
+            ("repetition_penalty", self.repetition_penalty, 0.1, 2.0),
+        ];
+        for (name, value, min, max) in ranges {
+            if let Some(value) = value.filter(|v| !(min..=max).contains(v)) {
+                return Err(Error::invalid(
+                    format!("{field}.{name}"),
+                    format!("Invalid config: `{field}.{name}` is {value}; it must be from {min} to {max}"),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl PredictorConfig {
@@ -152,6 +212,7 @@ impl PredictorConfig {
             voice_config: None,
             voices: BTreeMap::new(),
             if_present: false,
+            defaults: SamplingDefaults::default(),
         }
     }
 
@@ -218,6 +279,12 @@ impl PredictorConfig {
         self
     }
 
+    /// The sampling used where a request leaves it unset.
+    pub fn defaults(mut self, defaults: SamplingDefaults) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
     pub fn chat_template(mut self, template: impl Into<String>) -> Self {
         self.chat_template = Some(template.into());
         self
@@ -245,8 +312,28 @@ impl Default for Config {
     /// its files are there.
     fn default() -> Self {
         Config::empty()
-            .predictor(PredictorConfig::llama(DEFAULT_MODEL, DEFAULT_MODEL_FILE))
-            .predictor(PredictorConfig::llama(TOOLS_MODEL, TOOLS_MODEL_FILE).if_present())
+            // The sampling each model's authors recommend: SmolLM2's model card
+            // (temperature 0.2, top_p 0.9), Qwen2.5 0.5B Instruct's generation_config.json.
+            .predictor(
+                PredictorConfig::llama(DEFAULT_MODEL, DEFAULT_MODEL_FILE).defaults(
+                    SamplingDefaults {
+                        temperature: Some(0.2),
+                        top_p: Some(0.9),
+                        ..SamplingDefaults::default()
+                    },
+                ),
+            )
+            .predictor(
+                PredictorConfig::llama(TOOLS_MODEL, TOOLS_MODEL_FILE)
+                    .defaults(SamplingDefaults {
+                        temperature: Some(0.7),
+                        top_p: Some(0.8),
+                        top_k: Some(20),
+                        repetition_penalty: Some(1.1),
+                        ..SamplingDefaults::default()
+                    })
+                    .if_present(),
+            )
             .predictor(
                 PredictorConfig::embedding(
                     DEFAULT_EMBEDDING_MODEL,
@@ -387,6 +474,7 @@ impl Config {
                     false,
                 )?;
             }
+            predictor.defaults.check(&field("defaults"))?;
             let ranges = [
                 ("threads", predictor.threads, 1, MAX_THREADS),
                 ("parallel", predictor.parallel, 1, MAX_PARALLEL),

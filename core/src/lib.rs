@@ -34,8 +34,8 @@ mod value;
 
 pub use client::{Client, Predictions};
 pub use config::{
-    Config, PredictorConfig, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL, DEFAULT_SPEECH_MODEL,
-    TOOLS_MODEL,
+    Config, PredictorConfig, SamplingDefaults, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL,
+    DEFAULT_SPEECH_MODEL, TOOLS_MODEL,
 };
 pub use error::{Error, ErrorKind, Result};
 pub use predict::{

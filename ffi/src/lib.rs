@@ -936,8 +936,10 @@ pub unsafe extern "C" fn ingle_system_info(out_json: *mut *mut c_char) -> IngleS
 /// Runs the predictor `tag` on `inputs_json` (a JSON object of parameter names to values) to
 /// the end. `*out_json` receives the prediction
 /// `{"id", "tag", "created", "results": [...], "latency", "error": null, "logs"}`, to free with
-/// `ingle_string_free`. A prediction that fails while running returns its error's status, with
-/// `*out_json` NULL.
+/// `ingle_string_free`. A prediction that fails while running returns its error's status and
+/// still gives `*out_json`: the prediction with `error` set and the `logs` it wrote before
+/// failing (free it too). A call that fails before the predictor runs (a bad argument, an
+/// unknown tag) leaves `*out_json` NULL. So: free `*out_json` whenever it is not NULL.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_predictions_create(
     client: *mut IngleClient,
@@ -951,9 +953,11 @@ pub unsafe extern "C" fn ingle_predictions_create(
         let tag = str_arg(tag, "tag")?;
         let inputs = inputs_from_json(str_arg(inputs_json, "inputs_json")?)?;
         let (json, error) = prediction_json(&client.predictions.create(tag, inputs)?)?;
+        give_string(out, json)?;
         match error {
+            // The prediction (its logs above all) is the caller's to read and free.
             Some(error) => Err(error.into()),
-            None => give_string(out, json),
+            None => Ok(()),
         }
     })
 }

@@ -198,6 +198,11 @@ static void test_predictor_failures(void) {
     char *json = NULL;
     CHECK_STATUS(ingle_predictions_create(client, "@c/fails", "{}", &json), INGLE_ERROR_MODEL);
     CHECK(strstr(ingle_last_error(), "`@c/fails` failed: the disk is full") != NULL, "%s", ingle_last_error());
+    /* The failed prediction comes back with its logs and its error, for the caller to free. */
+    CHECK(json && strstr(json, "\"logs\":\"about to fail\\n\"") && strstr(json, "the disk is full"), "%s",
+          json ? json : "(none)");
+    ingle_string_free(json);
+    json = NULL;
     Collector c = {0};
     CHECK_STATUS(ingle_predictions_stream(client, "@c/fails", "{}", collect_chunk, &c), INGLE_ERROR_MODEL);
     CHECK(c.chunks == 2, "%d predictions", c.chunks);

@@ -103,6 +103,7 @@ fn gguf_templates_render_as_transformers_does() {
                 &case["messages"],
                 tools,
                 case["add_generation_prompt"].as_bool().unwrap(),
+                None,
             );
             match case["expected"].as_str() {
                 Some(expected) => assert_eq!(

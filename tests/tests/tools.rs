@@ -81,7 +81,14 @@ fn streamed_deltas_reassemble_to_the_same_call() {
             "",
             "no markup in content"
         );
-        for delta in choice.delta.tool_calls.iter().flatten() {
+        let deltas = choice.delta.tool_calls.as_deref().unwrap_or_default();
+        // One entry per call index per chunk, as OpenAI streams them: clients that merge by
+        // index (LlamaIndex, instructor, the SDK's stream helper) read only one.
+        assert!(
+            deltas.len() <= 1,
+            "two deltas for one call in a chunk: {deltas:?}"
+        );
+        for delta in deltas {
             assert_eq!(delta.index, 0);
             let function = delta.function.as_ref().unwrap();
             if let Some(id) = &delta.id {
@@ -361,4 +368,213 @@ fn logit_bias_bans_a_token_and_n_gives_choices() {
         four.usage.completion_tokens,
         4 * single.usage.completion_tokens
     );
+}
+
+#[test]
+fn a_history_with_arguments_that_are_not_json_is_accepted() {
+    // What agents send back after a call cut short by max_tokens: OpenAI takes any string.
+    for arguments in [r#"{"city": "Par"#, "not json at all", "[1, 2]"] {
+        let call = ToolCall {
+            id: "call_1".into(),
+            kind: "function".into(),
+            function: FunctionCall {
+                name: "get_weather".into(),
+                arguments: arguments.into(),
+            },
+        };
+        let mut assistant = ChatMessage::assistant("");
+        assistant.content = None;
+        assistant.tool_calls = Some(vec![call]);
+        let mut result = ChatMessage::new("tool", "error: the arguments were cut short");
+        result.tool_call_id = Some("call_1".into());
+        let completion = qwen()
+            .chat
+            .completions
+            .create(&ChatCompletionRequest {
+                messages: vec![ChatMessage::user(PARIS), assistant, result],
+                max_tokens: Some(40),
+                ..request(PARIS)
+            })
+            .unwrap_or_else(|e| panic!("{arguments}: {e}"));
+        assert!(!completion.choices.is_empty());
+    }
+}
+
+#[test]
+fn a_call_cut_by_max_tokens_ends_with_length() {
+    let completion = qwen()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            tool_choice: Some(json!("required")),
+            max_tokens: Some(12),
+            ..request(PARIS)
+        })
+        .unwrap();
+    let choice = &completion.choices[0];
+    assert_eq!(choice.finish_reason, "length", "{:?}", choice.message);
+}
+
+/// The issue's case: greedy Qwen, asked to describe Lisbon with an unbounded integer, wrote
+/// `14000000000000000…` until max_tokens. Numbers are bounded to 15 digits.
+#[test]
+fn an_unbounded_number_ends() {
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "country": {"type": "string"},
+        "population": {"type": "integer"}},
+        "required": ["name", "country", "population"], "additionalProperties": false});
+    let completion = qwen()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            temperature: Some(0.0),
+            max_tokens: Some(100),
+            response_format: Some(json!({"type": "json_schema",
+                "json_schema": {"name": "city", "schema": schema, "strict": true}})),
+            ..ChatCompletionRequest::new(TOOLS_MODEL, vec![ChatMessage::user("Describe Lisbon.")])
+        })
+        .unwrap();
+    let choice = &completion.choices[0];
+    assert_eq!(choice.finish_reason, "stop", "{}", choice.message.text());
+    let value: Value = serde_json::from_str(choice.message.text()).unwrap();
+    let population = value["population"].as_i64().unwrap();
+    assert!(population.abs() < 1_000_000_000_000_000, "{value}");
+}
+
+#[test]
+fn strict_schemas_follow_openais_rules() {
+    let open =
+        json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]});
+    let optional = json!({"type": "object", "properties": {
+        "x": {"type": "integer"}, "y": {"type": "integer"}},
+        "required": ["x"], "additionalProperties": false});
+    let nested = json!({"type": "object", "properties": {
+        "p": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}},
+        "required": ["p"], "additionalProperties": false});
+    let base = ChatCompletionRequest {
+        max_tokens: Some(20),
+        ..ChatCompletionRequest::new(TOOLS_MODEL, vec![ChatMessage::user("Give numbers.")])
+    };
+    for (schema, problem) in [
+        (open, "additionalProperties"),
+        (optional, "`y` is missing"),
+        (nested, "properties.p"),
+    ] {
+        let err = qwen()
+            .chat
+            .completions
+            .create(&ChatCompletionRequest {
+                response_format: Some(json!({"type": "json_schema",
+                    "json_schema": {"name": "n", "schema": schema, "strict": true}})),
+                ..base.clone()
+            })
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidRequest);
+        assert_eq!(
+            err.param.as_deref(),
+            Some("response_format.json_schema.schema")
+        );
+        assert!(err.message.contains(problem), "{problem}: {err}");
+        // The same schema without strict is enforced as given.
+        qwen()
+            .chat
+            .completions
+            .create(&ChatCompletionRequest {
+                response_format: Some(json!({"type": "json_schema",
+                    "json_schema": {"name": "n", "schema": schema}})),
+                ..base.clone()
+            })
+            .unwrap();
+    }
+    let mut tools = weather_tool();
+    tools[0]["function"]["strict"] = json!(true);
+    let err = qwen()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            tools: Some(tools),
+            ..request(PARIS)
+        })
+        .unwrap_err();
+    assert_eq!(
+        err.param.as_deref(),
+        Some("tools[0].function.parameters"),
+        "{err}"
+    );
+}
+
+/// Left unset, sampling is the model's recommended: the README's first command gives a
+/// sensible answer. 20 fixed seeds, at least 19 name Paris.
+#[test]
+fn the_default_sampling_answers_sensibly() {
+    let client = ingle_tests::own_client(|p| p);
+    let mut answers = Vec::new();
+    for seed in 0..20 {
+        let completion = client
+            .chat
+            .completions
+            .create(&ChatCompletionRequest {
+                seed: Some(seed),
+                max_tokens: Some(40),
+                ..ingle_tests::ask("Name the capital of France.")
+            })
+            .unwrap();
+        answers.push(completion.choices[0].message.text().to_string());
+    }
+    let paris = answers.iter().filter(|a| a.contains("Paris")).count();
+    assert!(paris >= 19, "{paris} of 20 name Paris: {answers:#?}");
+}
+
+#[test]
+fn llama_cpp_sampling_extensions_are_accepted_and_checked() {
+    let given: ChatCompletionRequest = serde_json::from_value(json!({
+        "model": TOOLS_MODEL, "messages": [{"role": "user", "content": "Say hi."}],
+        "max_tokens": 8, "seed": 1, "top_k": 5, "min_p": 0.1, "repetition_penalty": 1.2}))
+    .unwrap();
+    qwen().chat.completions.create(&given).unwrap();
+    let llama_cpp: ChatCompletionRequest = serde_json::from_value(json!({
+        "model": TOOLS_MODEL, "messages": [{"role": "user", "content": "Say hi."}],
+        "max_tokens": 8, "repeat_penalty": 1.1}))
+    .unwrap();
+    qwen().chat.completions.create(&llama_cpp).unwrap();
+    for (field, value) in [
+        ("top_k", json!(-1)),
+        ("min_p", json!(1.5)),
+        ("repeat_penalty", json!(0)),
+    ] {
+        let request: ChatCompletionRequest = serde_json::from_value(json!({
+            "model": TOOLS_MODEL, "messages": [{"role": "user", "content": "Say hi."}],
+            field: value}))
+        .unwrap();
+        let err = qwen().chat.completions.create(&request).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::InvalidRequest);
+        assert_eq!(err.param.as_deref(), Some(field), "{err}");
+    }
+}
+
+#[test]
+fn chat_template_kwargs_reach_the_template() {
+    // A template that shows a variable only when the request gives it: the prompt grows.
+    let template = "{% if house_style %}Answer in the house style of the Lisbon office, \
+        formally.\n{% endif %}{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}\
+        assistant:";
+    let client = ingle_tests::own_client(|p| p.chat_template(template));
+    let prompt_tokens = |kwargs: Option<Value>| {
+        let mut request = ChatCompletionRequest {
+            max_tokens: Some(1),
+            ..ingle_tests::france()
+        };
+        request.chat_template_kwargs = kwargs.map(|k| k.as_object().unwrap().clone());
+        client
+            .chat
+            .completions
+            .create(&request)
+            .unwrap()
+            .usage
+            .prompt_tokens
+    };
+    let plain = prompt_tokens(None);
+    assert!(prompt_tokens(Some(json!({"house_style": true}))) > plain + 8);
+    // `messages` is not a template variable a request can replace.
+    assert_eq!(prompt_tokens(Some(json!({"messages": []}))), plain);
 }

@@ -272,6 +272,13 @@ impl ChatCompletions {
             stop: request.stop.clone(),
             frequency_penalty: request.frequency_penalty,
             presence_penalty: request.presence_penalty,
+            top_k: request.top_k,
+            min_p: request.min_p,
+            repetition_penalty: repetition_penalty(
+                request.repetition_penalty,
+                request.repeat_penalty,
+            )?,
+            chat_template_kwargs: request.chat_template_kwargs.clone(),
             tools: request
                 .tools
                 .clone()
@@ -410,6 +417,12 @@ impl Completions {
             stop: request.stop.clone(),
             frequency_penalty: request.frequency_penalty,
             presence_penalty: request.presence_penalty,
+            top_k: request.top_k,
+            min_p: request.min_p,
+            repetition_penalty: repetition_penalty(
+                request.repetition_penalty,
+                request.repeat_penalty,
+            )?,
             logprobs: request.logprobs,
             logit_bias: request.logit_bias.clone().filter(|b| !b.is_empty()),
             ..SamplingRequest::default()
@@ -451,6 +464,12 @@ struct SamplingRequest {
     stop: Option<StopSequences>,
     frequency_penalty: Option<f64>,
     presence_penalty: Option<f64>,
+    /// llama.cpp's sampling extensions (`extra_body` in the OpenAI SDKs).
+    top_k: Option<i64>,
+    min_p: Option<f64>,
+    /// With the field it came in (`repetition_penalty` or llama.cpp's `repeat_penalty`).
+    repetition_penalty: Option<(&'static str, f64)>,
+    chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     tools: Option<serde_json::Value>,
     tool_choice: Option<serde_json::Value>,
     parallel_tool_calls: Option<bool>,
@@ -486,6 +505,15 @@ impl SamplingRequest {
                 given.push((option, field, Value::Float(value)));
             }
         }
+        if let Some(top_k) = self.top_k {
+            given.push((G::TopK, "top_k", Value::Int(top_k)));
+        }
+        if let Some(min_p) = self.min_p {
+            given.push((G::MinP, "min_p", Value::Float(min_p)));
+        }
+        if let Some((field, penalty)) = self.repetition_penalty {
+            given.push((G::RepetitionPenalty, field, Value::Float(penalty)));
+        }
         if let Some(seed) = self.seed {
             given.push((G::Seed, "seed", Value::Int(seed)));
         }
@@ -496,6 +524,11 @@ impl SamplingRequest {
             (G::Tools, "tools", self.tools),
             (G::ToolChoice, "tool_choice", self.tool_choice),
             (G::ResponseFormat, "response_format", self.response_format),
+            (
+                G::ChatTemplateKwargs,
+                "chat_template_kwargs",
+                self.chat_template_kwargs.map(serde_json::Value::Object),
+            ),
             (
                 G::LogitBias,
                 "logit_bias",
@@ -518,6 +551,22 @@ impl SamplingRequest {
             given.push((G::Logprobs, "logprobs", Value::Int(top)));
         }
         given
+    }
+}
+
+/// `repetition_penalty`, or llama.cpp's name for it, `repeat_penalty`; not both.
+fn repetition_penalty(
+    ours: Option<f64>,
+    llama_cpp: Option<f64>,
+) -> Result<Option<(&'static str, f64)>> {
+    match (ours, llama_cpp) {
+        (Some(_), Some(_)) => Err(Error::invalid(
+            "repeat_penalty",
+            "Give `repetition_penalty` or `repeat_penalty` (its llama.cpp name), not both",
+        )),
+        (Some(p), None) => Ok(Some(("repetition_penalty", p))),
+        (None, Some(p)) => Ok(Some(("repeat_penalty", p))),
+        (None, None) => Ok(None),
     }
 }
 
@@ -801,7 +850,7 @@ impl ChatCompletionStream {
         }
         if !step.tool_calls.is_empty() {
             let delta = ChunkDelta {
-                tool_calls: Some(step.tool_calls),
+                tool_calls: Some(one_delta_per_call(step.tool_calls)),
                 ..ChunkDelta::default()
             };
             self.pending.push_back(self.chunk(index, delta, None));
@@ -815,6 +864,36 @@ impl ChatCompletionStream {
                 .push_back(self.chunk(index, ChunkDelta::default(), Some(reason)));
         }
     }
+}
+
+/// The deltas of one step with one entry per call `index`, as OpenAI streams them: a step may
+/// hold a call's opening delta (id, type, name) and its first arguments, and clients that
+/// merge by index (LlamaIndex, instructor, the SDK's `stream()` helper) read only one entry per
+/// index in a chunk. Fragments are joined in order; calls keep the order they first appear in.
+fn one_delta_per_call(deltas: Vec<ToolCallDelta>) -> Vec<ToolCallDelta> {
+    let mut merged: Vec<ToolCallDelta> = Vec::with_capacity(deltas.len());
+    for delta in deltas {
+        let Some(into) = merged.iter_mut().find(|m| m.index == delta.index) else {
+            merged.push(delta);
+            continue;
+        };
+        if let Some(id) = delta.id {
+            into.id.get_or_insert_with(String::new).push_str(&id);
+        }
+        into.kind = into.kind.take().or(delta.kind);
+        if let Some(function) = delta.function {
+            let to = into.function.get_or_insert_with(Default::default);
+            for (to, from) in [
+                (&mut to.name, function.name),
+                (&mut to.arguments, function.arguments),
+            ] {
+                if let Some(from) = from {
+                    to.get_or_insert_with(String::new).push_str(&from);
+                }
+            }
+        }
+    }
+    merged
 }
 
 /// The next choice, after `*next`, whose generation still runs.
@@ -1247,15 +1326,14 @@ fn tool_calls_for_template(i: usize, calls: &[ToolCall]) -> Result<Value> {
                 format!("`{at}.type` must be \"function\""),
             ));
         }
-        let arguments: serde_json::Value = if call.function.arguments.trim().is_empty() {
-            serde_json::json!({})
-        } else {
-            serde_json::from_str(&call.function.arguments).map_err(|e| {
-                Error::invalid(
-                    format!("{at}.function.arguments"),
-                    format!("`{at}.function.arguments` is not valid JSON: {e}"),
-                )
-            })?
+        // OpenAI takes any string here, and agents send back what they were given, including
+        // a call cut short by `max_tokens`: text that is not a JSON object reaches the template
+        // as the string it is (as llama.cpp's server does), never refused.
+        let arguments = call.function.arguments.trim();
+        let arguments = match serde_json::from_str::<serde_json::Value>(arguments) {
+            _ if arguments.is_empty() => serde_json::json!({}),
+            Ok(object @ serde_json::Value::Object(_)) => object,
+            _ => serde_json::Value::String(call.function.arguments.clone()),
         };
         out.push(serde_json::json!({
             "id": call.id,
@@ -1382,14 +1460,19 @@ mod rules {
                 continue;
             };
             let types: &[ValueType] = match option {
-                G::MaxTokens | G::Seed | G::Logprobs => &[ValueType::Int],
+                G::MaxTokens | G::Seed | G::Logprobs | G::TopK => &[ValueType::Int],
                 G::Stop => &[ValueType::List, ValueType::String],
                 G::Tools => &[ValueType::List],
-                G::ToolChoice | G::ResponseFormat | G::LogitBias => &[ValueType::Dict],
-                G::ParallelToolCalls => &[ValueType::Bool],
-                G::Temperature | G::TopP | G::FrequencyPenalty | G::PresencePenalty => {
-                    &[ValueType::Float]
+                G::ToolChoice | G::ResponseFormat | G::LogitBias | G::ChatTemplateKwargs => {
+                    &[ValueType::Dict]
                 }
+                G::ParallelToolCalls => &[ValueType::Bool],
+                G::Temperature
+                | G::TopP
+                | G::FrequencyPenalty
+                | G::PresencePenalty
+                | G::MinP
+                | G::RepetitionPenalty => &[ValueType::Float],
             };
             if !types.contains(&p.value_type) {
                 return Err(problem(
@@ -1552,5 +1635,48 @@ mod rule_tests {
         )
         .unwrap();
         check_predictor("whisper", &backends::onnx::whisper::signature()).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod delta_tests {
+    use super::{one_delta_per_call, FunctionCallDelta, ToolCallDelta};
+
+    fn delta(index: u32, id: Option<&str>, name: Option<&str>, arguments: &str) -> ToolCallDelta {
+        ToolCallDelta {
+            index,
+            id: id.map(str::to_string),
+            kind: id.map(|_| "function".to_string()),
+            function: Some(FunctionCallDelta {
+                name: name.map(str::to_string),
+                arguments: Some(arguments.to_string()),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_step_gives_one_delta_per_call() {
+        // The issue's first chunk: a call's opening delta and its first arguments.
+        let merged = one_delta_per_call(vec![
+            delta(0, Some("call_a"), Some("get_weather"), ""),
+            delta(0, None, None, "{\""),
+        ]);
+        assert_eq!(
+            merged,
+            [delta(0, Some("call_a"), Some("get_weather"), "{\"")]
+        );
+        // The end of one call and the start of the next: two calls, in order.
+        let merged = one_delta_per_call(vec![
+            delta(0, None, None, "}"),
+            delta(1, Some("call_b"), Some("f"), ""),
+            delta(1, None, None, "{}"),
+        ]);
+        assert_eq!(
+            merged,
+            [
+                delta(0, None, None, "}"),
+                delta(1, Some("call_b"), Some("f"), "{}")
+            ]
+        );
     }
 }

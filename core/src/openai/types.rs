@@ -162,6 +162,22 @@ pub struct ChatCompletionRequest {
     pub frequency_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
+    /// Extensions that llama.cpp-based servers take (`extra_body` in the OpenAI SDKs): sample
+    /// from the `top_k` most likely tokens (0: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<i64>,
+    /// Drop tokens less likely than `min_p` times the most likely one (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_p: Option<f64>,
+    /// Divide the logits of tokens already in the context by this (1: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition_penalty: Option<f64>,
+    /// llama.cpp's server's name for `repetition_penalty`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_penalty: Option<f64>,
+    /// Extra variables for the model's Jinja chat template (`enable_thinking`...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
     /// Choices to generate, 1 to 8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<i64>,
@@ -245,6 +261,19 @@ pub struct CompletionRequest {
     pub frequency_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub presence_penalty: Option<f64>,
+    /// Extensions that llama.cpp-based servers take (`extra_body` in the OpenAI SDKs): sample
+    /// from the `top_k` most likely tokens (0: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<i64>,
+    /// Drop tokens less likely than `min_p` times the most likely one (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_p: Option<f64>,
+    /// Divide the logits of tokens already in the context by this (1: off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition_penalty: Option<f64>,
+    /// llama.cpp's server's name for `repetition_penalty`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat_penalty: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<i64>,
     /// Report this many (0 to 5) most likely alternatives with each token's log probability.

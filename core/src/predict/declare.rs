@@ -432,6 +432,10 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "stop" => simple(Annotation::Generation(G::Stop)),
         "frequency_penalty" => simple(Annotation::Generation(G::FrequencyPenalty)),
         "presence_penalty" => simple(Annotation::Generation(G::PresencePenalty)),
+        "top_k" => simple(Annotation::Generation(G::TopK)),
+        "min_p" => simple(Annotation::Generation(G::MinP)),
+        "repetition_penalty" => simple(Annotation::Generation(G::RepetitionPenalty)),
+        "chat_template_kwargs" => simple(Annotation::Generation(G::ChatTemplateKwargs)),
         "tools" => simple(Annotation::Generation(G::Tools)),
         "tool_choice" => simple(Annotation::Generation(G::ToolChoice)),
         "parallel_tool_calls" => simple(Annotation::Generation(G::ParallelToolCalls)),
@@ -447,7 +451,8 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
                  embedding_dims, audio_voice, audio_speed, audio, transcription_language, \
                  transcription_prompt, transcription_word_timestamps, transcription_segment, \
                  chat_messages, prompt, text_delta, finish_reason, usage, max_tokens, \
-                 temperature, top_p, seed, stop, frequency_penalty, presence_penalty, tools, \
+                 temperature, top_p, seed, stop, frequency_penalty, presence_penalty, top_k, \
+                 min_p, repetition_penalty, chat_template_kwargs, tools, \
                  tool_choice, parallel_tool_calls, response_format, logprobs, logit_bias, \
                  tool_calls, token_logprobs",
                 shown(other)

@@ -18,6 +18,17 @@ pub enum GenerationOption {
     Stop,
     FrequencyPenalty,
     PresencePenalty,
+    /// `top_k`: sample from the k most likely tokens; 0 turns it off (int). An extension
+    /// llama.cpp-based servers take (`extra_body` in the OpenAI SDKs).
+    TopK,
+    /// `min_p`: drop tokens less likely than this fraction of the most likely one (float, 0–1).
+    MinP,
+    /// `repetition_penalty` (llama.cpp's server: `repeat_penalty`): divide the logits of tokens
+    /// already in the context by this; 1 turns it off (float).
+    RepetitionPenalty,
+    /// `chat_template_kwargs`: extra variables for the Jinja chat template (dict), such as
+    /// `enable_thinking`.
+    ChatTemplateKwargs,
     /// `tools`: a list of OpenAI function tools `{type, function: {name, description,
     /// parameters}}` (list).
     Tools,

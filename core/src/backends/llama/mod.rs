@@ -16,7 +16,7 @@ pub mod template;
 mod text;
 
 use crate::chat::tool_calls::{Piece, ToolCallParser, ToolFormat, HERMES};
-use crate::config::PredictorConfig;
+use crate::config::{PredictorConfig, SamplingDefaults};
 use crate::error::{Error, Result};
 use crate::predict::{
     Annotation, GenerationOption, Inputs, Metrics, OutputStream, Outputs, Parameter, Predictor,
@@ -169,16 +169,41 @@ pub fn signature() -> Signature {
             option("max_tokens", ValueType::Int, G::MaxTokens)
                 .range(Some(1.0), None)
                 .describe("Most tokens to generate; default: the rest of the context."),
+            // No defaults in the signature: what a request leaves unset is the model's
+            // recommended sampling (`SamplingDefaults`), known only once it is loaded.
             option("temperature", ValueType::Float, G::Temperature)
-                .default_value(1.0)
                 .range(Some(0.0), Some(2.0))
-                .describe("Sampling temperature; 0 picks the most likely token (greedy)."),
+                .describe(
+                    "Sampling temperature; 0 picks the most likely token (greedy). Default: \
+                     the model's recommended (config `defaults`, the GGUF's, else 0.8).",
+                ),
             option("top_p", ValueType::Float, G::TopP)
-                .default_value(1.0)
                 .range(Some(0.0), Some(1.0))
                 .describe(
-                    "Nucleus sampling: sample from the smallest set of tokens above this mass.",
+                    "Nucleus sampling: sample from the smallest set of tokens above this mass. \
+                     Default: the model's recommended, else 0.95.",
                 ),
+            option("top_k", ValueType::Int, G::TopK)
+                .range(Some(0.0), Some(f64::from(u32::MAX)))
+                .describe(
+                    "Sample from the k most likely tokens; 0 turns it off. Default: the \
+                     model's recommended, else 40.",
+                ),
+            option("min_p", ValueType::Float, G::MinP)
+                .range(Some(0.0), Some(1.0))
+                .describe(
+                    "Drop tokens less likely than this fraction of the most likely one; 0 \
+                     turns it off. Default: the model's recommended, else 0.05.",
+                ),
+            option("repetition_penalty", ValueType::Float, G::RepetitionPenalty)
+                .range(Some(0.1), Some(2.0))
+                .describe(
+                    "Divide the logits of tokens already in the context by this; 1 turns it \
+                     off. Default when sampling: the model's recommended, else 1.",
+                ),
+            option("chat_template_kwargs", ValueType::Dict, G::ChatTemplateKwargs).describe(
+                "Extra variables for the model's Jinja chat template (`enable_thinking`...).",
+            ),
             option("seed", ValueType::Int, G::Seed)
                 .describe("Seed of the sampler; the same seed and inputs give the same text."),
             option("stop", ValueType::List, G::Stop)
@@ -241,6 +266,55 @@ pub fn signature() -> Signature {
     )
 }
 
+/// The sampling a model uses where a request leaves it unset, resolved at load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Sampling {
+    temperature: f64,
+    top_p: f64,
+    top_k: i64,
+    min_p: f64,
+    repetition_penalty: f64,
+}
+
+impl Sampling {
+    /// llama.cpp's server defaults, for what neither the config nor the GGUF sets.
+    const LLAMA_CPP_SERVER: SamplingDefaults = SamplingDefaults {
+        temperature: Some(0.8),
+        top_p: Some(0.95),
+        top_k: Some(40),
+        min_p: Some(0.05),
+        repetition_penalty: Some(1.0),
+    };
+
+    /// Each value from the config's `defaults`, else the GGUF's `general.sampling.*` keys
+    /// (written by conversions that know the model's recommendation), else llama.cpp's server
+    /// defaults. A GGUF value out of range is ignored.
+    fn of(model: &LlamaModel, config: &SamplingDefaults) -> Sampling {
+        let gguf = |key: &str, min: f64, max: f64| {
+            model
+                .meta_val_str(&format!("general.sampling.{key}"))
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| (min..=max).contains(v))
+        };
+        let from_gguf = SamplingDefaults {
+            temperature: gguf("temp", 0.0, 2.0),
+            top_p: gguf("top_p", 0.0, 1.0),
+            top_k: gguf("top_k", 0.0, f64::from(u32::MAX)).map(|k| k as i64),
+            min_p: gguf("min_p", 0.0, 1.0),
+            repetition_penalty: gguf("penalty_repeat", 0.1, 2.0),
+        };
+        let d = config.or(from_gguf).or(Self::LLAMA_CPP_SERVER);
+        Sampling {
+            temperature: d.temperature.unwrap_or(0.8),
+            top_p: d.top_p.unwrap_or(0.95),
+            top_k: d.top_k.unwrap_or(40),
+            min_p: d.min_p.unwrap_or(0.05),
+            repetition_penalty: d.repetition_penalty.unwrap_or(1.0),
+        }
+    }
+}
+
 /// Counters shared by the predictor and its scheduler thread.
 #[derive(Default)]
 struct Counters {
@@ -258,6 +332,8 @@ pub struct LlamaPredictor {
     template: Option<ChatFormat>,
     /// Whether the chat template has a place for tools (found once, at load).
     tools_supported: bool,
+    /// The sampling used where a request leaves it unset.
+    sampling: Sampling,
     grammars: Grammars,
     /// Context available to each request, in tokens.
     n_ctx: u32,
@@ -331,6 +407,7 @@ impl LlamaPredictor {
             }
         }
         check_kv_memory(&model, n_ctx, parallel, &config.tag)?;
+        let sampling = Sampling::of(&model, &config.defaults);
         let template = ChatFormat::of(&model, config)?;
         let tools_supported = template.as_ref().is_some_and(ChatFormat::supports_tools);
         // The longest text one token stands for: a prompt of B bytes is at least
@@ -368,6 +445,7 @@ impl LlamaPredictor {
             model,
             template,
             tools_supported,
+            sampling,
             grammars: Grammars::default(),
             n_ctx,
             max_piece_bytes,
@@ -392,6 +470,17 @@ impl LlamaPredictor {
         &self,
         messages: &[Value],
         tools: Option<&serde_json::Value>,
+    ) -> Result<String> {
+        self.render_chat_with(messages, tools, None)
+    }
+
+    /// [`Self::render_chat`] with extra template variables (`chat_template_kwargs`), which a
+    /// Jinja template reads beside `messages` and `tools` (those cannot be overridden).
+    pub fn render_chat_with(
+        &self,
+        messages: &[Value],
+        tools: Option<&serde_json::Value>,
+        kwargs: Option<&serde_json::Value>,
     ) -> Result<String> {
         let template = self.template.as_ref().ok_or_else(|| {
             Error::invalid(
@@ -420,11 +509,21 @@ impl LlamaPredictor {
         match template {
             ChatFormat::Jinja(template) => {
                 let messages = Value::List(messages.to_vec()).to_json()?;
-                template.render(&messages, tools, true)
+                template.render(&messages, tools, true, kwargs)
             }
             ChatFormat::Builtin(template) => {
                 if tools.is_some() {
                     return Err(self.no_tool_support());
+                }
+                if kwargs.is_some_and(|k| k.as_object().is_some_and(|o| !o.is_empty())) {
+                    return Err(Error::invalid(
+                        "chat_template_kwargs",
+                        format!(
+                            "The model `{}` uses one of llama.cpp's built-in chat templates, \
+                             which take no `chat_template_kwargs`",
+                            crate::error::shown(&self.tag)
+                        ),
+                    ));
                 }
                 self.render_builtin(template, messages)
             }
@@ -677,7 +776,18 @@ impl Predictor for LlamaPredictor {
                         }
                         _ => None,
                     };
-                    (self.render_chat(messages, tools.as_ref())?, "messages")
+                    let kwargs =
+                        match inputs.get("chat_template_kwargs") {
+                            None | Some(Value::Null) => None,
+                            Some(kwargs @ Value::Dict(_)) => Some(kwargs.to_json()?),
+                            Some(_) => return Err(Error::invalid(
+                                "chat_template_kwargs",
+                                "`chat_template_kwargs` must be an object of template variables",
+                            )),
+                        };
+                    let rendered =
+                        self.render_chat_with(messages, tools.as_ref(), kwargs.as_ref())?;
+                    (rendered, "messages")
                 }
                 (None, Some(Value::String(prompt))) => {
                     if options.tools.is_some() {
@@ -857,26 +967,38 @@ impl LlamaPredictor {
         }
     }
 
-    /// The sampler chain for one request: logit biases, penalties, then greedy (temperature 0)
-    /// or top-p + temperature + a seeded draw.
+    /// The sampler chain for one request, in llama.cpp's order: logit biases, penalties, then
+    /// greedy (temperature 0) or top-k, top-p, min-p, temperature and a seeded draw. What the
+    /// request leaves unset is the model's recommended sampling ([`SamplingDefaults`]).
     fn sampler(&self, inputs: &Inputs, biases: &[LlamaLogitBias]) -> LlamaSampler {
-        let number =
-            |name: &str, default: f64| inputs.get(name).and_then(Value::as_f64).unwrap_or(default);
-        let (temperature, top_p) = (number("temperature", 1.0), number("top_p", 1.0));
+        let given = |name: &str| inputs.get(name).and_then(Value::as_f64);
+        let defaults = &self.sampling;
+        let temperature = given("temperature").unwrap_or(defaults.temperature);
+        let top_p = given("top_p").unwrap_or(defaults.top_p);
+        let top_k = given("top_k").map_or(defaults.top_k, |k| k as i64);
+        let min_p = given("min_p").unwrap_or(defaults.min_p);
+        // Greedy is the most likely token: a model's default penalty applies only when
+        // sampling; a penalty the request gives applies always.
+        let repetition = given("repetition_penalty").unwrap_or(if temperature == 0.0 {
+            1.0
+        } else {
+            defaults.repetition_penalty
+        });
         let (frequency, presence) = (
-            number("frequency_penalty", 0.0),
-            number("presence_penalty", 0.0),
+            given("frequency_penalty").unwrap_or(0.0),
+            given("presence_penalty").unwrap_or(0.0),
         );
         let mut chain = Vec::new();
         if !biases.is_empty() {
             chain.push(LlamaSampler::logit_bias(self.model.n_vocab(), biases));
         }
-        if frequency != 0.0 || presence != 0.0 {
-            // OpenAI's penalties count every token generated so far: look back over the whole context.
+        if frequency != 0.0 || presence != 0.0 || repetition != 1.0 {
+            // OpenAI's penalties count every token generated so far: look back over the whole
+            // context (llama.cpp's sampler counts what it has accepted: the generated tokens).
             chain.push(LlamaSampler::penalties(
                 self.model.n_vocab(),
                 self.n_ctx as i32,
-                1.0,
+                repetition as f32,
                 frequency as f32,
                 presence as f32,
             ));
@@ -884,8 +1006,14 @@ impl LlamaPredictor {
         if temperature == 0.0 {
             chain.push(LlamaSampler::greedy());
         } else {
+            if top_k > 0 {
+                chain.push(LlamaSampler::top_k(top_k.min(i32::MAX as i64) as i32));
+            }
             if top_p < 1.0 {
                 chain.push(LlamaSampler::top_p(top_p as f32, 1));
+            }
+            if min_p > 0.0 {
+                chain.push(LlamaSampler::min_p(min_p as f32, 1));
             }
             chain.push(LlamaSampler::temp(temperature as f32));
             let seed = match inputs.get("seed").and_then(Value::as_i64) {

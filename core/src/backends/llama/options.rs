@@ -3,7 +3,7 @@
 //! prediction may come straight from `predictions.create`, so the backend checks what it uses;
 //! errors name the input (`tools[0].function.name`, `logit_bias.99999`...).
 
-use super::constrain::ToolSpec;
+use super::constrain::{self, ToolSpec};
 use crate::error::{shown, Error, Result};
 use crate::predict::Inputs;
 use crate::value::Value;
@@ -171,6 +171,10 @@ fn tools(value: &Value) -> Result<Option<Tools>> {
                 ))
             }
         };
+        if function.get("strict") == Some(&Json::Bool(true)) && function.get("parameters").is_some()
+        {
+            constrain::check_strict(&parameters, &at(".function.parameters"))?;
+        }
         specs.push(ToolSpec {
             name: name.to_string(),
             parameters,
@@ -256,6 +260,9 @@ fn response_format(value: &Value) -> Result<Option<JsonFormat>> {
                     ))
                 }
             };
+            if spec.get("strict") == Some(&Json::Bool(true)) {
+                constrain::check_strict(&schema, "response_format.json_schema.schema")?;
+            }
             Ok(Some(JsonFormat {
                 kind: "json_schema",
                 schema,

@@ -47,6 +47,7 @@ impl ChatTemplate {
         messages: &serde_json::Value,
         tools: Option<&serde_json::Value>,
         add_generation_prompt: bool,
+        kwargs: Option<&serde_json::Value>,
     ) -> Result<String> {
         let template = self
             .env
@@ -58,6 +59,9 @@ impl ChatTemplate {
             add_generation_prompt => add_generation_prompt,
             bos_token => self.bos_token.as_str(),
             eos_token => self.eos_token.as_str(),
+            // `chat_template_kwargs`, as transformers' `apply_chat_template(**kwargs)`: the
+            // names above come first and cannot be replaced.
+            ..JinjaValue::from_serialize(kwargs.unwrap_or(&serde_json::json!({})))
         };
         template.render(context).map_err(|e| {
             if e.kind() == JinjaErrorKind::InvalidOperation {
@@ -87,7 +91,7 @@ impl ChatTemplate {
         let messages = serde_json::json!([{"role": "user", "content": "x"}]);
         let tools = serde_json::json!([{"type": "function", "function": {"name": PROBE_TOOL,
             "description": "", "parameters": {"type": "object", "properties": {}}}}]);
-        self.render(&messages, Some(&tools), true)
+        self.render(&messages, Some(&tools), true, None)
             .is_ok_and(|text| text.contains(PROBE_TOOL))
     }
 }
