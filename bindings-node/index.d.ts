@@ -387,6 +387,12 @@ interface SamplingParams {
   stop?: string | Array<string> | null;
   frequency_penalty?: number | null;
   presence_penalty?: number | null;
+  /** llama.cpp's sampling extensions; left out, the model's recommended sampling applies. */
+  top_k?: number | null;
+  min_p?: number | null;
+  repetition_penalty?: number | null;
+  /** llama.cpp's server's name for `repetition_penalty`. */
+  repeat_penalty?: number | null;
   /** Choices to generate, 1 to 8 (streamed interleaved, each with its `index`). */
   n?: number | null;
   /** Token id → bias from -100 to 100; -100 bans the token. */
@@ -398,6 +404,8 @@ interface SamplingParams {
 }
 
 export interface ChatCompletionCreateParams extends SamplingParams {
+  /** Extra variables for the model's Jinja chat template (`{ enable_thinking: false }`...). */
+  chat_template_kwargs?: Record<string, unknown> | null;
   messages: Array<ChatCompletionMessageParam>;
   max_completion_tokens?: number | null;
   tools?: Array<ChatCompletionTool>;
@@ -638,6 +646,12 @@ export declare const Parameter: {
   Seed: Annotated;
   FrequencyPenalty: Annotated;
   PresencePenalty: Annotated;
+  /** llama.cpp's sampling extensions: `top_k` (integer), `min_p` (number),
+   * `repetition_penalty` (number; `repeat_penalty` in a request), `chat_template_kwargs` (object). */
+  TopK: Annotated;
+  MinP: Annotated;
+  RepetitionPenalty: Annotated;
+  ChatTemplateKwargs: Annotated;
   /** `tools` (array), `tool_choice` (always an object: `{ type: 'auto' }`...),
    * `parallel_tool_calls` (boolean), `response_format` (object), `logprobs` (integer: how many
    * alternatives), `logit_bias` (object). */

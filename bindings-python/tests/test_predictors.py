@@ -701,3 +701,40 @@ def test_serve_async_runs_until_cancelled(users):
             await sdk.models.list()
 
     asyncio.run(main())
+
+
+def test_llama_cpp_sampling_extensions_reach_a_predictor_by_annotation(users):
+    """`top_k`, `min_p`, `repetition_penalty` (or `repeat_penalty`) and `chat_template_kwargs`,
+    sent through `extra_body` as users of local models do, arrive by annotation."""
+    seen = {}
+
+    @predictor(tag="@test/sampling-extensions")
+    def sampled(
+        messages: list[ChatCompletionMessageParam],
+        k: Annotated[int, Parameter.TopK("k.")] = 0,
+        p: Annotated[float, Parameter.MinP("p.")] = 0.0,
+        penalty: Annotated[float, Parameter.RepetitionPenalty("r.")] = 1.0,
+        kwargs: Annotated[dict, Parameter.ChatTemplateKwargs("t.")] = {},
+    ) -> Iterator[str]:
+        seen.update(k=k, p=p, penalty=penalty, kwargs=kwargs)
+        yield "ok"
+
+    users.predictors.register(sampled)
+    messages = [{"role": "user", "content": "hi"}]
+    users.chat.completions.create(
+        model="@test/sampling-extensions", messages=messages,
+        extra_body={"top_k": 7, "min_p": 0.2, "repeat_penalty": 1.3,
+                    "chat_template_kwargs": {"enable_thinking": False}})
+    assert seen == {"k": 7, "p": 0.2, "penalty": 1.3, "kwargs": {"enable_thinking": False}}
+    # The built-in model takes them too; out of range is refused naming the field.
+    reply = users.chat.completions.create(
+        model=MODEL, messages=messages, max_tokens=4, seed=1,
+        extra_body={"top_k": 5, "min_p": 0.1, "repetition_penalty": 1.1})
+    assert reply.choices[0].message.content
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.chat.completions.create(model=MODEL, messages=messages, extra_body={"min_p": 2})
+    assert e.value.param == "min_p"
+    # A predictor without the annotation refuses the option by name.
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.chat.completions.create(model="@test/echo", messages=messages, extra_body={"top_k": 3})
+    assert e.value.param == "top_k"

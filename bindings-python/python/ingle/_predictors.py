@@ -171,6 +171,13 @@ class Parameter:
     Seed = _annotation("seed", "``seed`` (int).")
     FrequencyPenalty = _annotation("frequency_penalty", "``frequency_penalty`` (float).")
     PresencePenalty = _annotation("presence_penalty", "``presence_penalty`` (float).")
+    TopK = _annotation("top_k", "``top_k``, llama.cpp's extension (int; 0: off).")
+    MinP = _annotation("min_p", "``min_p``, llama.cpp's extension (float, 0–1).")
+    RepetitionPenalty = _annotation(
+        "repetition_penalty",
+        "``repetition_penalty`` (llama.cpp's ``repeat_penalty``; float, 1: off).")
+    ChatTemplateKwargs = _annotation(
+        "chat_template_kwargs", "``chat_template_kwargs``: extra chat-template variables (dict).")
     Tools = _annotation("tools", "``tools``: the function tools the model may call (a list).")
     ToolChoice = _annotation(
         "tool_choice", "``tool_choice``, always a dict: ``{'type': 'auto'}``, ... (dict).")
