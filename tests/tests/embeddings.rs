@@ -278,7 +278,7 @@ fn invalid_requests_name_the_parameter() {
         (
             serde_json::json!({"model": m, "input": [1, 2, 3]}),
             "input",
-            "Token-id input",
+            "check_embedding_ctx_length=False",
         ),
         (
             serde_json::json!({"model": m, "input": [[1, 2], [3]]}),

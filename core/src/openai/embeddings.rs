@@ -345,7 +345,9 @@ fn texts_of(input: &EmbeddingInput) -> Result<(Vec<Value>, bool)> {
                 return Err(Error::invalid(
                     "input",
                     "Token-id input (a list of integers, or of integer lists) is not \
-                     supported by ingle; give `input` as a string or a list of strings",
+                     supported by ingle; give `input` as a string or a list of strings. \
+                     (LangChain's OpenAIEmbeddings sends tiktoken ids, which are not the local \
+                     model's tokens, unless created with `check_embedding_ctx_length=False`.)",
                 ));
             }
             let (i, item) = items
