@@ -1,0 +1,86 @@
+"""The OpenAI Agents SDK (`openai-agents`) with `OpenAIChatCompletionsModel` over an `AsyncOpenAI`
+client pointed at `ingle serve`: an agent that calls a `@function_tool`. Tracing is disabled (it
+would upload traces to OpenAI).
+
+Qwen2.5-Coder-0.5B, greedy, does not write an answer after a tool's result: it calls the tool
+again (the same with the prompt rendered by its own chat template on /v1/completions, so it is
+the model, not ingle). The agent that answers from the tool's result is therefore marked xfail,
+and must end by running out of turns, having called the tool: an ingle error fails it."""
+
+import asyncio
+
+import pytest
+from agents import (Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool,
+                    set_tracing_disabled)
+from agents.exceptions import MaxTurnsExceeded
+from agents.items import ToolCallItem, ToolCallOutputItem
+from openai import AsyncOpenAI
+
+from common import KEY, QWEN, TIMEOUT, URL, WEATHER_QUESTION, is_paris
+
+set_tracing_disabled(True)
+calls = []
+REPORT = "The weather in {} is sunny, 21 degrees celsius."
+
+
+@function_tool
+def get_weather(city: str) -> str:
+    """Get the current weather in a city."""
+    calls.append(city)
+    return REPORT.format(city)
+
+
+def weather_agent(**kwargs):
+    calls.clear()
+    client = AsyncOpenAI(base_url=URL, api_key=KEY, max_retries=0, timeout=TIMEOUT)
+    # tool_choice "required" on the first turn; the SDK resets it to auto once the tool has run
+    # (reset_tool_choice=True).
+    return Agent(name="Weather", instructions="You answer questions about the weather.",
+                 tools=[get_weather],
+                 model=OpenAIChatCompletionsModel(model=QWEN, openai_client=client),
+                 model_settings=ModelSettings(temperature=0, max_tokens=60, tool_choice="required"),
+                 **kwargs)
+
+
+def check_tool_result_is_the_answer(result):
+    assert len(calls) == 1 and is_paris(calls[0]), calls
+    kinds = [type(item) for item in result.new_items]
+    assert kinds == [ToolCallItem, ToolCallOutputItem], kinds
+    assert result.final_output == REPORT.format(calls[0])
+
+
+@pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_sync(Agent(tools=[@function_tool], model=OpenAIChatCompletionsModel(...), tool_use_behavior=\"stop_on_first_tool\"))`")
+def test_agent_calls_a_tool():
+    agent = weather_agent(tool_use_behavior="stop_on_first_tool")
+    check_tool_result_is_the_answer(Runner.run_sync(agent, WEATHER_QUESTION, max_turns=2))
+
+
+@pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_streamed(...)`, the same agent streamed")
+def test_agent_calls_a_tool_streamed():
+    agent = weather_agent(tool_use_behavior="stop_on_first_tool")
+
+    async def run():
+        result = Runner.run_streamed(agent, WEATHER_QUESTION, max_turns=2)
+        events = [event async for event in result.stream_events()]
+        assert any(e.type == "raw_response_event" for e in events)
+        return result
+
+    check_tool_result_is_the_answer(asyncio.run(run()))
+
+
+class NoAnswer(Exception):
+    """The run ended on a reply that does not use the tool's result."""
+
+
+@pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_sync(...)` with the default `tool_use_behavior=\"run_llm_again\"`: the model answers from the tool's result")
+@pytest.mark.xfail(raises=(MaxTurnsExceeded, NoAnswer), strict=True, reason=(
+    "the model: Qwen2.5-Coder-0.5B calls the tool again after its result, or writes something "
+    "else, instead of answering from it (ingle accepts the whole history); with a model this small use "
+    "`tool_use_behavior=\"stop_on_first_tool\"` (above), or a model that answers from tool results"))
+def test_agent_answers_from_the_tool_result():
+    try:
+        result = Runner.run_sync(weather_agent(), WEATHER_QUESTION, max_turns=2)
+    finally:
+        assert calls and is_paris(calls[0]), calls  # the tool ran, with the city asked for
+    if "sunny" not in result.final_output.lower() and "21" not in result.final_output:
+        raise NoAnswer(result.final_output)
