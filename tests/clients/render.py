@@ -2,13 +2,16 @@
 
     python3 tests/clients/render.py OUT.md RESULTS.jsonl [RESULTS.jsonl ...]
 
-Any test runner can add rows: one JSON object a line with framework, version, call, result
-(passed, failed, xfail, xpass, skipped) and, unless passed, reason."""
+Any test runner can add rows: one JSON object a line (or a file holding one JSON array of them)
+with framework, version, call, result (passed, failed, xfail, xpass, skipped; pass and fail
+also do) and, unless passed, reason (or note)."""
 
 import json
 import sys
 
-ORDER = ["openai SDK", "LangChain", "LlamaIndex", "openai-agents", "instructor", "LiteLLM"]
+ORDER = ["openai SDK", "LangChain", "LangChain JS", "LlamaIndex", "openai-agents", "Vercel AI SDK",
+         "instructor", "LiteLLM"]
+RESULTS = {"pass": "passed", "fail": "failed"}
 
 HEADER = """\
 # Frameworks on `ingle serve`
@@ -53,7 +56,13 @@ def main(out, *paths):
     rows = []
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            rows += [json.loads(line) for line in f if line.strip()]
+            text = f.read()
+        found = json.loads(text) if text.lstrip().startswith("[") else [
+            json.loads(line) for line in text.splitlines() if line.strip()]
+        for row in found:
+            row["result"] = RESULTS.get(row["result"], row["result"])
+            row.setdefault("reason", row.get("note", ""))
+        rows += found
     rank = {name: i for i, name in enumerate(ORDER)}
     rows.sort(key=lambda r: rank.get(r["framework"], len(ORDER)))  # stable: test order within
     lines = ["| framework | version | call | result |", "|---|---|---|---|"]
