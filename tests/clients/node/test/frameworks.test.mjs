@@ -1,0 +1,180 @@
+// `ingle serve` driven by the JavaScript frameworks people build on: the Vercel AI SDK (through
+// @ai-sdk/openai-compatible) and LangChain JS (@langchain/openai), pinned in package.json.
+// scripts/test-clients starts the server and passes INGLE_SERVE_URL and INGLE_SERVE_KEY; each
+// test's outcome is written to $INGLE_CLIENTS_JS_RESULTS for docs/clients.md.
+import test, { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { z } from 'zod';
+import { embed, generateObject, generateText, stepCountIs, streamText, tool } from 'ai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
+
+globalThis.AI_SDK_LOG_WARNINGS = false; // the generateObject deprecation: the issue asks for it by name
+const require = createRequire(import.meta.url);
+const version = (name) => JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')).version;
+
+const baseURL = process.env.INGLE_SERVE_URL;
+const apiKey = process.env.INGLE_SERVE_KEY;
+const SMOL = '@local/smollm2-135m-instruct';
+const QWEN = '@local/qwen2.5-coder-0.5b-instruct';
+const MINILM = '@local/all-minilm-l6-v2';
+const FRANCE = 'Name the capital of France.';
+const PARIS_WEATHER = "What's the weather in Paris right now?";
+
+const rows = [];
+after(() => {
+  if (process.env.INGLE_CLIENTS_JS_RESULTS) {
+    writeFileSync(process.env.INGLE_CLIENTS_JS_RESULTS, JSON.stringify(rows, null, 1));
+  }
+});
+
+/** A test that is also a row of docs/clients.md. */
+function row(framework, pkg, call, fn) {
+  test(`${framework}: ${call}`, async () => {
+    const entry = { framework, version: `${pkg} ${version(pkg)}`, call, result: 'pass' };
+    rows.push(entry);
+    try {
+      await fn();
+    } catch (e) {
+      entry.result = 'fail';
+      entry.note = String(e?.message ?? e).split('\n')[0].slice(0, 200);
+      throw e;
+    }
+  });
+}
+
+// --- Vercel AI SDK ------------------------------------------------------------------------
+
+const ingle = createOpenAICompatible({
+  name: 'ingle', baseURL, apiKey, includeUsage: true, supportsStructuredOutputs: true,
+});
+const AI = 'Vercel AI SDK';
+
+row(AI, 'ai', 'generateText', async () => {
+  const { text, usage } = await generateText({
+    model: ingle.chatModel(SMOL), prompt: FRANCE, temperature: 0, maxOutputTokens: 16,
+  });
+  assert.match(text, /Paris/);
+  assert.ok(usage.outputTokens > 0);
+});
+
+row(AI, 'ai', 'streamText', async () => {
+  const result = streamText({ model: ingle.chatModel(SMOL), prompt: FRANCE, temperature: 0, maxOutputTokens: 16 });
+  let text = '';
+  for await (const part of result.textStream) text += part;
+  assert.match(text, /Paris/);
+  assert.equal(text, await result.text);
+});
+
+const weather = tool({
+  description: 'Get the current weather in a city.',
+  inputSchema: z.object({ city: z.string() }),
+  execute: async ({ city }) => `18 degrees Celsius and sunny in ${city}`,
+});
+
+row(AI, 'ai', 'generateText with tools and stepCountIs(2): the call, its result, a second step', async () => {
+  const result = await generateText({
+    model: ingle.chatModel(QWEN), prompt: PARIS_WEATHER, temperature: 0, maxOutputTokens: 120,
+    tools: { get_weather: weather }, stopWhen: stepCountIs(2),
+  });
+  const call = result.steps[0].toolCalls[0];
+  assert.equal(call?.toolName, 'get_weather', JSON.stringify(result.steps[0].content));
+  assert.match(call.input.city, /Paris/);
+  assert.match(result.steps[0].toolResults[0].output, /18 degrees/);
+  assert.equal(result.steps.length, 2);
+});
+
+row(AI, 'ai', 'streamText with tools', async () => {
+  const result = streamText({
+    model: ingle.chatModel(QWEN), prompt: PARIS_WEATHER, temperature: 0, maxOutputTokens: 80,
+    tools: { get_weather: weather }, toolChoice: 'required',
+  });
+  const calls = [];
+  for await (const part of result.fullStream) {
+    if (part.type === 'tool-call') calls.push(part);
+    if (part.type === 'error') throw part.error;
+  }
+  assert.equal(calls.length, 1, JSON.stringify(calls));
+  assert.match(calls[0].input.city, /Paris/);
+});
+
+row(AI, 'ai', 'generateObject (json_schema)', async () => {
+  const { object } = await generateObject({
+    model: ingle.chatModel(QWEN), temperature: 0, maxOutputTokens: 80, prompt: 'Describe Lisbon.',
+    schema: z.object({ name: z.string(), country: z.string(), population: z.number().int() }),
+  });
+  assert.equal(typeof object.name, 'string');
+  assert.equal(typeof object.country, 'string');
+  assert.ok(Number.isInteger(object.population));
+});
+
+row(AI, 'ai', 'embed', async () => {
+  const { embedding } = await embed({ model: ingle.embeddingModel(MINILM), value: 'Paris' });
+  assert.equal(embedding.length, 384);
+});
+
+// --- LangChain JS ---------------------------------------------------------------------------
+
+const LC = 'LangChain JS';
+const chat = (model, options = {}) =>
+  new ChatOpenAI({ model, apiKey, configuration: { baseURL }, temperature: 0, maxRetries: 0, ...options });
+
+row(LC, '@langchain/openai', 'ChatOpenAI.invoke', async () => {
+  const reply = await chat(SMOL, { maxTokens: 16 }).invoke(FRANCE);
+  assert.match(reply.content, /Paris/);
+});
+
+row(LC, '@langchain/openai', 'ChatOpenAI.stream', async () => {
+  let text = '';
+  for await (const chunk of await chat(SMOL, { maxTokens: 16 }).stream(FRANCE)) text += chunk.content;
+  assert.match(text, /Paris/);
+});
+
+row(LC, '@langchain/openai', 'ChatOpenAI.batch', async () => {
+  const replies = await chat(SMOL, { maxTokens: 16 }).batch([FRANCE, 'Name the capital of Italy.']);
+  assert.equal(replies.length, 2);
+  assert.match(replies[0].content, /Paris/);
+});
+
+const weatherSchema = z.object({ city: z.string().describe('The city') });
+
+row(LC, '@langchain/openai', 'bindTools', async () => {
+  const model = chat(QWEN, { maxTokens: 80 }).bindTools(
+    [{ name: 'get_weather', description: 'Get the current weather in a city.', schema: weatherSchema }],
+    { tool_choice: 'required' },
+  );
+  const reply = await model.invoke(PARIS_WEATHER);
+  assert.equal(reply.tool_calls[0]?.name, 'get_weather', JSON.stringify(reply));
+  assert.match(reply.tool_calls[0].args.city, /Paris/);
+});
+
+row(LC, '@langchain/openai', 'bindTools, streamed', async () => {
+  const model = chat(QWEN, { maxTokens: 80 }).bindTools(
+    [{ name: 'get_weather', description: 'Get the current weather in a city.', schema: weatherSchema }],
+    { tool_choice: 'required' },
+  );
+  let whole;
+  for await (const chunk of await model.stream(PARIS_WEATHER)) whole = whole ? whole.concat(chunk) : chunk;
+  assert.equal(whole.tool_calls[0]?.name, 'get_weather', JSON.stringify(whole.tool_call_chunks));
+  assert.match(whole.tool_calls[0].args.city, /Paris/);
+});
+
+const city = z.object({ name: z.string(), country: z.string() });
+for (const method of ['jsonSchema', 'functionCalling']) {
+  row(LC, '@langchain/openai', `withStructuredOutput (${method})`, async () => {
+    const model = chat(QWEN, { maxTokens: 80 }).withStructuredOutput(city, { method, name: 'city' });
+    const value = await model.invoke('Describe Lisbon.');
+    assert.equal(typeof value.name, 'string');
+    assert.equal(typeof value.country, 'string');
+  });
+}
+
+row(LC, '@langchain/openai', 'OpenAIEmbeddings', async () => {
+  const embeddings = new OpenAIEmbeddings({ model: MINILM, apiKey, configuration: { baseURL }, maxRetries: 0 });
+  const [one, two] = await embeddings.embedDocuments(['Paris', 'Lisbon']);
+  assert.equal(one.length, 384);
+  assert.equal((await embeddings.embedQuery('Paris')).length, 384);
+  assert.notDeepEqual(one, two);
+});
