@@ -61,6 +61,35 @@ def test_openai_client_arguments_are_accepted():
     assert r.usage.completion_tokens == 2
 
 
+def test_openai_sentinels_are_left_out(client):
+    # Frameworks written for the openai client pass its NOT_GIVEN and omit for what they leave
+    # out (openai-agents: `tools=omit`, `stream=omit`, `store=omit`, ...); they are not sent.
+    left_out = dict(temperature=openai.NOT_GIVEN, tools=openai.omit, tool_choice=openai.omit,
+                    store=openai.omit, metadata=openai.omit, top_p=ingle.NOT_GIVEN,
+                    extra_headers={"User-Agent": "Agents/Python"}, extra_query=None,
+                    extra_body=None)
+    r = client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=2,
+                                       stream=openai.omit, **left_out)
+    assert r.usage.completion_tokens == 2
+    chunks = list(client.chat.completions.create(
+        model=MODEL, messages=FRANCE, max_tokens=2, stream=True, stream_options=openai.omit,
+        **left_out))
+    assert chunks[-1].choices[0].finish_reason == "length"
+    r = client.chat.completions.parse(model=MODEL, messages=FRANCE, max_tokens=2,
+                                      response_format=openai.NOT_GIVEN, **left_out)
+    assert r.choices[0].message.parsed is None and r.usage.completion_tokens == 2
+    r = client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=2,
+                                  suffix=openai.omit, temperature=openai.NOT_GIVEN)
+    assert r.usage.completion_tokens == 2
+
+
+def test_base_url_is_none():
+    # Frameworks read `client.base_url` (openai-agents does, to tell OpenAI's own API); there
+    # is no server in-process, whatever base_url was passed.
+    assert ingle.OpenAI(base_url="http://unused").base_url is None
+    assert ingle.AsyncOpenAI().base_url is None
+
+
 def test_completions(client):
     r = client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=16, temperature=0)
     assert r.object == "text_completion" and r.usage.completion_tokens == 16

@@ -4,7 +4,9 @@ that render.py turns into docs/clients.md.
 Each test is marked `@pytest.mark.client(framework, distribution, call)`; its row is the
 framework's name, the version installed of its distribution (and of `openai`, which it drives),
 the call, and how it went: passed, failed (with the error), or xfail (with why, and what the user
-does instead). Rows are appended as JSON lines to $INGLE_CLIENTS_RESULTS when that is set."""
+does instead). `inprocess=True` marks a test that gives the framework ingle's in-process client
+(`ingle.OpenAI()`) instead of a server's URL: its row goes in a table of its own. Rows are
+appended as JSON lines to $INGLE_CLIENTS_RESULTS when that is set."""
 
 import json
 import os
@@ -17,7 +19,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "client(framework, distribution, call): a docs/clients.md row")
+    config.addinivalue_line(
+        "markers", "client(framework, distribution, call, inprocess=False): a docs/clients.md row")
 
 
 @pytest.fixture(scope="session")
@@ -45,7 +48,11 @@ def _row(item):
     version = f"{dist} {_version(dist)}"
     if dist != "openai":
         version += f", openai {_version('openai')}"
-    return {"framework": framework, "version": version, "call": call, "test": item.nodeid}
+    row = {"framework": framework, "version": version, "call": call, "test": item.nodeid}
+    if mark.kwargs.get("inprocess"):
+        row["client"] = "in-process"
+        row["version"] += f", ingle {_version('ingle')}"
+    return row
 
 
 def _first_line(text, limit=300):

@@ -4,7 +4,8 @@
 
 Any test runner can add rows: one JSON object a line (or a file holding one JSON array of them)
 with framework, version, call, result (passed, failed, xfail, xpass, skipped; pass and fail
-also do) and, unless passed, reason (or note)."""
+also do) and, unless passed, reason (or note). A row with "client": "in-process" goes in the
+second table (the framework given `ingle.OpenAI()` itself, no server)."""
 
 import json
 import sys
@@ -43,6 +44,25 @@ Pointing each at ingle (`ingle serve --port 8080 --api-key KEY`; `URL` is
 """
 
 
+INPROCESS = """
+## In-process: `ingle.OpenAI()` as the framework's client
+
+The frameworks that take a client object, given the one of ingle's Python package (the model
+runs in the calling process, no server): the same models and checks, in the same virtualenvs,
+with the ingle wheel installed. ingle's client and its response objects have the `openai` package's
+methods and attributes but not its classes (ingle depends on nothing), so a framework that tests
+`isinstance` against `openai`'s classes refuses it; those rows say what to do instead.
+
+| framework | how |
+|---|---|
+| LangChain | `c, ac = ingle.OpenAI(), ingle.AsyncOpenAI()`; `ChatOpenAI(model=TAG, client=c.chat.completions, root_client=c, async_client=ac.chat.completions, root_async_client=ac, streaming=True)`; `OpenAIEmbeddings(model=TAG, client=c.embeddings, async_client=ac.embeddings, check_embedding_ctx_length=False)` |
+| LlamaIndex | `OpenAILike(model=TAG, openai_client=ingle.OpenAI(), async_openai_client=ingle.AsyncOpenAI(), is_chat_model=True, is_function_calling_model=True, context_window=N)` |
+| openai-agents | `OpenAIChatCompletionsModel(model=TAG, openai_client=ingle.AsyncOpenAI())`, run with `Runner.run_streamed` |
+| instructor | `c = ingle.OpenAI()`; `instructor.Instructor(client=c, create=instructor.patch(create=c.chat.completions.create, mode=m), mode=m)` (`AsyncInstructor` for `ingle.AsyncOpenAI()`) |
+
+"""
+
+
 def result_text(row):
     reason = row.get("reason", "").replace("|", "\\|")
     return {
@@ -52,6 +72,12 @@ def result_text(row):
         "xpass": f"passes (expected not to: {reason})",
         "skipped": f"not run: {reason}",
     }[row["result"]]
+
+
+def table(rows):
+    lines = ["| framework | version | call | result |", "|---|---|---|---|"]
+    return lines + [f"| {r['framework']} | {r['version']} | {r['call']} | {result_text(r)} |"
+                     for r in rows]
 
 
 def main(out, *paths):
@@ -67,8 +93,11 @@ def main(out, *paths):
         rows += found
     rank = {name: i for i, name in enumerate(ORDER)}
     rows.sort(key=lambda r: rank.get(r["framework"], len(ORDER)))  # stable: test order within
-    lines = ["| framework | version | call | result |", "|---|---|---|---|"]
-    lines += [f"| {r['framework']} | {r['version']} | {r['call']} | {result_text(r)} |" for r in rows]
+    served = [r for r in rows if r.get("client") != "in-process"]
+    inprocess = [r for r in rows if r.get("client") == "in-process"]
+    lines = table(served)
+    if inprocess:
+        lines += INPROCESS.splitlines() + table(inprocess)
     counts = {}
     for r in rows:
         counts[r["result"]] = counts.get(r["result"], 0) + 1

@@ -140,9 +140,18 @@ def path(param: str, value: Any) -> Optional[str]:
     return text
 
 
+def _sentinel(value: Any) -> bool:
+    """``NOT_GIVEN``, or the openai package's ``NOT_GIVEN`` / ``omit``: an argument left out."""
+    return isinstance(value, _NotGiven) or type(value).__name__ in ("NotGiven", "Omit")
+
+
 def body(params: Dict[str, Any]) -> str:
     """The JSON request body of ``create(**params)``. The openai client's HTTP-only arguments
-    are dropped and ``extra_body`` is merged in, as the openai client does."""
+    are dropped and ``extra_body`` is merged in, as the openai client does. An argument whose
+    value is ``NOT_GIVEN`` (ingle's, or the openai package's ``NOT_GIVEN`` and ``omit``, which
+    frameworks written for that client pass for what they leave out, as openai-agents does) is
+    not sent, as with the openai client; ``None`` is sent as ``null``, as it sends it."""
+    params = {name: value for name, value in params.items() if not _sentinel(value)}
     extra_body = params.pop("extra_body", None)
     for name in ("extra_headers", "extra_query", "timeout"):
         params.pop(name, None)

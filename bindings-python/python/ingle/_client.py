@@ -559,7 +559,11 @@ class OpenAI:
     ``$INGLE_CONFIG``, else the default model); ``models_dir``: where model files are.
 
     The ``openai`` client's connection arguments (``api_key``, ``base_url``, ``timeout``, ...)
-    are accepted and ignored, so existing code runs unchanged."""
+    are accepted and ignored, so existing code runs unchanged. ``base_url`` reads ``None``:
+    there is no server (frameworks that read it, as openai-agents does, then take the client
+    for one that is not OpenAI's)."""
+
+    base_url: None = None
 
     def __init__(
         self,
@@ -861,6 +865,8 @@ class AsyncPredictions(_Resource):
 class AsyncOpenAI:
     """`OpenAI` for asyncio: the same methods, awaited. The engine works in worker threads, so
     the event loop keeps running."""
+
+    base_url: None = None  # as `OpenAI.base_url`
 
     def __init__(
         self,

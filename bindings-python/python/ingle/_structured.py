@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from ._arguments import NOT_GIVEN
+from ._arguments import NOT_GIVEN, _sentinel
 from .types import ParsedChatCompletion
 
 
@@ -14,7 +14,7 @@ def response_format_of(
 ) -> Tuple[Any, Optional[Callable[[str], Any]]]:
     """The JSON ``response_format`` to send, and how to read the content back (None: leave
     ``parsed`` empty, as openai does for a dict ``response_format``)."""
-    if response_format is NOT_GIVEN or response_format is None or isinstance(response_format, dict):
+    if _sentinel(response_format) or response_format is None or isinstance(response_format, dict):
         return response_format, None
     if not isinstance(response_format, type):
         raise TypeError(
