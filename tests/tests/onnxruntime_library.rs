@@ -142,5 +142,20 @@ fn model_files_missing() {
         "{}",
         error.message
     );
+    // So is a chat model's sampling `defaults` on an embedding model.
+    let config = Config::empty().predictor(
+        PredictorConfig::embedding("@me/embed", "gone.onnx", "gone.json").defaults(
+            ingle::SamplingDefaults {
+                temperature: Some(0.5),
+                ..Default::default()
+            },
+        ),
+    );
+    let error = Client::from_config(&config).err().unwrap();
+    assert_eq!(
+        error.param.as_deref(),
+        Some("predictors[0].defaults"),
+        "{error}"
+    );
     std::fs::remove_dir_all(&empty).unwrap();
 }

@@ -76,6 +76,7 @@ pub(crate) fn reject_options(predictor: &PredictorConfig, options: &[&str]) -> R
         "max_length" => predictor.max_length.is_some(),
         "voice_config" => predictor.voice_config.is_some(),
         "voices" => !predictor.voices.is_empty(),
+        "defaults" => predictor.defaults != crate::config::SamplingDefaults::default(),
         _ => false,
     };
     match options.iter().find(|o| given(o)) {

@@ -45,6 +45,7 @@ pub const EMBEDDING_UNUSED_OPTIONS: &[&str] = &[
     "chat_template",
     "voice_config",
     "voices",
+    "defaults",
 ];
 /// Texts run through the model at once; more are split into sub-batches of this size.
 const SUB_BATCH: usize = 32;

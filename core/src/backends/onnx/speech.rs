@@ -31,6 +31,7 @@ pub const SPEECH_UNUSED_OPTIONS: &[&str] = &[
     "chat_template",
     "tokenizer",
     "max_length",
+    "defaults",
 ];
 /// Speed bounds (OpenAI's).
 pub const MIN_SPEED: f64 = 0.25;

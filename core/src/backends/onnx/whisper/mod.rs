@@ -40,6 +40,7 @@ pub const TRANSCRIPTION_UNUSED_OPTIONS: &[&str] = &[
     "max_length",
     "voice_config",
     "voices",
+    "defaults",
 ];
 
 /// The rate Whisper hears at.
