@@ -3,7 +3,7 @@
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::predict::{unix_now, Predictor};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -24,6 +24,9 @@ struct Entry {
     /// It is listed and served once they all exist, so a model pulled after the client was
     /// made is found without a new client.
     needs_files: Option<Vec<PathBuf>>,
+    /// OpenAI voice names → the model's voices (a config model's `voices`): they belong to
+    /// this entry, and go with it when a predictor registered under its tag replaces it.
+    voice_aliases: BTreeMap<String, String>,
 }
 
 impl Entry {
@@ -45,8 +48,6 @@ pub struct ModelInfo {
 /// Thread-safe registry of predictors by tag.
 pub struct Registry {
     entries: RwLock<Vec<Arc<Entry>>>,
-    /// Per tag, OpenAI voice names → the model's voices (the config's `voices`).
-    voice_aliases: RwLock<HashMap<String, BTreeMap<String, String>>>,
     /// Where the config's models are (and where `models.pull` puts them).
     models_dir: PathBuf,
 }
@@ -55,7 +56,6 @@ impl Default for Registry {
     fn default() -> Self {
         Registry {
             entries: RwLock::default(),
-            voice_aliases: RwLock::default(),
             models_dir: crate::config::default_models_dir(),
         }
     }
@@ -72,20 +72,15 @@ impl Registry {
             ..Registry::default()
         };
         for predictor in &config.predictors {
-            if !predictor.voices.is_empty() {
-                registry
-                    .voice_aliases
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(predictor.tag.clone(), predictor.voices.clone());
-            }
             let needs_files = predictor.if_present.then(|| config.files_of(predictor));
+            let voice_aliases = predictor.voices.clone();
             let (config, predictor) = (config.clone(), predictor.clone());
             let tag = predictor.tag.clone();
             registry.add(
                 &tag,
                 Box::new(move || crate::backends::load(&config, &predictor)),
                 needs_files,
+                voice_aliases,
             )?;
         }
         Ok(registry)
@@ -97,10 +92,16 @@ impl Registry {
         tag: &str,
         load: impl Fn() -> Result<Arc<dyn Predictor>> + Send + Sync + 'static,
     ) -> Result<()> {
-        self.add(tag, Box::new(load), None)
+        self.add(tag, Box::new(load), None, BTreeMap::new())
     }
 
-    fn add(&self, tag: &str, load: Loader, needs_files: Option<Vec<PathBuf>>) -> Result<()> {
+    fn add(
+        &self,
+        tag: &str,
+        load: Loader,
+        needs_files: Option<Vec<PathBuf>>,
+        voice_aliases: BTreeMap<String, String>,
+    ) -> Result<()> {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         if tag.is_empty() {
             return Err(Error::invalid("tag", "A predictor tag must not be empty"));
@@ -123,6 +124,7 @@ impl Registry {
             loaded: Mutex::new(None),
             last_used: Mutex::new(None),
             needs_files,
+            voice_aliases,
         }));
         Ok(())
     }
@@ -200,10 +202,10 @@ impl Registry {
         unloaded
     }
 
-    /// The voice of `tag`'s model that the config gives the OpenAI voice `name`, if any.
+    /// The voice of `tag`'s model that the config gives the OpenAI voice `name`, if any (the
+    /// aliases of the predictor that serves `tag` now, none for a registered one).
     pub fn voice_alias(&self, tag: &str, name: &str) -> Option<String> {
-        let aliases = self.voice_aliases.read().unwrap_or_else(|e| e.into_inner());
-        aliases.get(tag)?.get(name).cloned()
+        self.entry(tag).ok()?.voice_aliases.get(name).cloned()
     }
 
     pub fn list(&self) -> Vec<ModelInfo> {
@@ -267,6 +269,38 @@ mod tests {
             .register_loader("@me/chat", || Err(Error::internal("mine")))
             .unwrap_err();
         assert!(error.message.contains("already registered"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_hidden_config_model_takes_its_voice_aliases_with_it() {
+        let dir = std::env::temp_dir().join(format!("ingle-voices-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let speech = |dir: &Path| {
+            let config = Config::empty().models_dir(dir).predictor(
+                crate::config::PredictorConfig::speech("@me/voice", "missing.onnx")
+                    .voice("alloy", "their_voice")
+                    .if_present(),
+            );
+            Registry::from_config(&config).unwrap()
+        };
+        // Its files are missing: a predictor registered under its tag serves the tag, and the
+        // config's aliases (for a model that is not there) must not rename its voices.
+        let registry = speech(&dir);
+        registry
+            .register_loader("@me/voice", || Err(Error::internal("mine")))
+            .unwrap();
+        assert_eq!(registry.voice_alias("@me/voice", "alloy"), None);
+        // With its files there, the config model serves the tag with its aliases.
+        for file in ["missing.onnx", "missing.onnx.json"] {
+            std::fs::write(dir.join(file), b"x").unwrap();
+        }
+        let registry = speech(&dir);
+        assert_eq!(
+            registry.voice_alias("@me/voice", "alloy").as_deref(),
+            Some("their_voice")
+        );
+        assert_eq!(registry.voice_alias("@me/voice", "nova"), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
