@@ -349,6 +349,61 @@ fn a_dropped_connection_is_retried_from_where_it_stopped() {
     );
 }
 
+/// A catalog of one file, `plain/one.bin`, that is the server's `one.bin` (1 MiB: one
+/// progress step of a download).
+fn one_plain_file(server: &Server) -> (Vec<u8>, Catalog) {
+    let bytes = sample_bytes(1 << 20, 5);
+    server.add_file("one.bin", bytes.clone());
+    let toml = catalog(
+        server,
+        &format!(
+            r#"
+[[model]]
+tag = "one"
+kind = "chat"
+licence = "MIT"
+  [[model.file]]
+  path = "plain/one.bin"
+  size = {size}
+  sha256 = "{sha}"
+    [[model.file.part]]
+    url = "{url}/files/one.bin"
+"#,
+            size = bytes.len(),
+            sha = sha256_hex(&bytes),
+            url = server.url(),
+        ),
+    );
+    (bytes, Catalog::from_toml(&toml).unwrap())
+}
+
+/// Each moment of a download is reported once: where it starts, each step, where it ends (a
+/// last step that ends the file is not said again), then the check, then `success`.
+#[test]
+fn a_pull_reports_each_moment_of_a_download_once() {
+    let server = Server::start();
+    let (bytes, catalog) = one_plain_file(&server);
+    let dir = TempDir::new("events");
+    let puller = Puller::with_catalog(catalog, &dir.0);
+    let (report, events) = pull(&puller, "one");
+    report.unwrap();
+    let seen: Vec<(PullStatus, Option<&str>, u64, u64)> = events
+        .iter()
+        .map(|e| (e.status, e.file.as_deref(), e.completed, e.total))
+        .collect();
+    let (file, n) = (Some("plain/one.bin"), bytes.len() as u64);
+    assert_eq!(
+        seen,
+        [
+            (PullStatus::Downloading, file, 0, n),
+            (PullStatus::Downloading, file, n, n),
+            (PullStatus::Verifying, file, 0, n),
+            (PullStatus::Success, None, 0, 0),
+        ]
+    );
+    assert!(events.iter().all(|e| e.tag == "one"));
+}
+
 #[test]
 fn wrong_bytes_are_refused_and_not_kept() {
     let fixture = fixture();

@@ -356,7 +356,7 @@ impl Puller {
             let located = file
                 .parts
                 .iter()
-                .map(|part| retrying(|| self.locate(part)))
+                .map(|part| retrying(&mut (), |_| self.locate(part), |_| Ok(())))
                 .collect::<Result<Vec<_>>>()?;
             let parts: Vec<PathBuf> = (0..located.len())
                 .map(|i| partial.join(format!("{}.{i}.part", file.sha256)))
@@ -536,52 +536,22 @@ impl Puller {
             completed: have.iter().sum(),
             total,
             downloaded: 0,
+            reported: None,
         };
-        emit(
-            PullStatus::Downloading,
-            Some(&file.path),
-            tally.completed,
-            total,
-        )?;
+        tally.report(&file.path, emit)?;
         for (i, part) in located.iter().enumerate() {
-            let mut retries = RETRY_WAITS.iter();
-            loop {
-                let error = match self.download_part(
-                    file,
-                    part,
-                    &parts[i],
-                    &mut have[i],
-                    plain_limit,
-                    &mut tally,
-                    emit,
-                ) {
-                    Ok(()) => break,
-                    Err(e) => e,
-                };
-                // A dropped connection or an unreachable server: again after a pause, from
-                // the bytes already on disk, a few times before giving up.
-                let Some(wait) = retries.next().filter(|_| is_transient(&error)) else {
-                    return Err(error);
-                };
-                let until = std::time::Instant::now() + *wait;
-                while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
-                    // Heard by the caller meanwhile, who may cancel.
-                    emit(
-                        PullStatus::Downloading,
-                        Some(&file.path),
-                        tally.completed,
-                        total,
-                    )?;
-                    std::thread::sleep(left.min(LOCK_POLL));
-                }
-            }
+            // Each try goes on from the bytes already on disk.
+            let have = &mut have[i];
+            retrying(
+                &mut (&mut tally, &mut *emit),
+                |(tally, emit)| {
+                    self.download_part(file, part, &parts[i], have, plain_limit, tally, emit)
+                },
+                |(tally, emit)| tally.heard(&file.path, emit),
+            )?;
         }
-        emit(
-            PullStatus::Downloading,
-            Some(&file.path),
-            tally.completed,
-            tally.completed.max(total),
-        )?;
+        // The end, unless the last step reached it.
+        tally.report(&file.path, emit)?;
         Ok((tally.downloaded, resumed))
     }
 
@@ -664,12 +634,7 @@ impl Puller {
             since_report += n as u64;
             if since_report >= PROGRESS_EVERY {
                 since_report = 0;
-                emit(
-                    PullStatus::Downloading,
-                    Some(&file.path),
-                    tally.completed,
-                    tally.total,
-                )?;
+                tally.report(&file.path, emit)?;
             }
         }
         out.sync_all().map_err(|e| io("write", path, e))?;
@@ -700,32 +665,67 @@ impl Puller {
     }
 }
 
-/// Bytes of a file's download: done (on disk) of all, and those that came over the network
-/// in this pull.
+/// Bytes of a file's download: done (on disk) of all, those that came over the network in
+/// this pull, and what the last report said was done.
 struct Tally {
     completed: u64,
     total: u64,
     downloaded: u64,
+    reported: Option<u64>,
 }
 
-/// Pauses before each new try of a part whose download failed in passing.
+impl Tally {
+    /// Reports how far the download is, unless the last report said so already (the last
+    /// step of a part may also be where the file's download ends).
+    fn report(&mut self, path: &str, emit: &mut Emit) -> Result<()> {
+        if self.reported == Some(self.completed) {
+            return Ok(());
+        }
+        self.reported = Some(self.completed);
+        self.heard(path, emit)
+    }
+
+    /// Says how far the download is, again if need be: while a retry waits, the caller hears
+    /// from the pull (and may cancel it) a few times a second.
+    fn heard(&self, path: &str, emit: &mut Emit) -> Result<()> {
+        emit(
+            PullStatus::Downloading,
+            Some(path),
+            self.completed,
+            self.completed.max(self.total),
+        )
+    }
+}
+
+/// Pauses before each new try of a request or a download that failed in passing.
 const RETRY_WAITS: [std::time::Duration; 3] = [
     std::time::Duration::from_millis(500),
     std::time::Duration::from_secs(1),
     std::time::Duration::from_secs(2),
 ];
 
-/// `f()`, again after each of [`RETRY_WAITS`] while it fails in passing (short requests: the
-/// index, an archive's directory).
-fn retrying<T>(mut f: impl FnMut() -> Result<T>) -> Result<T> {
+/// `f(state)`, tried again after each of [`RETRY_WAITS`] while it fails in passing: the one
+/// retry schedule of a pull (the index, an archive's directory, each part's download). While
+/// it waits, `heard(state)` is called every [`LOCK_POLL`]; an error from it (the caller
+/// cancelled) ends the pull.
+fn retrying<S, T>(
+    state: &mut S,
+    mut f: impl FnMut(&mut S) -> Result<T>,
+    mut heard: impl FnMut(&mut S) -> Result<()>,
+) -> Result<T> {
     let mut waits = RETRY_WAITS.iter();
     loop {
-        match f() {
-            Err(e) if is_transient(&e) => match waits.next() {
-                Some(wait) => std::thread::sleep(*wait),
-                None => return Err(e),
-            },
+        let error = match f(state) {
+            Err(e) if is_transient(&e) => e,
             other => return other,
+        };
+        let Some(wait) = waits.next() else {
+            return Err(error);
+        };
+        let until = std::time::Instant::now() + *wait;
+        while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+            heard(state)?;
+            std::thread::sleep(left.min(LOCK_POLL));
         }
     }
 }
