@@ -490,8 +490,8 @@ enum IngleStatus ingle_models_retrieve(struct IngleClient *client,
  * "fetched"}], "downloaded_bytes"}`, to free with `ingle_string_free`.
  * `INGLE_ERROR_NOT_FOUND` for a tag the catalog does not have; network and checksum
  * failures are `INGLE_ERROR_MODEL` (`code` `download_unreachable` / `download_interrupted` /
- * `download_failed` / `checksum_mismatch`), after the pull's own retries of a dropped
- * connection.
+ * `download_server_error` / `download_failed` / `checksum_mismatch`), after the pull's own
+ * retries of a dropped connection or an HTTP 5xx.
  */
 enum IngleStatus ingle_models_pull(struct IngleClient *client,
                                    const char *model,

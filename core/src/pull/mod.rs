@@ -5,11 +5,12 @@
 //! Nothing half-written is ever at a model's path: bytes go to `.partial/` inside the models
 //! directory, a file is assembled beside its path (`.NAME.ingle-partial`), checked against the
 //! catalog's sha256 and only then renamed into place (and the directory synced). A dropped
-//! connection is tried again a few times; an interrupted download resumes from its `.part`
-//! file with an HTTP range request; if a resumed file does not verify, it is fetched once more
-//! from scratch. A file already at its path is re-hashed (before anything is written): a
-//! corrupted one is fetched again. Pulls of the same file (threads or processes) take turns on
-//! a lock file. Archives and servers are not trusted (bounds in `zip.rs`).
+//! connection, an unreachable server or an HTTP 5xx is tried again a few times; an interrupted
+//! download resumes from its `.part` file with an HTTP range request; if a resumed file does
+//! not verify, it is fetched once more from scratch. A file already at its path is re-hashed
+//! (before anything is written): a corrupted one is fetched again. Pulls of the same file
+//! (threads or processes) take turns on a lock file. Archives and servers are not trusted
+//! (bounds in `zip.rs`).
 
 pub mod catalog;
 mod http;
@@ -730,9 +731,13 @@ fn retrying<S, T>(
     }
 }
 
-/// A failure that may pass: the server could not be reached, or the connection dropped.
+/// A failure that may pass: the server could not be reached, the connection dropped, or the
+/// server answered with an HTTP 5xx (a 4xx is its answer, not tried again).
 fn is_transient(error: &Error) -> bool {
-    matches!(error.code.as_deref(), Some(http::UNREACHABLE | INTERRUPTED))
+    matches!(
+        error.code.as_deref(),
+        Some(http::UNREACHABLE | INTERRUPTED | http::SERVER_ERROR)
+    )
 }
 
 /// The code of an error for a download cut short (pulling again resumes it).
