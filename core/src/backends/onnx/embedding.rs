@@ -313,8 +313,11 @@ impl EmbeddingModel {
             state = self.linger(state);
             let jobs = take_queued(&mut state.queue);
             if jobs.is_empty() {
-                // Cannot happen (this request is queued until its rows are in); never spin.
+                // Cannot happen: a request stays queued until a runner takes it, and a runner
+                // hands it its rows before it clears `running`. Were it to happen, this request
+                // leaves (uncounted, so later runners do not wait for it) rather than spin.
                 state.running = false;
+                state.in_flight -= 1;
                 self.finished.notify_all();
                 return Err(Error::internal("an embedding request left the queue unrun"));
             }
