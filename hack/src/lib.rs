@@ -1,0 +1,1 @@
+//! No code: see Cargo.toml.
