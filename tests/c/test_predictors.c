@@ -89,6 +89,56 @@ static int32_t listen(const IngleInputs *inputs, IngleSink *sink, void *user_dat
     return ingle_sink_emit(sink, out) == INGLE_OK ? 0 : 1;
 }
 
+/* A segment per started second of its 16 kHz audio, each with one word per half second when
+ * word timestamps are asked for: the shape Whisper's segments have, for verbose_json, srt and the
+ * streamed events, so every transcription function runs under valgrind without a model. */
+static int32_t words(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    const float *samples = NULL;
+    size_t frames = 0;
+    uint16_t channels = 0;
+    uint32_t rate = 0;
+    if (ingle_inputs_audio(inputs, "audio", &samples, &frames, &channels, &rate) != INGLE_OK) {
+        ingle_sink_fail(sink, ingle_last_error());
+        return 1;
+    }
+    int timed = strstr(ingle_inputs_json(inputs), "\"words\":true") != NULL;
+    size_t seconds = (frames + rate - 1) / rate;
+    for (size_t s = 0; s < seconds && !ingle_sink_cancelled(sink); s++) {
+        double end = (double)(s + 1 < seconds ? (s + 1) * rate : frames) / rate;
+        char out[512];
+        if (timed)
+            snprintf(out, sizeof out,
+                     "{\"text\":\" second %zu\",\"segment\":{\"start\":%zu.0,\"end\":%.3f,\"text\":\" second %zu\","
+                     "\"words\":[{\"word\":\" second\",\"start\":%zu.0,\"end\":%zu.5},{\"word\":\" %zu\",\"start\":%zu.5,"
+                     "\"end\":%.3f}]}}",
+                     s + 1, s, end, s + 1, s, s, s + 1, s, end);
+        else
+            snprintf(out, sizeof out, "{\"text\":\" second %zu\",\"segment\":{\"start\":%zu.0,\"end\":%.3f,\"text\":\" second %zu\"}}",
+                     s + 1, s, end, s + 1);
+        if (ingle_sink_emit(sink, out) != INGLE_OK) break;
+    }
+    return 0;
+}
+
+/* Text completion: the prompt's words back, one per output. */
+static int32_t repeat(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    char *prompt = json_string(ingle_inputs_json(inputs), "prompt");
+    if (!prompt) {
+        ingle_sink_fail(sink, "no prompt");
+        return 1;
+    }
+    char *save = NULL;
+    for (char *word = strtok_r(prompt, " ", &save); word; word = strtok_r(NULL, " ", &save)) {
+        char out[256];
+        snprintf(out, sizeof out, "{\"text\":\" %s\"}", word);
+        if (ingle_sink_emit(sink, out) != INGLE_OK) break;
+    }
+    free(prompt);
+    return 0;
+}
+
 /* Fails after one output, with a message and a log line. */
 static int32_t fails(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
     (void)inputs;
@@ -121,6 +171,15 @@ static const char *EMBED = "{\"tag\":\"@c/embed\",\"inputs\":[{\"name\":\"texts\
                            "\"annotation\":\"embedding\"}]}";
 static const char *LISTEN = "{\"tag\":\"@c/listen\",\"inputs\":[{\"name\":\"audio\",\"type\":\"audio\",\"annotation\":"
                             "{\"type\":\"audio\",\"sample_rate\":8000}}],\"outputs\":[{\"name\":\"text\",\"type\":"
+                            "\"string\",\"annotation\":\"text_delta\"}]}";
+static const char *WORDS = "{\"tag\":\"@c/words\",\"kind\":\"generator\",\"inputs\":[{\"name\":\"audio\",\"type\":"
+                           "\"audio\",\"annotation\":{\"type\":\"audio\",\"sample_rate\":16000}},{\"name\":\"words\","
+                           "\"type\":\"boolean\",\"default\":false,\"annotation\":\"transcription_word_timestamps\"}],"
+                           "\"outputs\":[{\"name\":\"text\",\"type\":\"string\",\"annotation\":\"text_delta\"},{\"name\":"
+                           "\"segment\",\"type\":\"object\",\"annotation\":\"transcription_segment\"}]}";
+static const char *REPEAT = "{\"tag\":\"@c/repeat\",\"kind\":\"generator\",\"inputs\":[{\"name\":\"prompt\",\"type\":"
+                            "\"string\",\"annotation\":\"prompt\"},{\"name\":\"max_tokens\",\"type\":\"integer\","
+                            "\"default\":16,\"annotation\":\"max_tokens\"}],\"outputs\":[{\"name\":\"text\",\"type\":"
                             "\"string\",\"annotation\":\"text_delta\"}]}";
 static const char *FAILS = "{\"tag\":\"@c/fails\",\"kind\":\"generator\",\"outputs\":[{\"name\":\"n\",\"type\":\"integer\"}]}";
 static const char *STRAY = "{\"tag\":\"@c/stray\",\"outputs\":[{\"name\":\"n\",\"type\":\"integer\"}]}";
@@ -192,6 +251,128 @@ static void test_predictor_transcription(void) {
                  INGLE_OK);
     CHECK(t && strcmp(t->text, "8000 frames of 1 channel at 8000 Hz") == 0, "%s", t ? t->text : "(none)");
     ingle_transcription_free(t);
+}
+
+/* A 16-bit mono 16 kHz WAV file of `frames` samples of a quiet tone; the caller frees it. */
+static uint8_t *tone_wav(size_t frames, size_t *len) {
+    *len = 44 + 2 * frames;
+    uint8_t *wav = (uint8_t *)malloc(*len);
+    const uint32_t fields[] = {(uint32_t)(*len - 8), 16, 1 | (1u << 16), RATE, 2 * RATE, 2 | (16u << 16),
+                               (uint32_t)(2 * frames)};
+    memcpy(wav, "RIFF", 4);
+    memcpy(wav + 8, "WAVEfmt ", 8);
+    memcpy(wav + 36, "data", 4);
+    const size_t at[] = {4, 16, 20, 24, 28, 32, 40};
+    for (size_t f = 0; f < 7; f++)
+        for (int b = 0; b < 4; b++) wav[at[f] + b] = (uint8_t)(fields[f] >> (8 * b));
+    for (size_t i = 0; i < frames; i++) {
+        int16_t v = (int16_t)(3000 * sin(2 * 3.14159265358979 * 440.0 * (double)i / RATE));
+        wav[44 + 2 * i] = (uint8_t)(v & 0xff);
+        wav[45 + 2 * i] = (uint8_t)((uint16_t)v >> 8);
+    }
+    return wav;
+}
+
+/* Every transcription function on an uploaded file, through a predictor that gives segments and
+ * words: verbose_json with word times, srt, and a stream stopped by its callback. Whisper's own
+ * transcriptions run natively under AddressSanitizer (test_transcription.c): under valgrind one
+ * takes 7 minutes. */
+static void test_predictor_transcription_file(void) {
+    size_t len = 0;
+    uint8_t *wav = tone_wav(RATE * 5 / 2, &len); /* 2.5 s: three segments */
+    IngleTranscription *t = NULL;
+    CHECK_STATUS(ingle_audio_transcriptions_create(
+                     client,
+                     "{\"model\":\"@c/words\",\"response_format\":\"verbose_json\",\"timestamp_granularities\":"
+                     "[\"word\",\"segment\"]}",
+                     wav, len, "clip.wav", &t),
+                 INGLE_OK);
+    CHECK(t && strcmp(t->text, "second 1 second 2 second 3") == 0 && t->duration == 2.5 &&
+              strcmp(t->content_type, "application/json") == 0 && t->len == strlen(t->body) &&
+              strstr(t->body, "\"words\":[{\"word\":\"second\",\"start\":0.0,\"end\":0.5}") &&
+              strstr(t->body, "\"segments\":[{"),
+          "%s", t ? t->body : ingle_last_error());
+    ingle_transcription_free(t);
+    t = NULL;
+    CHECK_STATUS(ingle_audio_transcriptions_create(client, "{\"model\":\"@c/words\",\"response_format\":\"srt\"}", wav,
+                                                   len, "clip.wav", &t),
+                 INGLE_OK);
+    CHECK(t && strstr(t->body, "3\n00:00:02,000 --> 00:00:02,500\nsecond 3\n"), "%s", t ? t->body : ingle_last_error());
+    ingle_transcription_free(t);
+    t = (IngleTranscription *)&t;
+    CHECK_STATUS(ingle_audio_transcriptions_create(client, "{\"model\":\"@c/words\",\"response_format\":\"mp3\"}", wav,
+                                                   len, "clip.wav", &t),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(t == NULL && strstr(ingle_last_error_json(), "\"param\":\"response_format\""), "%s", ingle_last_error_json());
+    Collector c = {0};
+    CHECK_STATUS(ingle_audio_transcriptions_stream(client, "{\"model\":\"@c/words\",\"stream\":true}", wav, len,
+                                                   "clip.wav", collect_chunk, &c),
+                 INGLE_OK);
+    CHECK(c.chunks == 4 && c.bad_chunks == 0, "%d events, %d bad", c.chunks, c.bad_chunks);
+    Collector first = {.stop_after = 1};
+    CHECK_STATUS(ingle_audio_transcriptions_stream(client, "{\"model\":\"@c/words\",\"stream\":true}", wav, len,
+                                                   "clip.wav", collect_chunk, &first),
+                 INGLE_ERROR_CANCELLED);
+    CHECK(first.chunks == 1, "%d events after a stop", first.chunks);
+    free(wav);
+}
+
+/* Speech streamed as mp3 from a predictor, whole and stopped after the first chunk. */
+typedef struct {
+    int chunks, stop_after;
+    size_t bytes;
+} Bytes;
+
+static int32_t count_bytes(const uint8_t *chunk, size_t len, void *user_data) {
+    Bytes *b = (Bytes *)user_data;
+    b->chunks++;
+    b->bytes += len;
+    (void)chunk[len - 1]; /* each chunk is readable to its end */
+    return b->stop_after && b->chunks >= b->stop_after;
+}
+
+static void test_predictor_speech_stream(void) {
+    Bytes whole = {0};
+    CHECK_STATUS(ingle_audio_speech_stream(client,
+                                           "{\"model\":\"@c/tone\",\"voice\":\"low\",\"input\":\"abcdefghij\","
+                                           "\"response_format\":\"mp3\"}",
+                                           count_bytes, &whole),
+                 INGLE_OK);
+    CHECK(whole.chunks >= 1 && whole.bytes > 1000, "%d chunks, %zu bytes", whole.chunks, whole.bytes);
+    Bytes one = {.stop_after = 1};
+    CHECK_STATUS(ingle_audio_speech_stream(client,
+                                           "{\"model\":\"@c/tone\",\"voice\":\"low\",\"input\":\"abcdefghij\","
+                                           "\"response_format\":\"pcm\"}",
+                                           count_bytes, &one),
+                 INGLE_ERROR_CANCELLED);
+    CHECK(one.chunks == 1, "%d chunks after a stop", one.chunks);
+}
+
+/* Text completion and embeddings as JSON, from predictors; the model's entry and its unload. */
+static void test_predictor_completions(void) {
+    char *json = NULL;
+    CHECK_STATUS(ingle_completions_create(client, "{\"model\":\"@c/repeat\",\"prompt\":\"one two three\"}", &json),
+                 INGLE_OK);
+    CHECK(json && strstr(json, "\"text\":\" one two three\"") && strstr(json, "\"object\":\"text_completion\""), "%s",
+          json ? json : ingle_last_error());
+    ingle_string_free(json);
+    Collector c = {.stop_after = 2};
+    CHECK_STATUS(ingle_completions_stream(client, "{\"model\":\"@c/repeat\",\"prompt\":\"a b c d\"}", collect_chunk, &c),
+                 INGLE_ERROR_CANCELLED);
+    CHECK(c.chunks == 2 && strcmp(c.content, " a b") == 0, "%d chunks: '%s'", c.chunks, c.content);
+    json = NULL;
+    CHECK_STATUS(ingle_embeddings_create(client, "{\"model\":\"@c/embed\",\"input\":[\"a\",\"b\"]}", &json), INGLE_OK);
+    CHECK(json && strstr(json, "\"embedding\":[1.0,1.0,1.0]") && strstr(json, "\"index\":1"), "%s",
+          json ? json : ingle_last_error());
+    ingle_string_free(json);
+    json = NULL;
+    CHECK_STATUS(ingle_models_retrieve(client, "@c/repeat", &json), INGLE_OK);
+    CHECK(json && strstr(json, "\"id\":\"@c/repeat\""), "%s", json ? json : ingle_last_error());
+    ingle_string_free(json);
+    int was_loaded = -1;
+    CHECK_STATUS(ingle_models_unload(client, "@c/nothing", &was_loaded), INGLE_ERROR_NOT_FOUND);
+    CHECK_STATUS(ingle_models_unload(client, "@c/repeat", &was_loaded), INGLE_OK);
+    CHECK(was_loaded == 0 || was_loaded == 1, "%d", was_loaded);
 }
 
 static void test_predictor_failures(void) {
@@ -275,6 +456,9 @@ static const Test tests[] = {
     {"predictor_speech", test_predictor_speech},
     {"predictor_embeddings", test_predictor_embeddings},
     {"predictor_transcription", test_predictor_transcription},
+    {"predictor_transcription_file", test_predictor_transcription_file},
+    {"predictor_speech_stream", test_predictor_speech_stream},
+    {"predictor_completions", test_predictor_completions},
     {"predictor_failures", test_predictor_failures},
     {"predictor_cancel", test_predictor_cancel},
     {"predictor_rules", test_predictor_rules},
@@ -288,7 +472,7 @@ int main(int argc, char **argv) {
     const struct {
         const char *declaration;
         InglePredictorCallback callback;
-    } predictors[] = {{ECHO, echo}, {TONE, tone}, {EMBED, embed}, {LISTEN, listen}, {FAILS, fails}, {STRAY, stray}};
+    } predictors[] = {{ECHO, echo}, {TONE, tone}, {EMBED, embed}, {LISTEN, listen}, {WORDS, words}, {REPEAT, repeat}, {FAILS, fails}, {STRAY, stray}};
     for (size_t i = 0; i < sizeof predictors / sizeof predictors[0]; i++) {
         if (ingle_predictor_register(client, predictors[i].declaration, predictors[i].callback, NULL) != INGLE_OK) {
             fprintf(stderr, "cannot register predictor %zu: %s\n", i, ingle_last_error());

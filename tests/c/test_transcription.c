@@ -5,8 +5,8 @@
  * one, fails the run. transcription_errors (loading the model, then every failure, none of which
  * runs it) also runs under valgrind, beside the other C tests. A transcription under valgrind
  * takes about 7 minutes, however short the audio (Whisper's encoder reads a whole 30-second
- * window): transcription_memcheck, one of them on the first two seconds of beckett.wav, runs under
- * valgrind beside the C tests.
+ * window), so every transcription function runs under valgrind on a predictor written in C
+ * instead (test_predictors.c, predictor_transcription_file), and here under the sanitizers.
  *
  * The recordings are $INGLE_MODELS_DIR/recordings (else ${XDG_CACHE_HOME:-~/.cache}/ingle/models,
  * as the library resolves it): scripts/fetch-models puts them there.
@@ -740,16 +740,13 @@ static void test_transcription_threads(void) {
     free(wav.data);
 }
 
-/* Every transcription function on the two-second clip, with two transcriptions only: under
- * valgrind each takes minutes (Whisper's encoder reads a whole 30-second window however short the
- * audio). The raw samples to a verbose_json answer with word times; the file streamed, the
- * callback stopping at the last event (a stop that comes after the work, so no second run). */
+/* One whole transcription of the two-second clip to a verbose_json answer with word times. */
 static void test_transcription_memcheck(void) {
     Pcm pcm;
     Bytes wav;
     if (!two_second_clip(&pcm, &wav)) return;
-    /* One whole transcription (about 7 minutes under valgrind): the file decoded, the window
-     * encoded and decoded, the words timed, the response built and freed. */
+    /* The file decoded, the window encoded and decoded, the words timed, the response built and
+     * freed. */
     IngleTranscription *t = NULL;
     CHECK_STATUS(ingle_audio_transcriptions_create(
                      client, REQUEST(",\"response_format\":\"verbose_json\",\"timestamp_granularities\":[\"word\"]"),
