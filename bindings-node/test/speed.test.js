@@ -7,7 +7,7 @@ const { OpenAI, NotFoundError } = ingle;
 
 const model = '@local/smollm2-135m-instruct';
 let notes = "You are a helpful assistant. These are the notes of this week's planning meeting.\n";
-for (let i = 1; i <= 40; i++) {
+for (let i = 1; i <= 24; i++) {
   notes += `Note ${i}: the team reviewed task ${i} of the release plan, assigned it to group ${(i % 5) + 1} `
     + `and agreed to report on it by day ${(i % 7) + 1}.\n`;
 }

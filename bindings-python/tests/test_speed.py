@@ -8,7 +8,7 @@ from conftest import MODEL
 NOTES = "You are a helpful assistant. These are the notes of this week's planning meeting.\n" + "".join(
     f"Note {i}: the team reviewed task {i} of the release plan, assigned it to group {i % 5 + 1} "
     f"and agreed to report on it by day {i % 7 + 1}.\n"
-    for i in range(1, 41)
+    for i in range(1, 25)
 )
 
 
