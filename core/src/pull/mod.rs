@@ -538,6 +538,7 @@ impl Puller {
             total,
             downloaded: 0,
             reported: None,
+            unreported: 0,
         };
         tally.report(&file.path, emit)?;
         for (i, part) in located.iter().enumerate() {
@@ -615,7 +616,6 @@ impl Puller {
             .map_or(plain_limit.saturating_sub(*have), |len| len - *have);
         let mut reader = body.reader.take(limit);
         let mut buffer = vec![0u8; 256 << 10];
-        let mut since_report = 0;
         let mut got = 0u64;
         loop {
             let n = match read_some(&mut reader, &mut buffer) {
@@ -632,9 +632,8 @@ impl Puller {
             *have += n as u64;
             tally.completed += n as u64;
             tally.downloaded += n as u64;
-            since_report += n as u64;
-            if since_report >= PROGRESS_EVERY {
-                since_report = 0;
+            tally.unreported += n as u64;
+            if tally.unreported >= PROGRESS_EVERY {
                 tally.report(&file.path, emit)?;
             }
         }
@@ -667,12 +666,15 @@ impl Puller {
 }
 
 /// Bytes of a file's download: done (on disk) of all, those that came over the network in
-/// this pull, and what the last report said was done.
+/// this pull, what the last report said was done, and what came since it (counted across the
+/// file's parts and retries, so that a file split in parts of under [`PROGRESS_EVERY`] still
+/// reports every [`PROGRESS_EVERY`]).
 struct Tally {
     completed: u64,
     total: u64,
     downloaded: u64,
     reported: Option<u64>,
+    unreported: u64,
 }
 
 impl Tally {
@@ -683,6 +685,7 @@ impl Tally {
             return Ok(());
         }
         self.reported = Some(self.completed);
+        self.unreported = 0;
         self.heard(path, emit)
     }
 
