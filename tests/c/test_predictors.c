@@ -73,6 +73,14 @@ static int32_t embed(const IngleInputs *inputs, IngleSink *sink, void *user_data
     return ingle_sink_emit(sink, NULL) == INGLE_OK ? 0 : 1;
 }
 
+/* The audio input `audio`; on failure, fails the prediction with the reason and returns 0. */
+static int audio_input(const IngleInputs *inputs, IngleSink *sink, const float **samples, size_t *frames,
+                       uint16_t *channels, uint32_t *rate) {
+    if (ingle_inputs_audio(inputs, "audio", samples, frames, channels, rate) == INGLE_OK) return 1;
+    ingle_sink_fail(sink, ingle_last_error());
+    return 0;
+}
+
 /* Says how many samples it heard, at its 8 kHz. */
 static int32_t listen(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
     (void)user_data;
@@ -80,10 +88,7 @@ static int32_t listen(const IngleInputs *inputs, IngleSink *sink, void *user_dat
     size_t frames = 0;
     uint16_t channels = 0;
     uint32_t rate = 0;
-    if (ingle_inputs_audio(inputs, "audio", &samples, &frames, &channels, &rate) != INGLE_OK) {
-        ingle_sink_fail(sink, ingle_last_error());
-        return 1;
-    }
+    if (!audio_input(inputs, sink, &samples, &frames, &channels, &rate)) return 1;
     char out[128];
     snprintf(out, sizeof out, "{\"text\":\"%zu frames of %u channel at %u Hz\"}", frames, channels, rate);
     return ingle_sink_emit(sink, out) == INGLE_OK ? 0 : 1;
@@ -98,10 +103,7 @@ static int32_t words(const IngleInputs *inputs, IngleSink *sink, void *user_data
     size_t frames = 0;
     uint16_t channels = 0;
     uint32_t rate = 0;
-    if (ingle_inputs_audio(inputs, "audio", &samples, &frames, &channels, &rate) != INGLE_OK) {
-        ingle_sink_fail(sink, ingle_last_error());
-        return 1;
-    }
+    if (!audio_input(inputs, sink, &samples, &frames, &channels, &rate)) return 1;
     int timed = strstr(ingle_inputs_json(inputs), "\"words\":true") != NULL;
     size_t seconds = (frames + rate - 1) / rate;
     for (size_t s = 0; s < seconds && !ingle_sink_cancelled(sink); s++) {
