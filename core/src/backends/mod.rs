@@ -1,5 +1,6 @@
 //! Engines that run models. Each turns a [`PredictorConfig`] into a [`Predictor`].
 
+pub mod cores;
 pub mod espeak;
 pub mod llama;
 pub mod onnx;

@@ -4,10 +4,11 @@
 //! sequences (non-unified KV cache, so each request gets a fixed `n_ctx`). Every step decodes a
 //! single batch holding one token for each generating request plus prompt chunks of newly
 //! admitted ones (continuous batching, as llama.cpp's server does). Requests therefore progress
-//! side by side instead of queueing behind a lock, and the process runs one OpenMP thread team
-//! sized to the physical cores: separate contexts decoding on separate threads would each spin
-//! up their own team and oversubscribe the cores (3x slower on 2 cores). Requests beyond
-//! `parallel` wait in a queue for a free sequence. See docs/architecture.md.
+//! side by side instead of queueing behind a lock, on one thread team sized to the physical
+//! cores. Separate models decode on separate schedulers, so each decode first takes its
+//! threads' worth of the process's cores (`cores.rs`): two teams on the same cores ran 3x
+//! slower on 2 cores. Requests beyond `parallel` wait in a queue for a free sequence. See
+//! docs/architecture.md.
 
 mod constrain;
 pub mod cpu;
@@ -1546,7 +1547,11 @@ impl Scheduler {
                 self.fail_batch(&mut slots, &mut ctx, error);
                 continue;
             }
-            if let Err(e) = ctx.decode(&mut batch) {
+            let decoded = {
+                let _cores = super::cores::Cores::process().take(self.threads);
+                ctx.decode(&mut batch)
+            };
+            if let Err(e) = decoded {
                 let error = Error::model(format!("llama.cpp failed to decode: {e}"));
                 self.fail_batch(&mut slots, &mut ctx, error);
                 continue;
