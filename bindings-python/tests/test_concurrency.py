@@ -16,6 +16,15 @@ STORY = [{"role": "user", "content": "Write a very long story about a dragon."}]
 LONG = {"messages": STORY, "temperature": 0}
 
 
+@pytest.fixture
+def sigint_raises():
+    """Ctrl-C raises KeyboardInterrupt here, however pytest was started: a shell starts a
+    background job (`scripts/test &`) with SIGINT ignored, and Python then installs no handler."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def wait_idle(client, timeout=10.0):
     """Waits until the model has no running request (cancellation is asynchronous)."""
     deadline = time.monotonic() + timeout
@@ -59,7 +68,7 @@ def test_stopping_a_stream_cancels_generation(client, how):
     assert r.usage.completion_tokens == 3
 
 
-def test_keyboard_interrupt_cancels_the_stream(client):
+def test_keyboard_interrupt_cancels_the_stream(client, sigint_raises):
     before = wait_idle(client)["cancelled_requests"]
     timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
     chunks = 0
@@ -186,7 +195,7 @@ def test_async_break_cancels():
     asyncio.run(main())
 
 
-def test_keyboard_interrupt_stops_a_whole_create(client):
+def test_keyboard_interrupt_stops_a_whole_create(client, sigint_raises):
     before = wait_idle(client)["cancelled_requests"]
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     timer.start()
