@@ -392,7 +392,7 @@ impl Config {
 
     /// The same fields as the TOML file, as a JSON object (what the C and JS bindings take).
     pub fn from_json(text: &str) -> Result<Self> {
-        use crate::json_text::{parse_one, JsonProblem};
+        use crate::json::{parse_one, JsonProblem};
         parse_one(text).map_err(|problem| {
             let message = match problem {
                 JsonProblem::Syntax(message) => {
@@ -434,8 +434,10 @@ impl Config {
 
     /// Checks every value a config can get wrong before anything loads: an error names the
     /// field (`predictors[1].parallel`) and says what is allowed. Files are checked when
-    /// their predictor loads (they may be fetched after the client is created).
-    pub fn validate(&self) -> Result<()> {
+    /// their predictor loads (they may be fetched after the client is created). Each
+    /// predictor's options are also given to `backend_check` (the registry passes
+    /// [`crate::backends::validate`]: the backends know their options, the config does not).
+    pub fn validate(&self, backend_check: impl Fn(&PredictorConfig) -> Result<()>) -> Result<()> {
         check_path("models_dir", self.models_dir.as_deref(), true)?;
         // Files are checked where they resolve (relative ones inside the models directory).
         if let Some(library) = &self.onnxruntime {
@@ -495,7 +497,7 @@ impl Config {
                     _ => {}
                 }
             }
-            crate::backends::validate(predictor).map_err(|e| {
+            backend_check(predictor).map_err(|e| {
                 // Backend checks name the option; say where it is in the config.
                 match &e.param {
                     Some(param) if !param.starts_with("predictors[") => {
@@ -526,23 +528,6 @@ impl Config {
     pub fn resolve(&self, path: &Path) -> PathBuf {
         let dir = self.models_dir.clone().unwrap_or_else(default_models_dir);
         dir.join(path)
-    }
-
-    /// Every file `predictor` needs (the model, a tokenizer, a voice config).
-    pub fn files_of(&self, predictor: &PredictorConfig) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = std::iter::once(&predictor.model)
-            .chain(&predictor.tokenizer)
-            .map(|p| self.resolve(p))
-            .collect();
-        if predictor.backend == Backend::Piper {
-            files.push(crate::backends::onnx::voice_config_path(self, predictor));
-        }
-        if predictor.backend == Backend::Whisper {
-            files.extend(crate::backends::onnx::whisper_files(
-                &self.model_path(predictor),
-            ));
-        }
-        files
     }
 
     /// Where the ONNX Runtime library is: the config's `onnxruntime`, else `$ORT_DYLIB_PATH`,

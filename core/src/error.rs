@@ -108,26 +108,6 @@ impl Error {
         Error::new(ErrorKind::InvalidRequest, message).with_param(param)
     }
 
-    /// No predictor `tag`; for a model ingle can pull, the message says how.
-    pub fn model_not_found(tag: &str) -> Self {
-        let known = crate::pull::Catalog::load()
-            .or_else(|_| crate::pull::Catalog::builtin())
-            // A model, not what models need (`onnxruntime`) or tests use (`recordings`).
-            .is_ok_and(|c| c.get(tag).is_some_and(|e| e.backend.is_some()));
-        let message = if known {
-            format!(
-                "The model `{}` does not exist here yet; {}",
-                shown(tag),
-                crate::pull::pull_hint(tag)
-            )
-        } else {
-            format!("The model `{}` does not exist", shown(tag))
-        };
-        Error::new(ErrorKind::NotFound, message)
-            .with_param("model")
-            .with_code("model_not_found")
-    }
-
     pub fn context_length(message: impl Into<String>, param: &str) -> Self {
         Error::new(ErrorKind::ContextLengthExceeded, message)
             .with_param(param)

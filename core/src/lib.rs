@@ -25,6 +25,8 @@ pub mod chat;
 mod client;
 pub mod config;
 pub mod error;
+mod external;
+pub mod json;
 pub mod json_text;
 pub mod openai;
 pub mod predict;
@@ -38,10 +40,11 @@ pub use config::{
     DEFAULT_SPEECH_MODEL, TOOLS_MODEL,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use external::ExternalPredictor;
 pub use predict::{
-    inputs_from_json, Annotation, Declaration, ExternalPredictor, FnPredictor, GenerationOption,
-    Inputs, Logs, Metrics, OutputStream, Outputs, Parameter, Prediction, PredictionStream,
-    Predictor, PredictorKind, Signature,
+    inputs_from_json, Annotation, Declaration, FnPredictor, GenerationOption, Inputs, Logs,
+    Metrics, OutputStream, Outputs, Parameter, Prediction, PredictionStream, Predictor,
+    PredictorKind, Signature,
 };
 pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType};
 
@@ -81,7 +84,7 @@ pub fn system_info() -> Result<SystemInfo> {
         cpu_variants_excluded: cpu.excluded.iter().cloned().collect(),
         cpu_features: cpu.features.clone(),
         cpu_backend_path: cpu.path.display().to_string(),
-        default_threads: backends::llama::default_threads(),
+        default_threads: backends::cores::default_threads(),
     })
 }
 

@@ -1,7 +1,7 @@
 //! Tags → predictors. Predictors load lazily on first use, once, and are shared.
 
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{shown, Error, ErrorKind, Result};
 use crate::predict::{unix_now, Predictor};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,7 +63,7 @@ impl Default for Registry {
 
 impl Registry {
     pub fn from_config(config: &Config) -> Result<Self> {
-        config.validate()?;
+        config.validate(crate::backends::validate)?;
         let registry = Registry {
             models_dir: config
                 .models_dir
@@ -141,7 +141,7 @@ impl Registry {
             .iter()
             .find(|e| e.tag == tag && e.present())
             .cloned()
-            .ok_or_else(|| Error::model_not_found(tag))
+            .ok_or_else(|| model_not_found(tag))
     }
 
     /// Where the config's models are.
@@ -234,6 +234,27 @@ impl Registry {
             loaded,
         }
     }
+}
+
+/// No predictor `tag`; for a model ingle can pull, the message says how. Here, not in
+/// `error.rs`: it reads the pull catalog, and the errors module uses nothing above it.
+pub fn model_not_found(tag: &str) -> Error {
+    let known = crate::pull::Catalog::load()
+        .or_else(|_| crate::pull::Catalog::builtin())
+        // A model, not what models need (`onnxruntime`) or tests use (`recordings`).
+        .is_ok_and(|c| c.get(tag).is_some_and(|e| e.backend.is_some()));
+    let message = if known {
+        format!(
+            "The model `{}` does not exist here yet; {}",
+            shown(tag),
+            crate::pull::pull_hint(tag)
+        )
+    } else {
+        format!("The model `{}` does not exist", shown(tag))
+    };
+    Error::new(ErrorKind::NotFound, message)
+        .with_param("model")
+        .with_code("model_not_found")
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 //! at a time took 20 s. A decode therefore first takes as many cores as its team has threads,
 //! in the order the decodes asked; decodes whose teams fit side by side (8 threads each on 16
 //! cores) still run together.
+//!
+//! Also here: how many threads a model runs with (every backend asks the same way).
 
 use std::sync::{Condvar, Mutex, OnceLock};
 
@@ -78,6 +80,34 @@ impl Drop for Held<'_> {
         drop(state);
         self.cores.turn.notify_all();
     }
+}
+
+/// Threads to decode with when the config does not say: the physical cores, never more.
+pub fn default_threads() -> u32 {
+    num_cpus::get_physical().max(1) as u32
+}
+
+/// The threads a predictor runs with: what its config asks, capped at the CPUs this process
+/// may run on. More threads than cores only contend (64 threads on 2 cores took minutes for
+/// two tokens); the cap is reported once per predictor on stderr.
+pub fn capped_threads(asked: Option<u32>, tag: &str) -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    let Some(asked) = asked else {
+        return default_threads().min(cores);
+    };
+    if asked > cores {
+        static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+        if !warned.iter().any(|t| t == tag) {
+            warned.push(tag.to_string());
+            eprintln!(
+                "ingle: warning: `threads = {asked}` of `{}` is more than the {cores} CPUs this \
+                 process can use; using {cores}",
+                crate::error::shown(tag)
+            );
+        }
+    }
+    asked.min(cores)
 }
 
 #[cfg(test)]

@@ -8,9 +8,29 @@ pub mod onnx;
 use crate::config::{Backend, Config, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::Predictor;
+use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Loads the predictor `predictor` describes; `config` says where its files are.
+/// What the backends know of a config: the files each predictor needs.
+impl Config {
+    /// Every file `predictor` needs (the model, a tokenizer, a voice config).
+    pub fn files_of(&self, predictor: &PredictorConfig) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = std::iter::once(&predictor.model)
+            .chain(&predictor.tokenizer)
+            .map(|p| self.resolve(p))
+            .collect();
+        if predictor.backend == Backend::Piper {
+            files.push(onnx::voice_config_path(self, predictor));
+        }
+        if predictor.backend == Backend::Whisper {
+            files.extend(onnx::whisper_files(&self.model_path(predictor)));
+        }
+        files
+    }
+}
+
+/// Loads the predictor `predictor` describes; `config` says where its files are. Its options
+/// were checked with the config ([`validate`], by the registry), not again here.
 pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Predictor>> {
     match predictor.backend {
         Backend::Llama => Ok(Arc::new(llama::LlamaPredictor::load(

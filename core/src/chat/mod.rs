@@ -1,3 +1,3 @@
-//! Chat features layered over generation (WIP, issue 16): tool-call parsing first.
+//! Chat features layered over generation, whatever the engine: tool-call parsing.
 
 pub mod tool_calls;

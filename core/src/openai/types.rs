@@ -309,7 +309,7 @@ impl CompletionRequest {
 /// Parses a request body: exactly one JSON document. A syntax error names no parameter and
 /// says what is wrong where; a value that does not fit names its field.
 pub(crate) fn from_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T> {
-    use crate::json_text::{parse_one, JsonProblem};
+    use crate::json::{parse_one, JsonProblem};
     parse_one(json).map_err(|problem| match problem {
         JsonProblem::Syntax(message) => Error::new(
             crate::error::ErrorKind::InvalidRequest,

@@ -38,10 +38,10 @@ const MAX_TAG_BYTES: usize = 256;
 impl Declaration {
     /// Parses a declaration; every problem is an invalid-request error naming its field.
     pub fn from_json(text: &str) -> Result<Self> {
-        let json: Json = crate::json_text::parse_one(text).map_err(|problem| {
+        let json: Json = crate::json::parse_one(text).map_err(|problem| {
             let message = match problem {
-                crate::json_text::JsonProblem::Syntax(message) => message,
-                crate::json_text::JsonProblem::Data { message, .. } => message,
+                crate::json::JsonProblem::Syntax(message) => message,
+                crate::json::JsonProblem::Data { message, .. } => message,
             };
             Error::invalid(
                 "signature",

@@ -1,11 +1,10 @@
 //! Predictors, predictions, and the create / stream ways of running them.
 
 mod declare;
-mod external;
 mod signature;
 
 pub use declare::Declaration;
-pub use external::ExternalPredictor;
+pub(crate) use signature::same_choice;
 pub use signature::{Annotation, GenerationOption, Inputs, Parameter, Signature};
 
 use crate::error::{Error, Result};
@@ -160,10 +159,10 @@ impl Prediction {
 
 /// Parses prediction inputs given as a JSON object of parameter names to values.
 pub fn inputs_from_json(json: &str) -> Result<Inputs> {
-    let parsed: serde_json::Value = crate::json_text::parse_one(json).map_err(|problem| {
+    let parsed: serde_json::Value = crate::json::parse_one(json).map_err(|problem| {
         let message = match problem {
-            crate::json_text::JsonProblem::Syntax(message) => message,
-            crate::json_text::JsonProblem::Data { message, .. } => message,
+            crate::json::JsonProblem::Syntax(message) => message,
+            crate::json::JsonProblem::Data { message, .. } => message,
         };
         Error::invalid(
             "inputs",

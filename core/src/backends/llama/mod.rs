@@ -16,6 +16,7 @@ mod options;
 pub mod template;
 mod text;
 
+pub use super::cores::{capped_threads, default_threads};
 use crate::chat::tool_calls::{Piece, ToolCallParser, ToolFormat, HERMES};
 use crate::config::{PredictorConfig, SamplingDefaults};
 use crate::error::{Error, Result};
@@ -76,36 +77,8 @@ pub fn backend() -> Result<&'static LlamaBackend> {
         .map_err(|e| Error::model(format!("Cannot initialise llama.cpp: {e}")))
 }
 
-/// Threads to decode with when the config does not say: the physical cores, never more.
-pub fn default_threads() -> u32 {
-    num_cpus::get_physical().max(1) as u32
-}
-
 /// Config options this backend has no use for.
 pub const UNUSED_OPTIONS: &[&str] = &["tokenizer", "max_length", "voice_config", "voices"];
-
-/// The threads a predictor runs with: what its config asks, capped at the CPUs this process
-/// may run on. More threads than cores only contend (64 threads on 2 cores took minutes for
-/// two tokens); the cap is reported once per predictor on stderr.
-pub fn capped_threads(asked: Option<u32>, tag: &str) -> u32 {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let Some(asked) = asked else {
-        return default_threads().min(cores);
-    };
-    if asked > cores {
-        static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-        let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
-        if !warned.iter().any(|t| t == tag) {
-            warned.push(tag.to_string());
-            eprintln!(
-                "ingle: warning: `threads = {asked}` of `{}` is more than the {cores} CPUs this \
-                 process can use; using {cores}",
-                crate::error::shown(tag)
-            );
-        }
-    }
-    asked.min(cores)
-}
 
 /// Checks that llama.cpp can apply `template` (a template name such as `chatml`, or a
 /// template text it recognises), by rendering one message with it; no model is needed.
@@ -347,7 +320,6 @@ pub struct LlamaPredictor {
 impl LlamaPredictor {
     /// Loads the model (memory-mapped) and starts its scheduler thread.
     pub fn load(config: &PredictorConfig, model_path: &Path) -> Result<Self> {
-        crate::backends::validate(config)?;
         if model_path.is_dir() {
             return Err(Error::model(format!(
                 "The model path {} of `{}` is a directory, not a GGUF file",

@@ -112,7 +112,6 @@ pub struct EmbeddingPredictor {
 impl EmbeddingPredictor {
     /// Loads the model (or shares the one already loaded from the same files).
     pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
-        crate::backends::validate(predictor)?;
         let tag = &predictor.tag;
         let model_path = config.model_path(predictor);
         let tokenizer_path = predictor.tokenizer.as_ref().map(|t| config.resolve(t));
@@ -125,7 +124,7 @@ impl EmbeddingPredictor {
         for (what, path) in [("model file", &model_path), ("tokenizer", &tokenizer_path)] {
             super::check_file(what, path, tag)?;
         }
-        let threads = crate::backends::llama::capped_threads(predictor.threads, tag) as usize;
+        let threads = crate::backends::cores::capped_threads(predictor.threads, tag) as usize;
         let max_length = predictor.max_length.unwrap_or(DEFAULT_MAX_LENGTH) as usize;
         if threads == 0 || max_length < 2 {
             return Err(Error::invalid(

@@ -122,7 +122,6 @@ pub fn voice_config_path(config: &Config, predictor: &PredictorConfig) -> PathBu
 
 impl SpeechPredictor {
     pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
-        crate::backends::validate(predictor)?;
         let tag = &predictor.tag;
         let model_path = config.model_path(predictor);
         let config_path = voice_config_path(config, predictor);
@@ -182,7 +181,7 @@ impl SpeechPredictor {
                 ),
             ));
         }
-        let threads = crate::backends::llama::capped_threads(predictor.threads, tag) as usize;
+        let threads = crate::backends::cores::capped_threads(predictor.threads, tag) as usize;
         let environment = environment(&config.onnxruntime_path())?;
         let loading = || format!("Cannot load {} for `{tag}`", model_path.display());
         let session = Session::builder(&environment)

@@ -5,18 +5,20 @@
 //! (`graphs.rs`, written with the small protobuf writer in `onnx_proto.rs`) and hands them to
 //! ONNX Runtime at load: nothing converts the model beforehand, and no Python is involved.
 //! `mel.rs` computes Whisper's log-mel, `transcribe.rs` runs Whisper's long-form decoding and
-//! `words.rs` its word timings.
+//! `words.rs` its word timings, into the `segments.rs` types.
 
 mod ct2;
 mod graphs;
 mod mel;
 mod model;
 mod onnx_proto;
+mod segments;
 mod transcribe;
 mod words;
 
 pub use graphs::Precision;
-pub use transcribe::{compression_ratio, Options, Segment, Word};
+pub use segments::{Segment, Word};
+pub use transcribe::{compression_ratio, Options};
 
 use super::environment;
 use crate::config::{Config, PredictorConfig};
@@ -121,14 +123,13 @@ impl TranscriptionPredictor {
         predictor: &PredictorConfig,
         precision: Precision,
     ) -> Result<Self> {
-        crate::backends::validate(predictor)?;
         let tag = &predictor.tag;
         let model_path = config.model_path(predictor);
         super::check_file("model file", &model_path, tag)?;
         for file in whisper_files(&model_path) {
             super::check_file("model file", &file, tag)?;
         }
-        let threads = crate::backends::llama::capped_threads(predictor.threads, tag) as usize;
+        let threads = crate::backends::cores::capped_threads(predictor.threads, tag) as usize;
         let environment = environment(&config.onnxruntime_path())?;
         let dir = model_path.parent().unwrap_or(Path::new("."));
         let model = WhisperModel::load(&environment, dir, threads, precision)?;

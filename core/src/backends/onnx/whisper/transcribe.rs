@@ -5,6 +5,7 @@
 
 use super::mel::{content_frames, HOP, N_FRAMES, SAMPLE_RATE};
 use super::model::WhisperModel;
+use super::segments::Segment;
 use super::words;
 use crate::error::Result;
 use ort::value::DynValue;
@@ -33,30 +34,6 @@ pub struct Options {
     pub prompt: Option<String>,
     /// Time each word (one more decoder run per window; the seek then follows the last word).
     pub word_timestamps: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Word {
-    pub word: String,
-    pub start: f64,
-    pub end: f64,
-    pub probability: f64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Segment {
-    pub id: usize,
-    /// The window's start, in mel frames (10 ms).
-    pub seek: usize,
-    pub start: f64,
-    pub end: f64,
-    pub text: String,
-    pub tokens: Vec<u32>,
-    pub temperature: f64,
-    pub avg_logprob: f64,
-    pub compression_ratio: f64,
-    pub no_speech_prob: f64,
-    pub words: Vec<Word>,
 }
 
 /// One decoded window.

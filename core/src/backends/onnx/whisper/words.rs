@@ -4,7 +4,7 @@
 //! aligns tokens to frames, and tokens are grouped into words.
 
 use super::model::WhisperModel;
-use super::transcribe::{Segment, Word};
+use super::segments::{Segment, Word};
 use crate::error::Result;
 use ort::value::DynValue;
 

@@ -3,13 +3,13 @@
 //! the same guarantees: the signature is checked against the OpenAI rules at creation, and
 //! every output is checked against the signature before anyone sees it, so a function that
 //! returns the wrong thing fails its prediction with a clear error instead of reaching an
-//! encoder or a caller.
+//! encoder or a caller. It sits above `openai` (whose rules it applies), not in `predict`.
 
-use super::{
+use crate::error::{Error, Result};
+use crate::predict::{
     Annotation, Declaration, Inputs, Logs, Metrics, OutputStream, Outputs, Predictor,
     PredictorKind, Signature,
 };
-use crate::error::{Error, Result};
 use crate::value::{Dtype, Value};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -212,7 +212,7 @@ impl Checked {
                 && !param
                     .choices
                     .iter()
-                    .any(|c| super::signature::same_choice(c, value))
+                    .any(|c| crate::predict::same_choice(c, value))
             {
                 return Err(self.wrong(format!(
                     "gave a value for its output `{name}` that is not one of its choices"
