@@ -84,6 +84,11 @@ impl Tensor {
     }
 }
 
+/// The sample rates ingle takes audio at, in Hz (uploads, raw samples, predictors'
+/// declarations): outside them is a corrupt header or a mistake, and a 1 Hz source would make
+/// the resampler's chunks enormous.
+pub const SAMPLE_RATES: std::ops::RangeInclusive<u32> = 1_000..=768_000;
+
 /// Interleaved f32 PCM samples.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Audio {

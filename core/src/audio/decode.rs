@@ -30,11 +30,6 @@ use symphonia::core::packet::Packet;
 pub const SUPPORTED_AUDIO_FORMATS: &str =
     "flac, m4a, mp3, mp4, mpeg, mpga, oga, ogg, opus, wav, webm";
 
-/// Lowest and highest source sample rates accepted: anything outside is a corrupt header (and a
-/// 1 Hz "source" would make the resampler's chunks enormous).
-const MIN_SOURCE_RATE: u32 = 1_000;
-const MAX_SOURCE_RATE: u32 = 768_000;
-
 /// The longest audio decoded: 3 hours is 691 MB of 16 kHz samples. A few kilobytes of FLAC
 /// of constant frames would otherwise expand to whatever memory there is.
 pub const MAX_AUDIO_SECONDS: u64 = 3 * 3600;
@@ -178,7 +173,7 @@ fn decode(bytes: &[u8], filename: Option<&str>, target_rate: u32) -> Result<Deco
         }
         match decoder.decode(&packet, &mut interleaved) {
             Ok(Some((channels, rate))) => {
-                if !(MIN_SOURCE_RATE..=MAX_SOURCE_RATE).contains(&rate) {
+                if !crate::value::SAMPLE_RATES.contains(&rate) {
                     return Err(invalid_file(
                         filename,
                         &format!("has an unsupported sample rate ({rate} Hz)"),
@@ -553,13 +548,8 @@ impl MonoResampler {
         let mono: &[f32] = if channels == 1 {
             interleaved
         } else {
-            let scale = 1.0 / channels as f32;
             self.mixed.clear();
-            self.mixed.extend(
-                interleaved
-                    .chunks_exact(channels)
-                    .map(|frame| frame.iter().sum::<f32>() * scale),
-            );
+            super::down_mix_into(interleaved, channels, &mut self.mixed);
             &self.mixed
         };
         self.output.extend(resampler.process(mono));

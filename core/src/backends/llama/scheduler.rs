@@ -1,0 +1,599 @@
+//! The continuous-batching scheduler: one thread per model owning its context, admitting
+//! requests into sequences, reusing cached prompts, decoding one batch per step and sampling
+//! each sequence's next token (see docs/architecture.md).
+
+use crate::error::{Error, Result};
+use crate::value::Value;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use std::collections::VecDeque;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+
+use super::sampling::LogitsSummary;
+use super::stream::{Event, Finish};
+use super::text::{StopMatcher, Utf8Assembler};
+use super::{backend, Counters, N_BATCH};
+use llguidance::Matcher;
+
+/// One request, handed to the scheduler.
+pub(super) struct Job {
+    pub(super) prompt: Vec<LlamaToken>,
+    pub(super) max_tokens: usize,
+    pub(super) stop: Vec<String>,
+    pub(super) sampler: LlamaSampler,
+    /// The grammar the output follows from its first token.
+    pub(super) grammar: Option<Matcher>,
+    /// The grammar that starts when the output reaches a trigger.
+    pub(super) lazy: Option<Lazy>,
+    /// Alternatives to report with each token's log probability, when asked.
+    pub(super) logprobs: Option<usize>,
+    pub(super) events: mpsc::Sender<Result<Event>>,
+    /// Set when the consumer drops its stream: the scheduler frees the sequence at its next step.
+    pub(super) cancelled: Arc<AtomicBool>,
+}
+
+/// A grammar that constrains the output from the moment it ends with `trigger` (the model
+/// opened a tool call), as llama.cpp's lazy grammars do.
+pub(super) struct Lazy {
+    pub(super) trigger: &'static str,
+    pub(super) matcher: Matcher,
+}
+
+/// A request occupying one sequence of the context.
+pub(super) struct Sequence {
+    pub(super) job: Job,
+    /// Prompt tokens already in the KV cache.
+    pub(super) prefilled: usize,
+    /// Position of the next token in the sequence.
+    pub(super) n_past: usize,
+    /// Token to feed at the next step (the last sampled one), once the prompt is in.
+    pub(super) next_token: Option<LlamaToken>,
+    /// Index in the current batch whose logits this sequence samples from.
+    pub(super) logits_index: Option<i32>,
+    pub(super) completion_tokens: usize,
+    pub(super) utf8: Utf8Assembler,
+    pub(super) stops: StopMatcher,
+    /// The grammar in force (from the start, or since the lazy one's trigger).
+    pub(super) grammar: Option<Matcher>,
+    /// The end of the output, to spot a lazy grammar's trigger.
+    pub(super) tail: String,
+    /// Log probabilities of tokens whose text is held back, with where that text ends
+    /// (in bytes of the whole output).
+    pub(super) logprobs: VecDeque<(usize, Value)>,
+    /// Bytes of output produced, and given out.
+    pub(super) produced_bytes: usize,
+    pub(super) released_bytes: usize,
+    /// Another request with the same prompt whose prefill this one waits for, to copy its KV
+    /// cache instead of computing it again (the `n` choices of one request): its slot, and its
+    /// cancel flag to recognise it by.
+    pub(super) follows: Option<(usize, Arc<AtomicBool>)>,
+    /// Prompt tokens found in the slot's cache instead of computed.
+    pub(super) cached_tokens: usize,
+}
+
+impl Sequence {
+    /// The log probabilities of the tokens whose text is now all given out (all of them at
+    /// the end).
+    pub(super) fn released_logprobs(&mut self, text: &str, end: bool) -> Vec<Value> {
+        self.released_bytes += text.len();
+        let mut out = Vec::new();
+        while let Some((until, _)) = self.logprobs.front() {
+            if *until > self.released_bytes && !end {
+                break;
+            }
+            out.extend(self.logprobs.pop_front().map(|(_, v)| v));
+        }
+        out
+    }
+}
+
+pub(super) struct Scheduler {
+    pub(super) model: Arc<LlamaModel>,
+    pub(super) n_ctx: u32,
+    pub(super) parallel: u32,
+    pub(super) threads: u32,
+    pub(super) counters: Arc<Counters>,
+    /// Per idle slot, the tokens its KV cache still holds from the request it served last.
+    pub(super) kept: Vec<Vec<LlamaToken>>,
+    /// Per slot, when it was last given a request (a counter): the least recently used
+    /// slot is the one whose cache a request without a cached prefix overwrites.
+    pub(super) last_used: Vec<u64>,
+    pub(super) clock: u64,
+}
+
+impl Scheduler {
+    pub(super) fn run(mut self, jobs: mpsc::Receiver<Job>, ready: mpsc::SyncSender<Result<()>>) {
+        let backend = match backend() {
+            Ok(backend) => backend,
+            Err(e) => return drop(ready.send(Err(e))),
+        };
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(self.n_ctx * self.parallel))
+            .with_n_seq_max(self.parallel)
+            .with_kv_unified(false)
+            .with_n_batch(N_BATCH)
+            .with_n_ubatch(N_BATCH)
+            .with_n_threads(self.threads as i32)
+            .with_n_threads_batch(self.threads as i32)
+            // Off: with it, llama.cpp's CPU attention gives slightly different values for
+            // the same tokens cut into other batches, so a prompt-cache hit would not answer
+            // as a cold request does; without it the split does not change a bit (measured,
+            // docs/speed.md). llama-cpp-python leaves it off by default too.
+            .with_flash_attention_policy(llama_cpp_sys_2::LLAMA_FLASH_ATTN_TYPE_DISABLED);
+        // The context borrows the model: its own handle, so `self` stays free to change.
+        let model = Arc::clone(&self.model);
+        let mut ctx = match model.new_context(backend, params) {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                return drop(ready.send(Err(Error::model(format!(
+                    "Cannot create a llama.cpp context of {} tokens (`n_ctx` {} × `parallel` \
+                     {}): {e}; lower `n_ctx` or `parallel`",
+                    self.n_ctx as u64 * self.parallel as u64,
+                    self.n_ctx,
+                    self.parallel
+                )))))
+            }
+        };
+        let _ = ready.send(Ok(()));
+        let mut batch = LlamaBatch::new(N_BATCH as usize, 1);
+        let mut slots: Vec<Option<Sequence>> = (0..self.parallel).map(|_| None).collect();
+        let mut queue: VecDeque<Job> = VecDeque::new();
+        let mut open = true;
+        loop {
+            // Wait for work when idle; otherwise take whatever has arrived and keep decoding.
+            if open && queue.is_empty() && slots.iter().all(Option::is_none) {
+                match jobs.recv() {
+                    Ok(job) => queue.push_back(job),
+                    Err(_) => return,
+                }
+            }
+            while open {
+                match jobs.try_recv() {
+                    Ok(job) => queue.push_back(job),
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => open = false,
+                }
+            }
+            self.drop_cancelled(&mut slots, &mut queue);
+            // The sequences still prefilling, as leaders for new ones with the same prompt.
+            let mut slots_view: Vec<(usize, Vec<LlamaToken>, Arc<AtomicBool>)> = slots
+                .iter()
+                .enumerate()
+                .filter_map(|(id, s)| {
+                    let s = s.as_ref()?;
+                    (s.follows.is_none() && s.prefilled < s.job.prompt.len())
+                        .then(|| (id, s.job.prompt.clone(), Arc::clone(&s.job.cancelled)))
+                })
+                .collect();
+            while slots.iter().any(Option::is_none) {
+                let Some(mut job) = queue.pop_front() else {
+                    break;
+                };
+                let follows = leader_for(&job.prompt, &slots_view);
+                let (id, reused) = self.slot_for(&job.prompt, &slots, follows.is_some(), &mut ctx);
+                {
+                    let slot = &mut slots[id];
+                    self.counters.queued.fetch_sub(1, Ordering::Relaxed);
+                    self.counters.active.fetch_add(1, Ordering::Relaxed);
+                    let grammar = job.grammar.take();
+                    slots_view.push((id, job.prompt.clone(), Arc::clone(&job.cancelled)));
+                    *slot = Some(Sequence {
+                        follows,
+                        cached_tokens: reused,
+                        stops: StopMatcher::new(job.stop.clone()),
+                        grammar,
+                        tail: String::new(),
+                        logprobs: VecDeque::new(),
+                        produced_bytes: 0,
+                        released_bytes: 0,
+                        job,
+                        prefilled: reused,
+                        n_past: reused,
+                        next_token: None,
+                        logits_index: None,
+                        completion_tokens: 0,
+                        utf8: Utf8Assembler::default(),
+                    });
+                }
+            }
+            if slots.iter().all(Option::is_none) {
+                if !open {
+                    return;
+                }
+                continue;
+            }
+            unlink_orphans(&mut slots);
+            if let Err(error) = self.fill_batch(&mut batch, &mut slots) {
+                self.fail_batch(&mut slots, &mut ctx, error);
+                continue;
+            }
+            let decoded = {
+                let _cores = crate::backends::cores::Cores::process().take(self.threads);
+                ctx.decode(&mut batch)
+            };
+            if let Err(e) = decoded {
+                let error = Error::model(format!("llama.cpp failed to decode: {e}"));
+                self.fail_batch(&mut slots, &mut ctx, error);
+                continue;
+            }
+            share_prefills(&mut slots, &mut ctx);
+            self.sample(&mut slots, &mut ctx);
+        }
+    }
+
+    /// Puts one token per generating sequence, then prompt chunks, into the batch.
+    pub(super) fn fill_batch(
+        &self,
+        batch: &mut LlamaBatch,
+        slots: &mut [Option<Sequence>],
+    ) -> Result<()> {
+        batch.clear();
+        let add_error = |e| Error::internal(format!("Cannot fill the llama.cpp batch: {e}"));
+        for (id, seq) in slots.iter_mut().enumerate() {
+            let Some(seq) = seq else { continue };
+            seq.logits_index = None;
+            if let Some(token) = seq.next_token.take() {
+                batch
+                    .add(token, seq.n_past as i32, &[id as i32], true)
+                    .map_err(add_error)?;
+                seq.n_past += 1;
+                seq.logits_index = Some(batch.n_tokens() - 1);
+            }
+        }
+        // Prompts in the order their requests were admitted. The oldest gets all the room; a
+        // younger one joins only if it fits whole in what is left of a quarter of the batch:
+        // a short remainder (a prompt-cache hit) is not held up behind a long prompt, and two
+        // long prompts do not make the older wait for both (time to first token under load).
+        let mut prefilling: Vec<usize> = slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.as_ref()
+                    .is_some_and(|s| s.follows.is_none() && s.prefilled < s.job.prompt.len())
+            })
+            .map(|(id, _)| id)
+            .collect();
+        prefilling.sort_by_key(|&id| self.last_used[id]);
+        let mut prompt_tokens = 0;
+        for (n, id) in prefilling.into_iter().enumerate() {
+            let Some(seq) = slots[id].as_mut() else {
+                continue;
+            };
+            let remaining = seq.job.prompt.len() - seq.prefilled;
+            let room = N_BATCH as usize - batch.n_tokens() as usize;
+            if room == 0 {
+                break;
+            }
+            if n > 0 && prompt_tokens + remaining > N_BATCH as usize / 4 {
+                continue;
+            }
+            let take = remaining.min(room);
+            for i in seq.prefilled..seq.prefilled + take {
+                let last = i + 1 == seq.job.prompt.len();
+                batch
+                    .add(seq.job.prompt[i], i as i32, &[id as i32], last)
+                    .map_err(add_error)?;
+            }
+            prompt_tokens += take;
+            seq.prefilled += take;
+            seq.n_past = seq.prefilled;
+            if seq.prefilled == seq.job.prompt.len() {
+                seq.logits_index = Some(batch.n_tokens() - 1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Samples the next token of every sequence that has logits in this batch.
+    pub(super) fn sample(&mut self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
+        let model = Arc::clone(&self.model);
+        let vocab = model.vocab();
+        for (id, slot) in slots.iter_mut().enumerate() {
+            let Some(seq) = slot else { continue };
+            let Some(index) = seq.logits_index.take() else {
+                continue;
+            };
+            let (token, logprob) = match pick(seq, ctx, index, &self.model) {
+                Ok(picked) => picked,
+                Err(error) => {
+                    if let Some(seq) = self.release(slot, id) {
+                        let _ = seq.job.events.send(Err(error));
+                    }
+                    continue;
+                }
+            };
+            let mut text = String::new();
+            let mut reason = None;
+            // On a stop sequence the held-back text is dropped; on any other end it is flushed.
+            let mut flush = false;
+            if vocab.is_eog(token) {
+                reason = Some("stop");
+                flush = true;
+            } else {
+                seq.completion_tokens += 1;
+                self.counters.generated.fetch_add(1, Ordering::Relaxed);
+                let bytes = vocab.token_to_piece(token, false, None);
+                seq.produced_bytes += bytes.len();
+                if let Some(logprob) = logprob {
+                    seq.logprobs.push_back((seq.produced_bytes, logprob));
+                }
+                if seq.job.lazy.is_some() {
+                    seq.tail.push_str(&String::from_utf8_lossy(&bytes));
+                    if let Some(cut) = seq.tail.len().checked_sub(64) {
+                        let cut = seq.tail.ceil_char_boundary(cut);
+                        seq.tail.drain(..cut);
+                    }
+                    if seq
+                        .tail
+                        .ends_with(seq.job.lazy.as_ref().map_or("", |l| l.trigger))
+                    {
+                        seq.grammar = seq.job.lazy.take().map(|lazy| lazy.matcher);
+                    }
+                }
+                let piece = seq.utf8.push(&bytes);
+                let (safe, stopped) = seq.stops.push(&piece);
+                text = safe;
+                if stopped {
+                    reason = Some("stop");
+                } else if seq.completion_tokens >= seq.job.max_tokens
+                    || seq.n_past >= self.n_ctx as usize
+                {
+                    reason = Some("length");
+                    flush = true;
+                }
+                seq.next_token = Some(token);
+            }
+            if flush {
+                let (safe, stopped) = seq.stops.push(&seq.utf8.finish());
+                text.push_str(&safe);
+                if !stopped {
+                    text.push_str(&seq.stops.finish());
+                }
+            }
+            let logprobs = seq.released_logprobs(&text, flush);
+            let finish = reason.map(|reason| Finish {
+                reason,
+                prompt_tokens: seq.job.prompt.len(),
+                cached_tokens: seq.cached_tokens,
+                completion_tokens: seq.completion_tokens,
+            });
+            let event = Event {
+                text,
+                logprobs,
+                finish,
+            };
+            if event.finish.is_some() {
+                // Free the sequence before the consumer hears of the end, so that the metrics
+                // it may read next already count the request as finished.
+                if let Some(seq) = self.release(slot, id) {
+                    let _ = seq.job.events.send(Ok(event));
+                }
+            } else if (!event.text.is_empty() || !event.logprobs.is_empty())
+                && seq.job.events.send(Ok(event)).is_err()
+            {
+                self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                self.release(slot, id);
+            }
+        }
+    }
+
+    /// Frees the sequences and queued jobs whose consumer has gone.
+    pub(super) fn drop_cancelled(
+        &mut self,
+        slots: &mut [Option<Sequence>],
+        queue: &mut VecDeque<Job>,
+    ) {
+        let before = queue.len();
+        queue.retain(|job| !job.cancelled.load(Ordering::Relaxed));
+        let dropped = before - queue.len();
+        self.counters
+            .cancelled
+            .fetch_add(dropped as u64, Ordering::Relaxed);
+        self.counters.queued.fetch_sub(dropped, Ordering::Relaxed);
+        for (id, slot) in slots.iter_mut().enumerate() {
+            if slot
+                .as_ref()
+                .is_some_and(|seq| seq.job.cancelled.load(Ordering::Relaxed))
+            {
+                self.counters.cancelled.fetch_add(1, Ordering::Relaxed);
+                self.release(slot, id);
+            }
+        }
+    }
+
+    /// A failed decode leaves the KV cache of every sequence in the batch unknown, and every
+    /// active sequence is in the batch: fail them all. Queued requests run next.
+    pub(super) fn fail_batch(
+        &mut self,
+        slots: &mut [Option<Sequence>],
+        ctx: &mut LlamaContext,
+        error: Error,
+    ) {
+        for (id, slot) in slots.iter_mut().enumerate() {
+            if let Some(seq) = self.release_dropping_cache(slot, id, ctx) {
+                let _ = seq.job.events.send(Err(error.clone()));
+            }
+        }
+    }
+
+    /// Ends the request in sequence `id`: it stops counting as active, and its KV cells stay
+    /// for the next request that shares a prefix with its prompt.
+    pub(super) fn release(&mut self, slot: &mut Option<Sequence>, id: usize) -> Option<Sequence> {
+        let mut seq = slot.take()?;
+        // Only prompt tokens are kept: generated ones were decoded one at a time, and a cold
+        // prefill of the same text computes them (slightly) differently; prompt tokens come
+        // out the same however the prompt is cut into batches (flash attention off).
+        seq.job.prompt.truncate(seq.prefilled);
+        self.kept[id] = std::mem::take(&mut seq.job.prompt);
+        self.counters.active.fetch_sub(1, Ordering::Relaxed);
+        Some(seq)
+    }
+
+    /// Ends the request in sequence `id` and forgets its KV cells (they are unknown after a
+    /// failed decode).
+    pub(super) fn release_dropping_cache(
+        &mut self,
+        slot: &mut Option<Sequence>,
+        id: usize,
+        ctx: &mut LlamaContext,
+    ) -> Option<Sequence> {
+        let seq = self.release(slot, id)?;
+        self.kept[id].clear();
+        let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+        Some(seq)
+    }
+
+    /// The free slot for a request with `prompt`, and how many of its first tokens that
+    /// slot's KV cache already holds, as llama.cpp's server picks: the longest common prefix
+    /// with what a slot kept, else the least recently used slot. The slot's cells after the
+    /// shared prefix are removed. A follower (it copies its leader's cache) gets a clean slot.
+    pub(super) fn slot_for(
+        &mut self,
+        prompt: &[LlamaToken],
+        slots: &[Option<Sequence>],
+        follower: bool,
+        ctx: &mut LlamaContext,
+    ) -> (usize, usize) {
+        let free = (0..slots.len()).filter(|&id| slots[id].is_none());
+        // At least the last two prompt tokens are decoded again: the last one's logits give
+        // the first token, and a batch of one token can round differently from the batch a
+        // cold prefill computes it in (measured: docs/speed.md); two or more never did.
+        let limit = prompt.len().saturating_sub(2);
+        let (id, mut reused) = free
+            .map(|id| {
+                let shared = if follower {
+                    0
+                } else {
+                    common_prefix(&self.kept[id], prompt).min(limit)
+                };
+                (id, shared)
+            })
+            .max_by_key(|&(id, shared)| (shared, std::cmp::Reverse(self.last_used[id])))
+            .expect("a free slot");
+        self.clock += 1;
+        self.last_used[id] = self.clock;
+        let removed = ctx.clear_kv_cache_seq(Some(id as u32), Some(reused as u32), None);
+        if reused > 0 && !matches!(removed, Ok(true)) {
+            // This model's memory cannot drop part of a sequence (recurrent): start clean.
+            let _ = ctx.clear_kv_cache_seq(Some(id as u32), None, None);
+            reused = 0;
+        }
+        self.kept[id].clear();
+        (id, reused)
+    }
+}
+
+/// The sequence (of those still prefilling, `(slot, prompt, cancel flag)`) whose prefill a new
+/// request with `prompt` can copy.
+pub(super) fn leader_for(
+    prompt: &[LlamaToken],
+    prefilling: &[(usize, Vec<LlamaToken>, Arc<AtomicBool>)],
+) -> Option<(usize, Arc<AtomicBool>)> {
+    prefilling
+        .iter()
+        .find(|(_, p, _)| p.as_slice() == prompt)
+        .map(|(id, _, flag)| (*id, Arc::clone(flag)))
+}
+
+/// How many first tokens `a` and `b` share.
+pub(super) fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A follower whose leader has gone (cancelled, failed) prefills on its own.
+pub(super) fn unlink_orphans(slots: &mut [Option<Sequence>]) {
+    let alive: Vec<Option<Arc<AtomicBool>>> = slots
+        .iter()
+        .map(|s| s.as_ref().map(|s| Arc::clone(&s.job.cancelled)))
+        .collect();
+    for seq in slots.iter_mut().flatten() {
+        if let Some((leader, flag)) = &seq.follows {
+            let same = alive[*leader]
+                .as_ref()
+                .is_some_and(|f| Arc::ptr_eq(f, flag));
+            if !same {
+                seq.follows = None;
+            }
+        }
+    }
+}
+
+/// Followers whose leader finished its prefill in this batch get a copy of its KV cache (the
+/// prompt alone: its first token is not decoded yet) and sample from the same logits.
+pub(super) fn share_prefills(slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
+    for id in 0..slots.len() {
+        let Some((leader, _)) = slots[id].as_ref().and_then(|s| s.follows.clone()) else {
+            continue;
+        };
+        let Some(index) = slots[leader]
+            .as_ref()
+            .filter(|l| l.prefilled == l.job.prompt.len())
+            .and_then(|l| l.logits_index)
+        else {
+            continue;
+        };
+        let copied = ctx
+            .copy_kv_cache_seq(leader as i32, id as i32, None, None)
+            .is_ok();
+        if let Some(seq) = slots[id].as_mut() {
+            seq.follows = None;
+            if !copied {
+                continue; // prefills itself from the next step
+            }
+            seq.prefilled = seq.job.prompt.len();
+            seq.n_past = seq.prefilled;
+            seq.logits_index = Some(index);
+        }
+    }
+}
+
+/// The next token of `seq` from the logits at `index`: masked by its grammar if it has one,
+/// then drawn by its sampler chain; with its log probability when asked.
+pub(super) fn pick(
+    seq: &mut Sequence,
+    ctx: &LlamaContext,
+    index: i32,
+    model: &LlamaModel,
+) -> Result<(LlamaToken, Option<Value>)> {
+    let summary = seq
+        .job
+        .logprobs
+        .map(|top| LogitsSummary::of(ctx.get_logits_ith(index), top));
+    let token = match seq.grammar.as_mut() {
+        None => seq.job.sampler.sample(ctx, index),
+        Some(matcher) => {
+            let broken = |e: &dyn std::fmt::Display| {
+                Error::internal(format!("Constrained decoding failed: {e}"))
+            };
+            let mask = matcher.compute_mask_or_eos().map_err(|e| broken(&e))?;
+            let mut candidates = ctx.token_data_array_ith(index);
+            for candidate in candidates.data.iter_mut() {
+                if !mask.is_allowed(candidate.id().0 as u32) {
+                    candidate.set_logit(f32::NEG_INFINITY);
+                }
+            }
+            candidates.apply_sampler(&mut seq.job.sampler);
+            let token = candidates
+                .selected_token()
+                .ok_or_else(|| broken(&"the sampler chose no token"))?;
+            seq.job.sampler.accept(token);
+            if !model.vocab().is_eog(token) {
+                matcher
+                    .consume_token(token.0 as u32)
+                    .map_err(|e| broken(&e))?;
+            }
+            token
+        }
+    };
+    let logprob = summary.map(|summary| {
+        let logit = ctx.get_logits_ith(index).get(token.0 as usize).copied();
+        summary.entry(token, logit.unwrap_or(f32::NEG_INFINITY), model)
+    });
+    Ok((token, logprob))
+}
