@@ -89,7 +89,10 @@ impl Predictions {
         let inputs = audio_at_declared_rates(predictor.signature(), inputs)?;
         let inputs = predictor.signature().validate(inputs)?;
         let logs = Logs::default();
-        let outputs = predictor.predict_logged(inputs, logs.clone())?;
+        let outputs = crate::predict::holding(
+            std::sync::Arc::clone(&predictor),
+            predictor.predict_logged(inputs, logs.clone())?,
+        );
         Ok(PredictionStream::new(
             tag,
             predictor.signature(),

@@ -313,7 +313,10 @@ pub(super) fn start_generation(
     }
     let to_openai = |e| in_openai_terms(e, &fields);
     let inputs = signature.validate(inputs).map_err(to_openai)?;
-    let outputs = predictor.predict(inputs).map_err(to_openai)?;
+    let outputs = crate::predict::holding(
+        std::sync::Arc::clone(&predictor),
+        predictor.predict(inputs).map_err(to_openai)?,
+    );
     Ok(Generation {
         outputs,
         text,

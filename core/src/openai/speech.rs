@@ -395,7 +395,10 @@ impl Speech {
         }
         let to_openai = |e| super::common::in_openai_terms(e, &fields);
         let inputs = signature.validate(inputs).map_err(to_openai)?;
-        let outputs = predictor.predict(inputs).map_err(to_openai)?;
+        let outputs = crate::predict::holding(
+            std::sync::Arc::clone(&predictor),
+            predictor.predict(inputs).map_err(to_openai)?,
+        );
         Ok(Run {
             outputs,
             audio: output,

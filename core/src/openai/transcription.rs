@@ -575,7 +575,10 @@ impl Transcriptions {
         };
         inputs.insert(audio_param.name.clone(), Value::Audio(samples));
         let inputs = signature.validate(inputs).map_err(to_openai)?;
-        let outputs = predictor.predict(inputs).map_err(to_openai)?;
+        let outputs = crate::predict::holding(
+            std::sync::Arc::clone(&predictor),
+            predictor.predict(inputs).map_err(to_openai)?,
+        );
         Ok(Run {
             outputs,
             text,

@@ -18,6 +18,26 @@ pub type Outputs = Vec<Value>;
 /// A pull-based stream of partial outputs. Dropping it cancels the prediction.
 pub type OutputStream = Box<dyn Iterator<Item = Result<Outputs>> + Send>;
 
+/// `outputs`, holding `predictor` until they end or are dropped: a model with a stream running
+/// on it is in use, so a keep-alive counts its idle time from the stream's end (a predictor's
+/// own stream may not hold it: llama's holds only its scheduler's channel).
+pub fn holding(predictor: std::sync::Arc<dyn Predictor>, outputs: OutputStream) -> OutputStream {
+    struct Holding {
+        outputs: OutputStream,
+        _predictor: std::sync::Arc<dyn Predictor>,
+    }
+    impl Iterator for Holding {
+        type Item = Result<Outputs>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.outputs.next()
+        }
+    }
+    Box::new(Holding {
+        outputs,
+        _predictor: predictor,
+    })
+}
+
 /// Whether a predictor returns one value or yields partial values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PredictorKind {
