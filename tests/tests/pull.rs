@@ -463,6 +463,14 @@ fn a_server_error_is_retried_and_a_client_error_is_not() {
         std::fs::read(dir.0.join("fixture/weights.bin")).unwrap(),
         fixture.weights
     );
+    // A 429 (a mirror's rate limit) is waited out the same way.
+    std::fs::remove_file(dir.0.join("fixture/weights.bin")).unwrap();
+    fixture.server.with(|s| {
+        s.requests.clear();
+        s.fail = Some(("/files/part2.bin".into(), 429, 1));
+    });
+    pull(&puller, "fixture").0.unwrap();
+    assert_eq!(requests_of("/files/part2.bin"), 2);
 
     // A 502 on every try: the first and three more, then an error of its own.
     std::fs::remove_file(dir.0.join("fixture/weights.bin")).unwrap();

@@ -31,12 +31,12 @@ pub fn download_error(url: &str, problem: impl std::fmt::Display) -> Error {
     Error::model(format!("Cannot download {url}: {problem}")).with_code("download_failed")
 }
 
-/// The code of an error for an HTTP 5xx: the server failed this time, and may not the next
-/// (a pull tries again, as after a dropped connection).
+/// The code of an error for an HTTP 5xx or 429: the server failed (or was too busy) this time,
+/// and may not the next (a pull tries again, as after a dropped connection).
 pub const SERVER_ERROR: &str = "download_server_error";
 
 /// `response` if its status is one of `expected`, else the error the status means: a 5xx
-/// the server failing ([`SERVER_ERROR`]), a 416 a range past the end
+/// the server failing, a 429 the server asking to come back later (both [`SERVER_ERROR`]), a 416 a range past the end
 /// ([`RANGE_NOT_SATISFIABLE`]), a 404 `not_found` when given, a redirect one not followed (a
 /// loopback mirror's), any other status an answer that is not the resource. Every status is
 /// judged here (the agents do not turn statuses into errors).
@@ -58,6 +58,8 @@ fn check_status(
         (500..=599, _) => {
             download_error(url, format!("HTTP {status} (a server error)")).with_code(SERVER_ERROR)
         }
+        // A mirror's or the package index's rate limit: worth the same waits as a 5xx.
+        (429, _) => download_error(url, "HTTP 429 (too many requests)").with_code(SERVER_ERROR),
         (300..=399, _) => download_error(url, format!("HTTP {status} (a redirect, not followed)")),
         _ => download_error(url, format!("HTTP {status}")),
     })

@@ -5,7 +5,7 @@
 //! Nothing half-written is ever at a model's path: bytes go to `.partial/` inside the models
 //! directory, a file is assembled beside its path (`.NAME.ingle-partial`), checked against the
 //! catalog's sha256 and only then renamed into place (and the directory synced). A dropped
-//! connection, an unreachable server or an HTTP 5xx is tried again a few times; an interrupted
+//! connection, an unreachable server, an HTTP 5xx or a 429 is tried again a few times; an interrupted
 //! download resumes from its `.part` file with an HTTP range request; if a resumed file does
 //! not verify, it is fetched once more from scratch. A file already at its path is re-hashed
 //! (before anything is written): a corrupted one is fetched again. Pulls of the same file
@@ -735,7 +735,7 @@ fn retrying<S, T>(
 }
 
 /// A failure that may pass: the server could not be reached, the connection dropped, or the
-/// server answered with an HTTP 5xx (a 4xx is its answer, not tried again).
+/// server answered with an HTTP 5xx or 429 (another 4xx is its answer, not tried again).
 fn is_transient(error: &Error) -> bool {
     matches!(
         error.code.as_deref(),
