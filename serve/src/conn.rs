@@ -224,7 +224,7 @@ pub(crate) async fn serve(
         };
         // Every token is a small write: without TCP_NODELAY, Nagle's algorithm holds each
         // one until the previous is acknowledged (one stream decoded at 0.56x the in-process
-        // rate, scripts/bench-serve).
+        // rate, scripts/bench serve).
         let _ = tcp.set_nodelay(true);
         if open.load(Ordering::Acquire) >= options.max_connections {
             refuse(tcp, &refusing);

@@ -1,0 +1,157 @@
+//! Answers: whole responses and Server-Sent Events, with the work on tokio's blocking pool,
+//! stopped when the client goes away or the server shuts down.
+
+use crate::{core_error, AppState};
+use axum::http::header;
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use ingle::json_text::JsonTextStream;
+use ingle::{Client, Error, ErrorKind};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// Sets a flag when dropped: a handler's future is dropped when its connection goes away,
+/// and the work it started on the blocking pool sees the flag at its next token.
+pub(crate) struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Runs a whole-response request on the blocking pool; `work` gets a `stop()` to pass to the
+/// core's `create_until`, and answers JSON text.
+pub(crate) async fn whole<F>(state: AppState, work: F) -> Response
+where
+    F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<String> + Send + 'static,
+{
+    whole_typed(state, move |client, stop| {
+        Ok(("application/json", work(client, stop)?))
+    })
+    .await
+}
+
+/// [`whole`] for a body of any content type: `work` answers (content type, body).
+pub(crate) async fn whole_typed<F>(state: AppState, work: F) -> Response
+where
+    F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<(&'static str, String)> + Send + 'static,
+{
+    let gone = Arc::new(AtomicBool::new(false));
+    let _guard = SetOnDrop(Arc::clone(&gone));
+    let shutting_down = Arc::clone(&state.shutting_down);
+    let stop = move || gone.load(Ordering::Acquire) || shutting_down.load(Ordering::Acquire);
+    let result = tokio::task::spawn_blocking(move || work(&state.client, &stop)).await;
+    match result {
+        Ok(Ok((content_type, body))) => {
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+        Ok(Err(error)) => core_error(error),
+        Err(join) => core_error(Error::internal(format!("The request failed: {join}"))),
+    }
+}
+
+/// Starts a stream on the blocking pool and answers with Server-Sent Events: `data: {json}` per
+/// chunk and `data: [DONE]` at the end. An error before the first chunk is an ordinary HTTP
+/// error response, as with OpenAI; one after it is a last `data: {"error": ...}` event.
+pub(crate) async fn streamed<F>(state: AppState, start: F) -> Response
+where
+    F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
+{
+    streamed_events(state, true, start).await
+}
+
+/// [`streamed`], with `data: [DONE]` at the end only when `done` says so (OpenAI's typed event
+/// streams, such as `transcript.text.*`, end with their last event).
+pub(crate) async fn streamed_events<F>(state: AppState, done: bool, start: F) -> Response
+where
+    F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
+{
+    let (started_tx, started_rx) = oneshot::channel::<ingle::Result<()>>();
+    let (events_tx, events_rx) = mpsc::channel::<Event>(8);
+    let shutting_down = Arc::clone(&state.shutting_down);
+    tokio::task::spawn_blocking(move || {
+        let chunks = match start(&state.client) {
+            Ok(chunks) => chunks,
+            Err(error) => {
+                let _ = started_tx.send(Err(error));
+                return;
+            }
+        };
+        let _ = started_tx.send(Ok(()));
+        produce(chunks, &events_tx, &shutting_down, done);
+    });
+    match started_rx.await {
+        Ok(Ok(())) => {
+            let events = futures_util::stream::unfold(events_rx, |mut rx| async move {
+                rx.recv()
+                    .await
+                    .map(|event| (Ok::<_, Infallible>(event), rx))
+            });
+            Sse::new(events).into_response()
+        }
+        Ok(Err(error)) => core_error(error),
+        Err(_) => core_error(Error::internal("The request stopped before it started")),
+    }
+}
+
+/// Pulls `chunks` into `events` until the end (then `data: [DONE]` when `done` says so), an
+/// error, shutdown, or the client going away; then drops `chunks`, which stops generation.
+fn produce(
+    chunks: JsonTextStream,
+    events: &mpsc::Sender<Event>,
+    shutting_down: &AtomicBool,
+    done: bool,
+) {
+    let ended = pump(
+        chunks,
+        events,
+        shutting_down,
+        |json| Event::default().data(json),
+        error_event,
+    );
+    if ended && done {
+        let _ = events.blocking_send(Event::default().data("[DONE]"));
+    }
+}
+
+/// Sends `items` into `out` as `ok` makes them, until they end (true), or an error, shutdown or
+/// the client going away (false). An error, and shutdown as a `server_shutdown` error, is sent
+/// as `failure` makes it. Returning drops `items`, which stops the work behind them. The one
+/// loop of every streamed answer: SSE events and speech's audio bytes.
+pub(crate) fn pump<T, U>(
+    items: impl Iterator<Item = ingle::Result<T>>,
+    out: &mpsc::Sender<U>,
+    shutting_down: &AtomicBool,
+    ok: impl Fn(T) -> U,
+    failure: impl Fn(&Error) -> U,
+) -> bool {
+    for item in items {
+        if out.is_closed() {
+            return false; // the client disconnected
+        }
+        if shutting_down.load(Ordering::Acquire) {
+            let error = Error::new(ErrorKind::Model, "The server is shutting down")
+                .with_code("server_shutdown");
+            let _ = out.blocking_send(failure(&error));
+            return false;
+        }
+        let item = match item {
+            Ok(value) => ok(value),
+            Err(error) => {
+                let _ = out.blocking_send(failure(&error));
+                return false;
+            }
+        };
+        if out.blocking_send(item).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+fn error_event(error: &Error) -> Event {
+    Event::default().data(error.to_openai().to_string())
+}
