@@ -7,9 +7,8 @@
 //! dropped, a callback returning non-zero), the next `ingle_sink_emit` returns
 //! `INGLE_ERROR_CANCELLED` and the callback should return.
 
-use crate::{
-    c_string_lossy, client_arg, ffi_call, str_arg, Failure, FfiResult, IngleClient, IngleStatus,
-};
+use crate::call::{c_string_lossy, client_arg, ffi_call, str_arg, Failure, FfiResult};
+use crate::{IngleClient, IngleStatus};
 use ingle_core::{
     Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OutputStream, Outputs,
     Tensor, Value,
@@ -259,7 +258,7 @@ pub unsafe extern "C" fn ingle_predictor_register(
         let predictor = ExternalPredictor::new(declaration, move |inputs, logs| {
             let _ = &wait; // dropped with the predictor: waits for running calls
             start(&callback, &tag, &outputs, inputs, logs)
-        })?;
+        });
         client.register(Arc::new(predictor))?;
         Ok(())
     })
