@@ -307,7 +307,7 @@ pub fn js_predictor(declaration: &str, dispatch: Dispatch) -> napi::Result<Exter
     let declaration = Declaration::from_json(declaration).map_err(js_error)?;
     let tag = declaration.tag.clone();
     let dispatch = Arc::new(dispatch);
-    ExternalPredictor::new(declaration, move |inputs, logs| {
+    Ok(ExternalPredictor::new(declaration, move |inputs, logs| {
         let (json, buffers) = inputs_for_js(inputs)?;
         let prediction = next_id();
         let call = PredictorCall {
@@ -339,8 +339,7 @@ pub fn js_predictor(declaration: &str, dispatch: Dispatch) -> napi::Result<Exter
             done: false,
         });
         Ok(stream)
-    })
-    .map_err(js_error)
+    }))
 }
 
 /// JS buffers copied out on the main thread, to go with a task to the pool.

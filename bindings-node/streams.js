@@ -1,0 +1,156 @@
+'use strict';
+// Streams and cancellation: the async-iterable Stream of chat and completions, the fetch Response
+// body of speech, and the AbortSignal plumbing that stops native work when a caller gives up.
+
+const { NativeCancel } = require('./native.js');
+const { OpenAIError, APIUserAbortError, call } = require('./errors.js');
+const {
+  badRequest, describe, toJson, requestBody, requestOptions, checkSignal,
+} = require('./request.js');
+
+/** A response stream: `for await (const chunk of stream)`. `break`, `stream.controller.abort()`
+ * or the request's `signal` stop generation at once. */
+class Stream {
+  constructor(start, signal) {
+    this.controller = new AbortController();
+    this._start = start; // a Promise of the native stream
+    this._signal = signal;
+    this._iterated = false;
+  }
+
+  async *[Symbol.asyncIterator]() {
+    if (this._iterated) throw new OpenAIError('Cannot iterate over a consumed stream');
+    this._iterated = true;
+    const native = await call(() => this._start);
+    const signals = [this.controller.signal, this._signal].filter(Boolean);
+    const onAbort = () => native.close();
+    for (const s of signals) s.addEventListener('abort', onAbort);
+    try {
+      for (;;) {
+        for (const s of signals) checkSignal(s);
+        const text = await call(() => native.next());
+        for (const s of signals) checkSignal(s);
+        if (text === null) return;
+        yield JSON.parse(text);
+      }
+    } finally {
+      native.close();
+      for (const s of signals) s.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+/** Runs a whole-response create; aborting `signal` rejects at once with APIUserAbortError and
+ * stops generation at the next token. */
+async function abortable(start, signal) {
+  checkSignal(signal);
+  const cancel = new NativeCancel();
+  const promise = call(() => start(cancel));
+  if (!signal) return promise;
+  let onAbort;
+  const aborted = new Promise((_, reject) => {
+    onAbort = () => {
+      cancel.cancel();
+      reject(new APIUserAbortError());
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  promise.catch(() => {}); // after an abort its rejection (cancelled) is expected
+  try {
+    return await Promise.race([promise, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** create() of chat.completions and completions: `stream: true` gives a Stream, otherwise
+ * the whole response. `options.signal` aborts; openai's other request options (headers,
+ * timeout, ...) are ignored. Every argument is checked before anything starts. */
+async function create(method, startStream, createWhole, body, options) {
+  const { signal } = requestOptions(options, method);
+  const { stream, ...params } = requestBody(body, method);
+  if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
+    throw badRequest('stream', `\`stream\` must be a boolean, not ${describe(stream)}`);
+  }
+  const json = toJson(params);
+  checkSignal(signal);
+  if (stream) {
+    const start = call(() => startStream(json));
+    await start; // errors before the first chunk reject create() itself, as in openai
+    return new Stream(start, signal);
+  }
+  return JSON.parse(await abortable((cancel) => createWhole(json, cancel), signal));
+}
+
+/** Starts `start` (a Promise of a native stream); aborting `signal` meanwhile rejects at once
+ * with APIUserAbortError, and the stream is closed when it arrives. */
+async function abortableStart(start, signal) {
+  if (!signal) return start;
+  let onAbort;
+  const aborted = new Promise((_, reject) => {
+    onAbort = () => {
+      start.then((native) => native.close(), () => {});
+      reject(new APIUserAbortError());
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([start, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+/** A fetch `Response` whose body streams the native speech: the bytes pulled at the start, then
+ * one `next()` per read on the libuv thread pool (synthesis runs at most a sentence ahead of
+ * the reader). Aborting `signal`, `body.cancel()` or the end of the audio closes the native
+ * stream, which stops synthesis before the next sentence; an abort errors the body with
+ * APIUserAbortError, a failure in a later sentence with the engine's error. */
+function speechResponse(native, signal) {
+  const first = native.takeFirst();
+  let finished = false;
+  let onAbort;
+  const finish = () => {
+    finished = true;
+    native.close();
+    if (signal) signal.removeEventListener('abort', onAbort);
+  };
+  const body = new ReadableStream({
+    start(controller) {
+      if (signal) {
+        onAbort = () => {
+          if (finished) return;
+          finish();
+          controller.error(new APIUserAbortError());
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+      if (first) controller.enqueue(first);
+    },
+    async pull(controller) {
+      let chunk;
+      try {
+        chunk = await call(() => native.next());
+      } catch (err) {
+        if (!finished) {
+          finish();
+          controller.error(err);
+        }
+        return;
+      }
+      if (finished) return; // aborted while this sentence was synthesised
+      if (chunk === null) {
+        finish();
+        controller.close();
+      } else {
+        controller.enqueue(chunk);
+      }
+    },
+    cancel() {
+      if (!finished) finish();
+    },
+  });
+  return new Response(body, { status: 200, headers: { 'content-type': native.contentType } });
+}
+
+module.exports = { Stream, abortable, create, abortableStart, speechResponse };
