@@ -301,35 +301,38 @@ impl Drop for PythonOutputs {
     }
 }
 
-/// Parses a declaration, checks it against the OpenAI rules, and wraps `invoke`.
+/// Parses a declaration and wraps `invoke` (registering it checks it against the OpenAI rules).
 pub fn python_predictor(
     declaration: &str,
     invoke: Py<PyAny>,
 ) -> ingle_core::Result<ExternalPredictor> {
     let declaration = Declaration::from_json(declaration)?;
     let tag = declaration.tag.clone();
-    ExternalPredictor::new(declaration, move |inputs: Inputs, logs: Logs| {
-        let attached = Python::try_attach(|py| -> ingle_core::Result<OutputStream> {
-            let call = || -> PyResult<Py<PyAny>> {
-                let dict = PyDict::new(py);
-                for (name, value) in &inputs {
-                    dict.set_item(name, to_python(py, value)?)?;
-                }
-                let sink = Py::new(py, LogSink { logs: logs.clone() })?;
-                Ok(invoke.bind(py).call1((dict, sink))?.unbind())
-            };
-            let iterator = call().map_err(|e| predictor_error(py, e, &tag))?;
-            Ok(Box::new(PythonOutputs {
-                tag: tag.clone(),
-                iterator: Some(iterator),
-            }))
-        });
-        attached.unwrap_or_else(|| {
-            Err(Error::model(format!(
-                "The predictor `{tag}` cannot run: the Python interpreter is shutting down"
-            )))
-        })
-    })
+    Ok(ExternalPredictor::new(
+        declaration,
+        move |inputs: Inputs, logs: Logs| {
+            let attached = Python::try_attach(|py| -> ingle_core::Result<OutputStream> {
+                let call = || -> PyResult<Py<PyAny>> {
+                    let dict = PyDict::new(py);
+                    for (name, value) in &inputs {
+                        dict.set_item(name, to_python(py, value)?)?;
+                    }
+                    let sink = Py::new(py, LogSink { logs: logs.clone() })?;
+                    Ok(invoke.bind(py).call1((dict, sink))?.unbind())
+                };
+                let iterator = call().map_err(|e| predictor_error(py, e, &tag))?;
+                Ok(Box::new(PythonOutputs {
+                    tag: tag.clone(),
+                    iterator: Some(iterator),
+                }))
+            });
+            attached.unwrap_or_else(|| {
+                Err(Error::model(format!(
+                    "The predictor `{tag}` cannot run: the Python interpreter is shutting down"
+                )))
+            })
+        },
+    ))
 }
 
 /// Checks a declaration as registering it would, without registering it.

@@ -1,9 +1,9 @@
 //! A predictor whose body is a user's function in Python, Node or C. The binding gives the
 //! declaration and a body that starts the function; this wraps it so that every binding gets
-//! the same guarantees: the signature is checked against the OpenAI rules at creation, and
-//! every output is checked against the signature before anyone sees it, so a function that
-//! returns the wrong thing fails its prediction with a clear error instead of reaching an
-//! encoder or a caller. It sits above `openai` (whose rules it applies), not in `predict`.
+//! the same guarantees: every output is checked against the signature before anyone sees it, so
+//! a function that returns the wrong thing fails its prediction with a clear error instead of
+//! reaching an encoder or a caller. The signature is checked against the OpenAI rules once, when
+//! the predictor is registered ([`crate::Client::register`]), as any predictor's is.
 
 use crate::error::{Error, Result};
 use crate::predict::{
@@ -31,19 +31,18 @@ pub struct ExternalPredictor {
 }
 
 impl ExternalPredictor {
-    /// Checks `declaration` against the rules of the OpenAI methods its annotations claim
-    /// ([`crate::openai::check_predictor`]) and wraps `body`, which starts the function on
-    /// validated inputs (defaults filled in), writing what it prints to the given logs.
+    /// Wraps `body`, which starts the function on validated inputs (defaults filled in),
+    /// writing what it prints to the given logs. [`crate::Client::register`] checks
+    /// `declaration` against the rules of the OpenAI methods its annotations claim.
     pub fn new(
         declaration: Declaration,
         body: impl Fn(Inputs, Logs) -> Result<OutputStream> + Send + Sync + 'static,
-    ) -> Result<Self> {
-        crate::openai::check_predictor(&declaration.tag, &declaration.signature)?;
-        Ok(ExternalPredictor {
+    ) -> Self {
+        ExternalPredictor {
             declaration,
             body: Box::new(body),
             counters: Arc::default(),
-        })
+        }
     }
 
     pub fn description(&self) -> &str {

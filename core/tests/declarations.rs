@@ -14,10 +14,13 @@ fn declare(json: serde_json::Value) -> ingle::Result<Declaration> {
 
 /// The parameter an error names, for a declaration that must be refused.
 fn refused(json: serde_json::Value) -> String {
+    let client = Client::from_config(&Config::empty()).unwrap();
     let error = declare(json)
-        .and_then(|d| ExternalPredictor::new(d, |_, _| Ok(Box::new(std::iter::empty()))))
-        .err()
-        .expect("the declaration must be refused");
+        .and_then(|d| {
+            let predictor = ExternalPredictor::new(d, |_, _| Ok(Box::new(std::iter::empty())));
+            client.register(Arc::new(predictor))
+        })
+        .expect_err("the declaration must be refused");
     assert_eq!(error.kind, ErrorKind::InvalidRequest, "{error}");
     error.param.unwrap_or_default()
 }
@@ -140,11 +143,13 @@ fn the_rules_of_each_method_name_the_parameter() {
         refused(speech(serde_json::json!([text, voice, extra]))),
         "mood"
     );
-    ExternalPredictor::new(
-        declare(speech(serde_json::json!([voice, text]))).unwrap(),
-        |_, _| Ok(Box::new(std::iter::empty())),
-    )
-    .unwrap();
+    Client::from_config(&Config::empty())
+        .unwrap()
+        .register(Arc::new(ExternalPredictor::new(
+            declare(speech(serde_json::json!([voice, text]))).unwrap(),
+            |_, _| Ok(Box::new(std::iter::empty())),
+        )))
+        .unwrap();
     // Chat: required messages, text out, generation options optional and typed.
     let messages = serde_json::json!({"name": "m", "type": "array", "annotation": "chat_messages"});
     let text_out = serde_json::json!({"name": "t", "type": "string", "annotation": "text_delta"});
@@ -230,8 +235,7 @@ fn client_with(declaration: serde_json::Value, outputs: Vec<Vec<Value>>) -> Clie
         logs.write("ran\n");
         let stream: OutputStream = Box::new(outputs.clone().into_iter().map(Ok));
         Ok(stream)
-    })
-    .unwrap();
+    });
     client.register(Arc::new(predictor)).unwrap();
     client
 }

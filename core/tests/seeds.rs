@@ -25,8 +25,7 @@ fn the_seeds_embedding_predictor_serves_embeddings_by_the_place_of_its_texts() {
         let matrix = Tensor::from_f32(vec![texts, dims], &vec![0.5; texts * dims]).unwrap();
         let stream: OutputStream = Box::new(std::iter::once(Ok(vec![Value::Tensor(matrix)])));
         Ok(stream)
-    })
-    .unwrap();
+    });
     let client = Client::from_config(&Config::empty()).unwrap();
     client.register(Arc::new(predictor)).unwrap();
 
