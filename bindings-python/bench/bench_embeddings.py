@@ -1,7 +1,7 @@
 """Sentence embeddings through the Python package vs onnxruntime + tokenizers in Python on the
 same model files (the ceiling for this model on this runtime), and sentence-transformers
 (PyTorch, fp32) when it is installed: sentences/s for batches of 1, 32 and 256 short
-sentences, interleaved in one run. Figures, not a test. Run with scripts/bench-embeddings."""
+sentences, interleaved in one run. Figures, not a test. Run with scripts/bench embeddings."""
 
 import os
 import statistics

@@ -2,7 +2,7 @@
 package: ONNX Runtime + its bundled espeak-ng) on the same voice file, interleaved in one run:
 real-time factor (synthesis time / audio duration, lower is faster) and time to the first audio
 of a stream, for one sentence and for a five-sentence paragraph. Figures, not a test. Run with
-scripts/bench-speech."""
+scripts/bench speech."""
 
 import os
 import statistics

@@ -1,6 +1,6 @@
 """Streamed chat through the Python package vs the Rust core (and llama-cpp-python when it is
 installed): decode tokens/s and time to first token, same model, prompt, threads and settings
-as core/examples/bench_chat.rs. Figures, not a test. Run with scripts/bench-python."""
+as core/examples/bench_chat.rs. Figures, not a test. Run with scripts/bench python."""
 
 import json
 import os

@@ -3,7 +3,7 @@ on the same Whisper tiny.en weights (the CTranslate2 model.bin both load), inter
 run: wall time per file (audio decoding included for both), the real-time factor, and the word
 error rate of each transcript against the other. With BENCH_HOUR=1 also an hour of audio (the
 two_cities recording repeated) through each, with the peak memory of a process doing only that.
-Figures, not a test. Run with scripts/bench-transcribe."""
+Figures, not a test. Run with scripts/bench transcribe."""
 
 import os
 import resource

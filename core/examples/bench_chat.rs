@@ -1,7 +1,7 @@
 //! Benchmark: prefill and decode tokens/s and time to first token of ingle's streamed chat
 //! completion on the default model, against a bare llama-cpp-2 loop (the ceiling) in the same
 //! run, as ratios. Also the aggregate decode rate of 4 concurrent requests.
-//! Run with `scripts/bench-chat` (release build). Figures, not a test.
+//! Run with `scripts/bench chat` (release build). Figures, not a test.
 
 mod common;
 use common::question;

@@ -2,7 +2,7 @@
 //! same request unconstrained (same prompt, same model, greedy, interleaved rounds), as a ratio;
 //! and the time to a complete streamed tool call (request to the chunk with finish_reason
 //! `tool_calls`) and to its first delta. Qwen2.5-Coder-0.5B-Instruct. Run with
-//! `scripts/bench-tools` (release build). Figures, not a test.
+//! `scripts/bench tools` (release build). Figures, not a test.
 
 use ingle::openai::{ChatCompletionRequest, ChatMessage};
 use ingle::{Client, Config, TOOLS_MODEL};

@@ -1,6 +1,6 @@
 //! Memory of one big embeddings request, in-process: the process's resident set (RSS) idle,
 //! at its peak during a request of 2048 inputs of about 1 KB, and after it. Run by
-//! `scripts/bench-memory`. Figures in MB, from /proc/self/status (VmRSS, VmHWM).
+//! `scripts/bench memory`. Figures in MB, from /proc/self/status (VmRSS, VmHWM).
 
 use ingle::openai::EmbeddingRequest;
 use ingle::{Client, Config, DEFAULT_EMBEDDING_MODEL};

@@ -1,7 +1,7 @@
 """`ingle serve` under 1, 4 and 8 concurrent streaming clients (the official `openai` package on
 loopback), next to the same load on the in-process Python package (no HTTP) in the same run:
 aggregate completion tokens/s, time to first token p50/p95, errors. Figures, not a test.
-Run with scripts/bench-serve, which starts the server and sets INGLE_SERVE_URL."""
+Run with scripts/bench serve, which starts the server and sets INGLE_SERVE_URL."""
 
 import os
 import statistics

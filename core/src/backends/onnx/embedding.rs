@@ -55,7 +55,7 @@ const SUB_BATCH: usize = 32;
 /// process 939 MB larger with sub-batches of 32 texts (its arena off: peak +508 MB at 2048
 /// tokens per sub-batch, +99 MB at 1024, +62 MB at 512, which was also the fastest: 44.8 s
 /// against 49.7 and 93.8 s). At 512 with the arena on: +105 MB, kept, and 4% more short
-/// sentences/s than with it off (scripts/bench-memory, 2 cores). Short texts still run 32 at once.
+/// sentences/s than with it off (scripts/bench memory, 2 cores). Short texts still run 32 at once.
 const SUB_BATCH_TOKENS: usize = 512;
 /// Longest a runner waits for the callers it expects: a bound on what a burst that ends costs.
 const MAX_LINGER: Duration = Duration::from_millis(5);
