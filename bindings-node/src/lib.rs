@@ -90,8 +90,7 @@ impl Task for Job<JsonTextStream> {
 
     fn resolve(&mut self, _env: Env, stream: JsonTextStream) -> napi::Result<NativeStream> {
         Ok(NativeStream {
-            inner: Arc::new(Mutex::new(Some(stream))),
-            closed: Arc::new(AtomicBool::new(false)),
+            stream: Closable::new(stream),
         })
     }
 }
@@ -149,9 +148,8 @@ impl Task for Job<StartedSpeech> {
     ) -> napi::Result<Self::JsValue> {
         Ok(NativeSpeechStream {
             content_type: stream.content_type(),
-            inner: Arc::new(Mutex::new(Some(stream))),
+            stream: Closable::new(stream),
             first: Mutex::new(first),
-            closed: Arc::new(AtomicBool::new(false)),
         })
     }
 }
@@ -562,40 +560,67 @@ impl NativeClient {
     }
 }
 
-/// A running stream: `next()` resolves to the next JSON text, or `null` at the end.
-/// `close()` (or garbage collection) stops generation, even while a `next()` is pending: that
-/// call resolves with its item, and the stream then ends.
-#[napi]
-pub struct NativeStream {
-    inner: Arc<Mutex<Option<JsonTextStream>>>,
+/// A running core stream that any thread may close, also while a `next()` on the thread pool
+/// waits for its item: that call resolves with its item, then the stream ends. Dropping the core
+/// stream stops its work (generation, synthesis). The state is shared with the pool's jobs.
+struct Closable<I> {
+    inner: Arc<Mutex<Option<I>>>,
     closed: Arc<AtomicBool>,
 }
 
-#[napi]
-impl NativeStream {
-    #[napi(ts_return_type = "Promise<string | null>")]
-    pub fn next(&self) -> Spawned<Job<Option<String>>> {
+impl<T, I: Iterator<Item = ingle_core::Result<T>> + Send + 'static> Closable<I> {
+    fn new(stream: I) -> Self {
+        Closable {
+            inner: Arc::new(Mutex::new(Some(stream))),
+            closed: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// A job for the thread pool: the next item, `None` at the end or once closed.
+    fn next_job(&self) -> impl FnOnce() -> ingle_core::Result<Option<T>> + Send + 'static {
         let (inner, closed) = (Arc::clone(&self.inner), Arc::clone(&self.closed));
-        work(move || {
+        move || {
             let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
             if closed.load(Ordering::Acquire) {
-                *inner = None; // cancels generation
+                *inner = None; // stops the work
             }
             let item = inner.as_mut().and_then(Iterator::next);
             if !matches!(item, Some(Ok(_))) || closed.load(Ordering::Acquire) {
                 *inner = None; // the end, an error, or closed while waiting
             }
             item.transpose()
-        })
+        }
+    }
+
+    /// Stops the work. Safe to call more than once, and from any thread.
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        // A job waiting for an item holds the lock, and drops the stream itself.
+        if let Ok(mut inner) = self.inner.try_lock() {
+            *inner = None;
+        }
+    }
+}
+
+/// A running stream: `next()` resolves to the next JSON text, or `null` at the end.
+/// `close()` (or garbage collection) stops generation, even while a `next()` is pending: that
+/// call resolves with its item, and the stream then ends.
+#[napi]
+pub struct NativeStream {
+    stream: Closable<JsonTextStream>,
+}
+
+#[napi]
+impl NativeStream {
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn next(&self) -> Spawned<Job<Option<String>>> {
+        work(self.stream.next_job())
     }
 
     /// Stops generation. Safe to call more than once.
     #[napi]
     pub fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        if let Ok(mut inner) = self.inner.try_lock() {
-            *inner = None;
-        }
+        self.stream.close();
     }
 }
 
@@ -605,9 +630,8 @@ impl NativeStream {
 /// call resolves with its bytes, and the stream then ends.
 #[napi]
 pub struct NativeSpeechStream {
-    inner: Arc<Mutex<Option<SpeechStream>>>,
+    stream: Closable<SpeechStream>,
     first: Mutex<Option<Vec<u8>>>,
-    closed: Arc<AtomicBool>,
     content_type: &'static str,
 }
 
@@ -628,27 +652,13 @@ impl NativeSpeechStream {
 
     #[napi(ts_return_type = "Promise<Uint8Array | null>")]
     pub fn next(&self) -> Spawned<Job<Option<Vec<u8>>>> {
-        let (inner, closed) = (Arc::clone(&self.inner), Arc::clone(&self.closed));
-        Spawned::new(Job(Some(Box::new(move || {
-            let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
-            if closed.load(Ordering::Acquire) {
-                *inner = None; // stops synthesis
-            }
-            let item = inner.as_mut().and_then(Iterator::next);
-            if !matches!(item, Some(Ok(_))) || closed.load(Ordering::Acquire) {
-                *inner = None; // the end, an error, or closed while waiting
-            }
-            item.transpose()
-        }))))
+        Spawned::new(Job(Some(Box::new(self.stream.next_job()))))
     }
 
     /// Stops synthesis before the next sentence. Safe to call more than once.
     #[napi]
     pub fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        if let Ok(mut inner) = self.inner.try_lock() {
-            *inner = None;
-        }
+        self.stream.close();
         self.first
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
