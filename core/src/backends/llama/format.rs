@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use llama_cpp_2::model::{LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::token::LlamaToken;
 
-use super::template::ChatTemplate;
+use crate::chat::template::ChatTemplate;
 
 /// Checks that llama.cpp can apply `template` (a template name such as `chatml`, or a
 /// template text it recognises), by rendering one message with it; no model is needed.

@@ -18,8 +18,6 @@ mod options;
 mod sampling;
 mod scheduler;
 mod stream;
-pub mod template;
-mod text;
 
 use format::ChatFormat;
 pub use format::{check_chat_template, gguf_chat_template, is_jinja};

@@ -17,8 +17,8 @@ use std::sync::{mpsc, Arc};
 
 use super::sampling::LogitsSummary;
 use super::stream::{Event, Finish};
-use super::text::{StopMatcher, Utf8Assembler};
 use super::{backend, Counters, N_BATCH};
+use crate::chat::text::{StopMatcher, Utf8Assembler};
 use llguidance::Matcher;
 
 /// One request, handed to the scheduler.
