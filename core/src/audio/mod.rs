@@ -18,6 +18,7 @@ mod flac;
 mod mp3;
 mod opus;
 pub(crate) mod resample;
+pub(crate) mod stretch;
 mod wav;
 
 #[cfg(test)]

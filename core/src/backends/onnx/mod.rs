@@ -8,7 +8,6 @@
 
 pub(crate) mod embedding;
 pub(crate) mod speech;
-mod stretch;
 pub mod whisper;
 
 pub use embedding::{EmbeddingPredictor, DEFAULT_MAX_LENGTH, EMBEDDING_UNUSED_OPTIONS, MAX_INPUTS};

@@ -374,7 +374,7 @@ impl VoiceModel {
         ];
         let audio = self.run(ids, speaker, scales)?;
         let audio = if stretch < 0.99 {
-            super::stretch::time_stretch(&audio, stretch, self.config.audio.sample_rate)
+            crate::audio::stretch::time_stretch(&audio, stretch, self.config.audio.sample_rate)
         } else {
             audio
         };
