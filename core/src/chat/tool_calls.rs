@@ -15,6 +15,7 @@
 //! Another family is a new [`ToolFormat`] (its tags) where it writes `{name, arguments}` objects
 //! between tags, or a new parser beside this one where it writes something else.
 
+use crate::value::Value;
 use serde_json::Value as Json;
 
 /// What the stream turned out to contain, in order.
@@ -556,6 +557,59 @@ fn push_piece(out: &mut Vec<Piece>, piece: Piece) {
         (Some(Piece::Text(text)), Piece::Text(more)) => text.push_str(&more),
         (_, Piece::Text(more)) if more.is_empty() => {}
         (_, piece) => out.push(piece),
+    }
+}
+
+/// Tool calls found in streamed text, given out as OpenAI's streamed deltas (`index`, and on a
+/// call's first delta its `id` and `type`), whatever the engine.
+pub(crate) struct ToolCallDeltas {
+    parser: ToolCallParser,
+    /// Calls started so far: the next call's `index`.
+    started: usize,
+}
+
+impl ToolCallDeltas {
+    pub(crate) fn new(parser: ToolCallParser) -> Self {
+        ToolCallDeltas { parser, started: 0 }
+    }
+
+    /// Whether a call has started (the finish reason is then `tool_calls`).
+    pub(crate) fn any_started(&self) -> bool {
+        self.started > 0
+    }
+
+    /// Content and tool-call deltas out of `text` (and, at the end, what was held back).
+    pub(crate) fn split(&mut self, text: &str, end: bool) -> (String, Vec<Value>) {
+        let mut pieces = self.parser.push(text);
+        if end {
+            pieces.extend(self.parser.finish());
+        }
+        let (mut content, mut deltas) = (String::new(), Vec::new());
+        for piece in pieces {
+            match piece {
+                Piece::Text(text) => content.push_str(&text),
+                Piece::CallStart { name } => deltas.push(self.start(name, String::new())),
+                Piece::Arguments(arguments) => {
+                    let index = self.started.saturating_sub(1);
+                    deltas.push(Value::from(serde_json::json!({
+                        "index": index, "function": {"arguments": arguments}
+                    })));
+                }
+                Piece::Call { name, arguments } => deltas.push(self.start(name, arguments)),
+            }
+        }
+        (content, deltas)
+    }
+
+    fn start(&mut self, name: String, arguments: String) -> Value {
+        let index = self.started;
+        self.started += 1;
+        Value::from(serde_json::json!({
+            "index": index,
+            "id": crate::predict::random_id("call_"),
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }))
     }
 }
 

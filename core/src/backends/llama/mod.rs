@@ -24,10 +24,10 @@ pub use format::{check_chat_template, gguf_chat_template, is_jinja};
 use memory::{available_memory, check_gguf, check_kv_memory, kv_bytes};
 use sampling::{random_seed, Sampling};
 use scheduler::{Job, Lazy, Scheduler};
-use stream::{CallStream, TextStream};
+use stream::TextStream;
 
 pub use super::cores::{capped_threads, default_threads};
-use crate::chat::tool_calls::{ToolCallParser, ToolFormat, HERMES};
+use crate::chat::tool_calls::{ToolCallDeltas, ToolCallParser, ToolFormat, HERMES};
 use crate::config::PredictorConfig;
 use crate::error::{Error, Result};
 use crate::predict::{
@@ -610,10 +610,7 @@ impl Predictor for LlamaPredictor {
             .filter(|_| options.tool_choice != ToolChoice::None)
             .map(|tools| {
                 let names = tools.specs.iter().map(|t| t.name.clone()).collect();
-                CallStream {
-                    parser: ToolCallParser::new(names),
-                    started: 0,
-                }
+                ToolCallDeltas::new(ToolCallParser::new(names))
             });
         let job = Job {
             prompt: tokens,

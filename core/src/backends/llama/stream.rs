@@ -1,7 +1,7 @@
 //! The consumer's end of a request: the events the scheduler sends, turned into outputs (text,
 //! tool-call deltas, log probabilities, the finish); dropping it cancels the request.
 
-use crate::chat::tool_calls::{Piece, ToolCallParser};
+use crate::chat::tool_calls::ToolCallDeltas;
 use crate::error::{Error, Result};
 use crate::predict::Outputs;
 use crate::value::Value;
@@ -30,51 +30,8 @@ pub(super) struct TextStream {
     pub(super) cancelled: Arc<AtomicBool>,
     pub(super) done: bool,
     /// Splits tool calls out of the text, when the request has tools.
-    pub(super) calls: Option<CallStream>,
+    pub(super) calls: Option<ToolCallDeltas>,
     pub(super) logprobs: bool,
-}
-
-/// Tool calls found in the text, given out as OpenAI's streamed deltas.
-pub(super) struct CallStream {
-    pub(super) parser: ToolCallParser,
-    /// Calls started so far: the next call's `index`.
-    pub(super) started: usize,
-}
-
-impl CallStream {
-    /// Content and tool-call deltas out of `text` (and, at the end, what was held back).
-    pub(super) fn split(&mut self, text: &str, end: bool) -> (String, Vec<Value>) {
-        let mut pieces = self.parser.push(text);
-        if end {
-            pieces.extend(self.parser.finish());
-        }
-        let (mut content, mut deltas) = (String::new(), Vec::new());
-        for piece in pieces {
-            match piece {
-                Piece::Text(text) => content.push_str(&text),
-                Piece::CallStart { name } => deltas.push(self.start(name, String::new())),
-                Piece::Arguments(arguments) => {
-                    let index = self.started.saturating_sub(1);
-                    deltas.push(Value::from(serde_json::json!({
-                        "index": index, "function": {"arguments": arguments}
-                    })));
-                }
-                Piece::Call { name, arguments } => deltas.push(self.start(name, arguments)),
-            }
-        }
-        (content, deltas)
-    }
-
-    pub(super) fn start(&mut self, name: String, arguments: String) -> Value {
-        let index = self.started;
-        self.started += 1;
-        Value::from(serde_json::json!({
-            "index": index,
-            "id": crate::predict::random_id("call_"),
-            "type": "function",
-            "function": {"name": name, "arguments": arguments},
-        }))
-    }
 }
 
 impl Iterator for TextStream {
@@ -120,7 +77,7 @@ impl Iterator for TextStream {
                         Value::Int(finish.cached_tokens as i64),
                     ),
                 ]);
-                let called = self.calls.as_ref().is_some_and(|c| c.started > 0);
+                let called = self.calls.as_ref().is_some_and(ToolCallDeltas::any_started);
                 let reason = match finish.reason {
                     "stop" if called => "tool_calls",
                     reason => reason,
