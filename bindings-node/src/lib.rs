@@ -7,12 +7,12 @@
 pub mod predictors;
 mod spawned;
 
-use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
-use ingle_core::openai::{
+use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
+use ingle::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
     SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
-use ingle_core::{Client, Config, Error};
+use ingle::{Client, Config, Error};
 use napi::bindgen_prelude::{Float32Array, Uint8Array};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Task};
@@ -37,16 +37,16 @@ fn js_error(error: Error) -> napi::Error {
 }
 
 /// Work for a thread of `spawned`'s pool: a JSON text (or nothing, `null` in JS), or a started stream.
-pub struct Job<T>(Option<Box<dyn FnOnce() -> ingle_core::Result<T> + Send>>);
+pub struct Job<T>(Option<Box<dyn FnOnce() -> ingle::Result<T> + Send>>);
 
 fn work(
-    f: impl FnOnce() -> ingle_core::Result<Option<String>> + Send + 'static,
+    f: impl FnOnce() -> ingle::Result<Option<String>> + Send + 'static,
 ) -> Spawned<Job<Option<String>>> {
     Spawned::new(Job(Some(Box::new(f))))
 }
 
 fn start(
-    f: impl FnOnce() -> ingle_core::Result<JsonTextStream> + Send + 'static,
+    f: impl FnOnce() -> ingle::Result<JsonTextStream> + Send + 'static,
 ) -> Spawned<Job<JsonTextStream>> {
     Spawned::new(Job(Some(Box::new(f))))
 }
@@ -568,7 +568,7 @@ struct Closable<I> {
     closed: Arc<AtomicBool>,
 }
 
-impl<T, I: Iterator<Item = ingle_core::Result<T>> + Send + 'static> Closable<I> {
+impl<T, I: Iterator<Item = ingle::Result<T>> + Send + 'static> Closable<I> {
     fn new(stream: I) -> Self {
         Closable {
             inner: Arc::new(Mutex::new(Some(stream))),
@@ -577,7 +577,7 @@ impl<T, I: Iterator<Item = ingle_core::Result<T>> + Send + 'static> Closable<I> 
     }
 
     /// A job for the thread pool: the next item, `None` at the end or once closed.
-    fn next_job(&self) -> impl FnOnce() -> ingle_core::Result<Option<T>> + Send + 'static {
+    fn next_job(&self) -> impl FnOnce() -> ingle::Result<Option<T>> + Send + 'static {
         let (inner, closed) = (Arc::clone(&self.inner), Arc::clone(&self.closed));
         move || {
             let mut inner = inner.lock().unwrap_or_else(PoisonError::into_inner);
@@ -670,14 +670,14 @@ impl NativeSpeechStream {
 /// broken predictor fails where it is defined.
 #[napi]
 pub fn check_predictor_declaration(declaration: String) -> napi::Result<()> {
-    let declaration = ingle_core::Declaration::from_json(&declaration).map_err(js_error)?;
-    ingle_core::openai::check_predictor(&declaration.tag, &declaration.signature).map_err(js_error)
+    let declaration = ingle::Declaration::from_json(&declaration).map_err(js_error)?;
+    ingle::openai::check_predictor(&declaration.tag, &declaration.signature).map_err(js_error)
 }
 
 /// What ingle runs with here (version, the CPU variant of llama.cpp's kernels), as JSON.
 #[napi]
 pub fn system_info() -> napi::Result<String> {
-    ingle_core::system_info()
+    ingle::system_info()
         .and_then(|info| to_json_text(&info))
         .map_err(js_error)
 }
@@ -685,5 +685,5 @@ pub fn system_info() -> napi::Result<String> {
 /// The version of ingle.
 #[napi]
 pub fn version() -> &'static str {
-    ingle_core::VERSION
+    ingle::VERSION
 }

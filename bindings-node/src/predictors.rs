@@ -12,7 +12,7 @@
 //! "tensor", "dtype", "shape"}` where the value goes (buffer `i`).
 
 use crate::js_error;
-use ingle_core::{
+use ingle::{
     Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OutputStream, Outputs,
     Tensor, Value,
 };
@@ -68,7 +68,7 @@ fn next_id() -> u32 {
 }
 
 /// Calls `dispatch` on the main thread and waits for its reply.
-fn ask(dispatch: &Dispatch, tag: &str, mut call: PredictorCall) -> ingle_core::Result<Reply> {
+fn ask(dispatch: &Dispatch, tag: &str, mut call: PredictorCall) -> ingle::Result<Reply> {
     let (sender, receiver) = channel();
     let reply = next_id();
     call.reply = reply;
@@ -115,7 +115,7 @@ impl JsOutputs {
 }
 
 impl Iterator for JsOutputs {
-    type Item = ingle_core::Result<Outputs>;
+    type Item = ingle::Result<Outputs>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -162,7 +162,7 @@ impl Drop for JsOutputs {
 }
 
 /// Inputs as JSON with `$raw` references, and their buffers.
-fn inputs_for_js(inputs: Inputs) -> ingle_core::Result<(String, Vec<Uint8Array>)> {
+fn inputs_for_js(inputs: Inputs) -> ingle::Result<(String, Vec<Uint8Array>)> {
     let mut json = serde_json::Map::new();
     let mut buffers = Vec::new();
     for (name, value) in inputs {
@@ -352,11 +352,8 @@ pub fn copied(buffers: Option<Vec<Uint8Array>>) -> Vec<Option<Vec<u8>>> {
 }
 
 /// `predictions` inputs: JSON whose top-level `$raw` values are audio or tensors in `buffers`.
-pub fn inputs_with_raw(
-    json: &str,
-    mut buffers: Vec<Option<Vec<u8>>>,
-) -> ingle_core::Result<Inputs> {
-    let mut inputs = ingle_core::inputs_from_json(json)?;
+pub fn inputs_with_raw(json: &str, mut buffers: Vec<Option<Vec<u8>>>) -> ingle::Result<Inputs> {
+    let mut inputs = ingle::inputs_from_json(json)?;
     for (name, value) in inputs.iter_mut() {
         let is_raw = value.as_dict().is_some_and(|d| d.contains_key("$raw"));
         if is_raw {

@@ -10,12 +10,12 @@
 mod predictors;
 mod server;
 
-use ingle_core::json_text::{json_texts, to_json_text, JsonTextStream};
-use ingle_core::openai::{
+use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
+use ingle::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, SpeechRequest,
     SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
-use ingle_core::{inputs_from_json, Client, Config, Error};
+use ingle::{inputs_from_json, Client, Config, Error};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
@@ -102,7 +102,7 @@ impl<'a> StopCheck<'a> {
     }
 
     /// The call's result: the interrupt if there was one, else `result`.
-    fn finish<T>(self, result: ingle_core::Result<T>) -> PyResult<T> {
+    fn finish<T>(self, result: ingle::Result<T>) -> PyResult<T> {
         match self.interrupt {
             Some(interrupt) => Err(interrupt),
             None => result.map_err(py_err),
@@ -565,7 +565,7 @@ struct Closable<I> {
     closed: AtomicBool,
 }
 
-impl<T, I: Iterator<Item = ingle_core::Result<T>> + Send> Closable<I> {
+impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
     fn new(stream: I) -> Self {
         Closable {
             inner: Mutex::new(Some(stream)),
@@ -692,7 +692,7 @@ fn check_predictor_declaration(declaration: &str) -> PyResult<()> {
 /// What ingle runs with here (version, the CPU variant of llama.cpp's kernels), as JSON.
 #[pyfunction]
 fn system_info(py: Python<'_>) -> PyResult<String> {
-    py.detach(ingle_core::system_info)
+    py.detach(ingle::system_info)
         .and_then(|info| to_json_text(&info))
         .map_err(py_err)
 }
@@ -709,6 +709,6 @@ fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::NativeServer>()?;
     m.add_function(wrap_pyfunction!(check_predictor_declaration, m)?)?;
     m.add_function(wrap_pyfunction!(system_info, m)?)?;
-    m.add("__version__", ingle_core::VERSION)?;
+    m.add("__version__", ingle::VERSION)?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! thread (a request of `ingle serve`, a caller with the GIL released): each call attaches to
 //! the interpreter for as long as Python code runs, and no longer.
 
-use ingle_core::{
+use ingle::{
     Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OutputStream, Outputs,
     Tensor, Value,
 };
@@ -170,7 +170,7 @@ fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
         return Ok(Value::List(items));
     }
     if let Ok(dict) = object.cast::<PyDict>() {
-        let mut map = ingle_core::Dict::new();
+        let mut map = ingle::Dict::new();
         for (k, v) in dict.iter() {
             let key: String = k
                 .extract()
@@ -236,12 +236,12 @@ struct PythonOutputs {
 }
 
 impl Iterator for PythonOutputs {
-    type Item = ingle_core::Result<Outputs>;
+    type Item = ingle::Result<Outputs>;
 
     fn next(&mut self) -> Option<Self::Item> {
         let iterator = self.iterator.as_ref()?;
         let tag = self.tag.clone();
-        let attached = Python::try_attach(|py| -> Option<ingle_core::Result<Outputs>> {
+        let attached = Python::try_attach(|py| -> Option<ingle::Result<Outputs>> {
             let item = match iterator.bind(py).call_method0("__next__") {
                 Ok(item) => item,
                 Err(e) if e.is_instance_of::<PyStopIteration>(py) => return None,
@@ -302,16 +302,13 @@ impl Drop for PythonOutputs {
 }
 
 /// Parses a declaration and wraps `invoke` (registering it checks it against the OpenAI rules).
-pub fn python_predictor(
-    declaration: &str,
-    invoke: Py<PyAny>,
-) -> ingle_core::Result<ExternalPredictor> {
+pub fn python_predictor(declaration: &str, invoke: Py<PyAny>) -> ingle::Result<ExternalPredictor> {
     let declaration = Declaration::from_json(declaration)?;
     let tag = declaration.tag.clone();
     Ok(ExternalPredictor::new(
         declaration,
         move |inputs: Inputs, logs: Logs| {
-            let attached = Python::try_attach(|py| -> ingle_core::Result<OutputStream> {
+            let attached = Python::try_attach(|py| -> ingle::Result<OutputStream> {
                 let call = || -> PyResult<Py<PyAny>> {
                     let dict = PyDict::new(py);
                     for (name, value) in &inputs {
@@ -336,9 +333,9 @@ pub fn python_predictor(
 }
 
 /// Checks a declaration as registering it would, without registering it.
-pub fn check_declaration(declaration: &str) -> ingle_core::Result<()> {
+pub fn check_declaration(declaration: &str) -> ingle::Result<()> {
     let declaration = Declaration::from_json(declaration)?;
-    ingle_core::openai::check_predictor(&declaration.tag, &declaration.signature)
+    ingle::openai::check_predictor(&declaration.tag, &declaration.signature)
 }
 
 /// `predictions` inputs given as `RawTensor` / `RawAudio` (NumPy arrays, `ingle.AudioSamples`),

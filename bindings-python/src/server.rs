@@ -21,7 +21,7 @@ pub struct NativeServer {
 impl NativeServer {
     pub fn start(
         py: Python<'_>,
-        client: ingle_core::Client,
+        client: ingle::Client,
         host: &str,
         port: u16,
         api_key: Option<String>,
