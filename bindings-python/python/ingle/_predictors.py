@@ -31,6 +31,22 @@ import typing
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import _ingle
+from ._annotations import (
+    AudioSamples,
+    Parameter,
+    PredictorDefinitionError,
+    _Annotation,
+    _EmbeddingDims,
+    _Unsupported,
+)
+from ._values import (
+    _array_of,
+    _declared_dtype,
+    _is_ndarray_type,
+    _OutputError,
+    _raw_audio,
+    _raw_tensor,
+)
 from .types import (
     BaseModel,
     ChatCompletionChunk,
@@ -39,271 +55,6 @@ from .types import (
 )
 
 __all__ = ["Parameter", "Predictor", "PredictorDefinitionError", "AudioSamples", "predictor"]
-
-
-class PredictorDefinitionError(TypeError):
-    """A predictor's signature breaks a rule: ``function`` and ``param`` name the culprit."""
-
-    def __init__(self, message: str, *, function: str, param: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.function = function
-        self.param = param
-
-
-class _Annotation:
-    """What a parameter means to the OpenAI methods."""
-
-    kind = "generic"
-
-    def __init__(self, description: str = "", *, min: Optional[float] = None,
-                 max: Optional[float] = None) -> None:
-        self.description = description
-        self.min = min
-        self.max = max
-
-    def _fields(self) -> Dict[str, Any]:
-        return {}
-
-    def _json(self) -> Any:
-        fields = self._fields()
-        return {"type": self.kind, **fields} if fields else self.kind
-
-    def __repr__(self) -> str:
-        return f"Parameter.{type(self).__name__}({self.description!r})"
-
-
-def _annotation(kind: str, doc: str, base: type = _Annotation) -> type:
-    return type(kind.title().replace("_", ""), (base,), {"kind": kind, "__doc__": doc})
-
-
-class _Bounded(_Annotation):
-    def _fields(self) -> Dict[str, Any]:
-        return {"min": self.min, "max": self.max}
-
-
-class _EmbeddingDims(_Bounded):
-    """The number of dimensions to return (``dimensions``): an ``int`` with a default.
-    ``max`` left out is the default (the model's full size)."""
-
-    kind = "embedding_dims"
-
-    def __init__(self, description: str = "", *, min: int = 1, max: Optional[int] = None) -> None:
-        super().__init__(description, min=1 if min is None else min, max=max)
-
-
-class _AudioVoice(_Annotation):
-    """The voice (``voice``): a required ``Literal``/``Enum`` (or ``str`` with ``voices``)."""
-
-    kind = "audio_voice"
-
-    def __init__(self, description: str = "", *, voices: Optional[Sequence[str]] = None) -> None:
-        super().__init__(description)
-        self.voices = None if voices is None else [str(v) for v in voices]
-
-    def _fields(self) -> Dict[str, Any]:
-        return {"voices": self.voices}
-
-
-class _AudioSpeed(_Bounded):
-    """The speaking speed (``speed``): a ``float`` with a default."""
-
-    kind = "audio_speed"
-
-    def __init__(self, description: str = "", *, min: float = 0.25, max: float = 4.0) -> None:
-        super().__init__(description, min=min, max=max)
-
-
-class _Audio(_Annotation):
-    """Audio: float32 samples as a NumPy array at ``sample_rate``: ``(F,)`` mono, or ``(F, C)``
-    or ``(C, F)`` (the shape decides: at most 64 channels, fewer than the frames)."""
-
-    kind = "audio"
-
-    def __init__(self, description: str = "", *, sample_rate: int) -> None:
-        super().__init__(description)
-        self.sample_rate = int(sample_rate)
-
-    def _fields(self) -> Dict[str, Any]:
-        return {"sample_rate": self.sample_rate}
-
-
-class _Unsupported(_Annotation):
-    """An annotation another library has and ingle does not: using it fails at registration
-    (naming the parameter) rather than doing nothing."""
-
-    kind = "unsupported"
-
-    def __init__(self, name: str, why: str, description: str = "", **_: Any) -> None:
-        super().__init__(description)
-        self.name = name
-        self.why = why
-
-    def __repr__(self) -> str:
-        return f"Annotations.{self.name}({self.description!r})"
-
-
-class Parameter:
-    """The annotations of predictor parameters, used as ``Annotated[type, Parameter.X(...)]``."""
-
-    Generic = _annotation("generic", "No special meaning; ``min``/``max`` bound a number.")
-    Numeric = _annotation("generic", "A number between ``min`` and ``max``.")
-    Embedding = _annotation(
-        "embedding", "The texts to embed (``list[str]``), or the float32 ``(N, D)`` output.")
-    EmbeddingDims = _EmbeddingDims
-    AudioVoice = _AudioVoice
-    AudioSpeed = _AudioSpeed
-    Audio = _Audio
-    TranscriptionLanguage = _annotation(
-        "transcription_language", "The language of the audio (``language``).")
-    TranscriptionPrompt = _annotation(
-        "transcription_prompt", "Text that conditions a transcription (``prompt``).")
-    TranscriptionWordTimestamps = _annotation(
-        "transcription_word_timestamps", "Whether to time each word (``bool``).")
-    TranscriptionSegment = _annotation(
-        "transcription_segment", "One segment ``{id, start, end, text, ...}`` (an output).")
-    ChatMessages = _annotation(
-        "chat_messages", "The chat messages (``messages``); also found by its type hint.")
-    Prompt = _annotation("prompt", "The text to continue (``completions``' ``prompt``).")
-    MaxTokens = _annotation("max_tokens", "``max_tokens`` / ``max_completion_tokens`` (int).")
-    Temperature = _annotation("temperature", "``temperature`` (float).")
-    TopP = _annotation("top_p", "``top_p`` (float).")
-    Stop = _annotation("stop", "``stop``: a list of strings.")
-    Seed = _annotation("seed", "``seed`` (int).")
-    FrequencyPenalty = _annotation("frequency_penalty", "``frequency_penalty`` (float).")
-    PresencePenalty = _annotation("presence_penalty", "``presence_penalty`` (float).")
-    TopK = _annotation("top_k", "``top_k``, llama.cpp's extension (int; 0: off).")
-    MinP = _annotation("min_p", "``min_p``, llama.cpp's extension (float, 0–1).")
-    RepetitionPenalty = _annotation(
-        "repetition_penalty",
-        "``repetition_penalty`` (llama.cpp's ``repeat_penalty``; float, 1: off).")
-    ChatTemplateKwargs = _annotation(
-        "chat_template_kwargs", "``chat_template_kwargs``: extra chat-template variables (dict).")
-    Tools = _annotation("tools", "``tools``: the function tools the model may call (a list).")
-    ToolChoice = _annotation(
-        "tool_choice", "``tool_choice``, always a dict: ``{'type': 'auto'}``, ... (dict).")
-    ParallelToolCalls = _annotation("parallel_tool_calls", "``parallel_tool_calls`` (bool).")
-    ResponseFormat = _annotation("response_format", "``response_format`` (dict).")
-    Logprobs = _annotation(
-        "logprobs", "How many alternatives to report with each token's log probability (int).")
-    LogitBias = _annotation("logit_bias", "``logit_bias``: token id → bias (dict).")
-    ToolCalls = _annotation(
-        "tool_calls", "Tool-call deltas since the previous output, as OpenAI streams them (an output list).")
-    TokenLogprobs = _annotation(
-        "token_logprobs", "``{token, logprob, bytes, top_logprobs}`` per token (an output list).")
-
-
-class AudioSamples:
-    """Audio for ``predictions.create`` inputs: float32 ``samples`` (``(F,)``, or ``(F, C)``
-    or ``(C, F)`` as the shape decides) at ``sample_rate``."""
-
-    def __init__(self, samples: Any, sample_rate: int) -> None:
-        self.samples = samples
-        self.sample_rate = int(sample_rate)
-
-    def _raw(self, what: str) -> Any:
-        return _raw_audio(self.samples, self.sample_rate, what)
-
-
-# --- What a value crosses as --------------------------------------------------------------
-
-_TENSOR_DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
-
-
-def _numpy() -> Any:
-    import numpy
-
-    return numpy
-
-
-def _is_ndarray_type(hint: Any) -> bool:
-    if "numpy" not in sys.modules:
-        return False
-    np = sys.modules["numpy"]
-    return hint is np.ndarray or typing.get_origin(hint) is np.ndarray
-
-
-def _declared_dtype(hint: Any) -> Optional[str]:
-    """``float32`` of ``npt.NDArray[np.float32]``; ``None`` when the hint names none."""
-    np = _numpy()
-    for arg in typing.get_args(hint):
-        for inner in (typing.get_args(arg) or (arg,)):
-            try:
-                if isinstance(inner, type) and issubclass(inner, np.generic):
-                    return str(np.dtype(inner))
-            except TypeError:
-                continue
-    return None
-
-
-def _raw_tensor(array: Any, what: str, dtype: Optional[str]) -> Any:
-    np = _numpy()
-    if not isinstance(array, np.ndarray):
-        raise _OutputError(f"{what} is a {type(array).__name__}, declared a NumPy array")
-    name = str(array.dtype)
-    if dtype is not None and name != dtype:
-        raise _OutputError(f"{what} is a {name} array, declared {dtype}")
-    if name not in _TENSOR_DTYPES:
-        raise _OutputError(
-            f"{what} is a {name} array; arrays cross as {', '.join(_TENSOR_DTYPES)}")
-    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
-    return _ingle.RawTensor(name, list(array.shape), data.tobytes())
-
-
-def _raw_audio(samples: Any, sample_rate: int, what: str) -> Any:
-    np = _numpy()
-    if not isinstance(samples, np.ndarray):
-        raise _OutputError(f"{what} is a {type(samples).__name__}, declared a float32 NumPy array")
-    if samples.dtype != np.float32:
-        raise _OutputError(f"{what} is a {samples.dtype} array; audio is float32")
-    channels, channels_first = _audio_layout(samples.shape, what)
-    if channels_first:
-        samples = samples.T  # (C, F) → (F, C): the engine takes interleaved frames
-    data = np.ascontiguousarray(samples, dtype=np.float32).tobytes()
-    return _ingle.RawAudio(data, sample_rate, channels)
-
-
-_MAX_CHANNELS = 64
-
-
-def _audio_layout(shape: Tuple[int, ...], what: str) -> Tuple[int, bool]:
-    """``(channels, channels_first)`` of an audio array's shape. ``(F,)`` is mono; a 2-D array
-    is ``(F, C)`` (interleaved) or ``(C, F)`` (channels first), as the two documents
-    predictors are written from say, and its shape decides which: the channels are the side
-    of at most 64 that is shorter than the other. A shape that decides nothing (``(2, 2)``,
-    ``(100, 200)``) is refused, naming ``what``."""
-    if len(shape) == 1:
-        return 1, False
-    if len(shape) == 2:
-        rows, columns = shape
-        if 1 <= columns <= _MAX_CHANNELS and (rows > columns or rows == 0 or rows == columns == 1):
-            return columns, False  # (F, C)
-        if 1 <= rows <= _MAX_CHANNELS and (columns > rows or columns == 0):
-            return rows, True  # (C, F)
-        if rows == columns:
-            raise _OutputError(
-                f"{what} has shape {tuple(shape)}, which is ambiguous: (frames, channels) or "
-                "(channels, frames)? The channels are the shorter side; give audio with more "
-                "frames than channels")
-        raise _OutputError(
-            f"{what} has shape {tuple(shape)}: read either way it has more than "
-            f"{_MAX_CHANNELS} channels (or none); audio is (frames,), (frames, channels) or "
-            f"(channels, frames) with 1 to {_MAX_CHANNELS} channels")
-    raise _OutputError(
-        f"{what} has shape {tuple(shape)}; audio is (frames,), (frames, channels) or "
-        "(channels, frames)")
-
-
-def _array_of(raw: Any) -> Any:
-    """A ``RawTensor``/``RawAudio`` from the engine as a NumPy array."""
-    np = _numpy()
-    if isinstance(raw, _ingle.RawAudio):
-        samples = np.frombuffer(raw.data, dtype=np.float32)
-        return samples if raw.channels == 1 else samples.reshape(-1, raw.channels)
-    return np.frombuffer(raw.data, dtype=np.dtype(raw.dtype).newbyteorder("<")).reshape(raw.shape)
-
-
-class _OutputError(Exception):
-    """An output that breaks its declaration (worded by the caller with the predictor's tag)."""
 
 
 # --- Reading a function's signature --------------------------------------------------------
@@ -809,8 +560,6 @@ def _register(native: Any, item: Any) -> None:
         if getattr(error, "status_code", None) == 400:
             raise item._definition_error(error) from None
         raise
-
-
 
 
 def _split_inputs(inputs: Any) -> Tuple[str, Optional[Dict[str, Any]]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from .._predictors import Parameter, _Annotation, _Unsupported
+from .._annotations import Parameter, _Annotation, _Unsupported
 
 __all__ = ["Annotations"]
 

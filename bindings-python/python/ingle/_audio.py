@@ -1,0 +1,448 @@
+"""``client.audio``: speech, transcriptions and translations, sync and async."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import (
+    IO,
+    Any,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Tuple,
+    Union,
+    overload,
+)
+
+from . import _arguments
+from ._arguments import NOT_GIVEN, REQUIRED
+from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
+from ._response import (
+    AsyncResponseContextManager,
+    AsyncStreamedBinaryAPIResponse,
+    HttpxBinaryResponseContent,
+    ResponseContextManager,
+    StreamedBinaryAPIResponse,
+)
+from .types import (
+    Transcription,
+    TranscriptionStreamEvent,
+    TranscriptionVerbose,
+    Translation,
+    _TranscriptionStreamEvents,
+)
+
+
+ResponseFormat = Literal["mp3", "opus", "aac", "flac", "wav", "pcm"]
+StreamFormat = Literal["sse", "audio"]
+
+
+def _speech_body(
+    model: Any,
+    input: Any,
+    voice: Any,
+    instructions: Any,
+    response_format: Any,
+    speed: Any,
+    stream_format: Any,
+    extra: Dict[str, Any],
+) -> str:
+    params = dict(
+        model=model,
+        input=input,
+        voice=voice,
+        instructions=instructions,
+        response_format=response_format,
+        speed=speed,
+        stream_format=stream_format,
+    )
+    params.update(extra)
+    return _arguments.speech(params)
+
+
+def _binary_content(result: Any) -> HttpxBinaryResponseContent:
+    return HttpxBinaryResponseContent(*result)
+
+
+class Speech(_Resource):
+    """``client.audio.speech``: text to speech."""
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.with_streaming_response = SpeechWithStreamingResponse(self)
+
+    def create(
+        self,
+        *,
+        input: str = REQUIRED,
+        model: str = REQUIRED,
+        voice: str = REQUIRED,
+        instructions: str = NOT_GIVEN,
+        response_format: ResponseFormat = NOT_GIVEN,
+        speed: float = NOT_GIVEN,
+        stream_format: StreamFormat = NOT_GIVEN,
+        **extra: Any,
+    ) -> HttpxBinaryResponseContent:
+        """Speaks ``input`` (1 to 4096 characters) with ``model`` (such as
+        ``"@local/piper-en-us-joe-medium"``) in ``voice`` (one of the model's, or any OpenAI
+        voice name: ``alloy``, ``ash``, ... map to the model's default). ``response_format``:
+        ``mp3`` (default), ``opus``, ``aac``, ``flac``, ``wav`` or ``pcm`` (raw 16-bit
+        little-endian mono at 24 kHz); ``speed``: 0.25 to 4.0; ``stream_format="sse"`` makes
+        the content server-sent events of base64 audio. ``instructions`` are refused by models
+        that cannot follow them (all local ones so far).
+
+        Returns the whole file once synthesised (the GIL is released meanwhile), and the
+        samples it was encoded from: ``r.write_to_file(path)``, ``r.content``,
+        ``r.to_numpy()`` at ``r.sample_rate``. Ctrl-C stops the synthesis before its next
+        sentence; for audio as it is produced, use ``with_streaming_response.create(...)``."""
+        body = _speech_body(
+            model, input, voice, instructions, response_format, speed, stream_format, extra
+        )
+        return _binary_content(self._native.audio_speech_create(body))
+
+
+class SpeechWithStreamingResponse:
+    """``client.audio.speech.with_streaming_response``."""
+
+    def __init__(self, speech: Speech) -> None:
+        self._speech = speech
+
+    def create(
+        self,
+        *,
+        input: str = REQUIRED,
+        model: str = REQUIRED,
+        voice: str = REQUIRED,
+        instructions: str = NOT_GIVEN,
+        response_format: ResponseFormat = NOT_GIVEN,
+        speed: float = NOT_GIVEN,
+        stream_format: StreamFormat = NOT_GIVEN,
+        **extra: Any,
+    ) -> ResponseContextManager[StreamedBinaryAPIResponse]:
+        """``Speech.create``'s arguments; the audio comes as it is synthesised, a sentence at a
+        time::
+
+            with client.audio.speech.with_streaming_response.create(
+                model=..., voice="alloy", input=text, response_format="wav"
+            ) as response:
+                response.stream_to_file("speech.wav")   # or: for chunk in response.iter_bytes()
+
+        The request starts when the ``with`` block is entered (a bad argument raises there);
+        leaving it stops synthesis."""
+        native = self._speech._native
+
+        def request() -> StreamedBinaryAPIResponse:
+            body = _speech_body(
+                model, input, voice, instructions, response_format, speed, stream_format, extra
+            )
+            return StreamedBinaryAPIResponse(native.audio_speech_stream(body))
+
+        return ResponseContextManager(request)
+
+
+FileContent = Union[IO[bytes], bytes, "os.PathLike[str]"]
+FileTypes = Union[
+    FileContent,
+    Tuple[Optional[str], FileContent],
+    Tuple[Optional[str], FileContent, Optional[str]],
+    Tuple[Optional[str], FileContent, Optional[str], Mapping[str, str]],
+    Any,  # a NumPy array of samples, with `sample_rate`
+]
+"""``file`` of ``audio.transcriptions.create``: as ``openai`` takes it, or a NumPy array."""
+TranscriptionFormat = Literal["json", "text", "srt", "verbose_json", "vtt"]
+Granularity = Literal["word", "segment"]
+
+
+def _transcription_body(params: Dict[str, Any], extra: Dict[str, Any]) -> str:
+    params = dict(params)
+    for name in ("self", "file", "sample_rate", "stream", "extra"):
+        params.pop(name, None)
+    params.update(extra)
+    return _arguments.transcription(params)
+
+
+def _transcription(result: Tuple[str, str, str]) -> Any:
+    """The response of the format: ``Transcription``, ``TranscriptionVerbose``, or for
+    ``text``, ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
+    response_format, body, _content_type = result
+    if response_format == "json":
+        return Transcription.construct(json.loads(body))
+    if response_format == "verbose_json":
+        return TranscriptionVerbose.construct(json.loads(body))
+    return body
+
+
+class Transcriptions(_Resource):
+    """``client.audio.transcriptions``: speech to text."""
+
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["json"] = ...,
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> Transcription: ...
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["verbose_json"],
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> TranscriptionVerbose: ...
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["text", "srt", "vtt"],
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> str: ...
+    @overload
+    def create(
+        self, *, file: FileTypes, model: str, stream: Literal[True], **params: Any
+    ) -> Stream[TranscriptionStreamEvent]: ...
+    def create(
+        self,
+        *,
+        file: FileTypes = REQUIRED,
+        model: str = REQUIRED,
+        chunking_strategy: Any = NOT_GIVEN,
+        include: List[str] = NOT_GIVEN,
+        language: str = NOT_GIVEN,
+        prompt: str = NOT_GIVEN,
+        response_format: TranscriptionFormat = NOT_GIVEN,
+        stream: Optional[bool] = NOT_GIVEN,
+        temperature: float = NOT_GIVEN,
+        timestamp_granularities: List[Granularity] = NOT_GIVEN,
+        sample_rate: Optional[int] = None,
+        **extra: Any,
+    ) -> Union[Transcription, TranscriptionVerbose, str, Stream[TranscriptionStreamEvent]]:
+        """Transcribes ``file`` with ``model`` (``"@local/whisper-tiny-en"``: English).
+
+        ``file``: as ``openai`` takes it (``bytes``, an open binary file, ``io.BytesIO``, a
+        ``pathlib.Path``, or a ``(filename, content[, content_type])`` tuple) in wav, flac,
+        mp3, ogg (Vorbis, Opus), webm or m4a; or a NumPy array of float samples (1-D mono, or
+        ``(frames, channels)``) at ``sample_rate`` Hz (ingle's own argument), resampled as
+        needed. ``response_format``: ``json`` (default) gives a ``Transcription``,
+        ``verbose_json`` a ``TranscriptionVerbose`` (``segments``, and ``words`` with
+        ``timestamp_granularities=["word"]``), ``text``, ``srt`` and ``vtt`` a ``str``.
+        ``language`` (``en``), ``prompt`` and ``temperature`` are Whisper's; ``include`` and
+        ``chunking_strategy`` are refused (no local model has them).
+
+        With ``stream=True``: a ``Stream`` of ``TranscriptionTextDeltaEvent`` (one per
+        segment, as its 30-second window is decoded) and a last ``TranscriptionTextDoneEvent``;
+        leaving it early stops the transcription. Otherwise the GIL is released while the
+        audio is decoded and transcribed; Ctrl-C stops it before the next segment."""
+        body = _transcription_body(locals(), extra)
+        audio = _arguments.audio_file(file, sample_rate)
+        if _arguments.stream_flag(stream):
+            native = self._native.audio_transcriptions_stream(body, *audio)
+            return Stream(native, _TranscriptionStreamEvents)  # type: ignore[arg-type]
+        return _transcription(self._native.audio_transcriptions_create(body, *audio))
+
+
+class Translations(_Resource):
+    """``client.audio.translations``: speech in any language to English text. Every model
+    ingle has is English-only, so each request raises ``BadRequestError`` (``param`` is
+    ``model``): use ``audio.transcriptions`` for English audio."""
+
+    def create(
+        self,
+        *,
+        file: FileTypes = REQUIRED,
+        model: str = REQUIRED,
+        prompt: str = NOT_GIVEN,
+        response_format: TranscriptionFormat = NOT_GIVEN,
+        temperature: float = NOT_GIVEN,
+        sample_rate: Optional[int] = None,
+        **extra: Any,
+    ) -> Union[Translation, str]:
+        body = _transcription_body(locals(), extra)
+        audio = _arguments.audio_file(file, sample_rate)
+        return _translation(self._native.audio_translations_create(body, *audio))
+
+
+def _translation(result: Tuple[str, str, str]) -> Any:
+    response_format, body, _content_type = result
+    if response_format in ("json", "verbose_json"):
+        return Translation.construct(json.loads(body))
+    return body
+
+
+class Audio(_Resource):
+    """``client.audio``."""
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.speech = Speech(native)
+        self.transcriptions = Transcriptions(native)
+        self.translations = Translations(native)
+
+
+class AsyncSpeech(_Resource):
+    """``client.audio.speech`` of ``AsyncOpenAI``."""
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.with_streaming_response = AsyncSpeechWithStreamingResponse(self)
+
+    async def create(
+        self,
+        *,
+        input: str = REQUIRED,
+        model: str = REQUIRED,
+        voice: str = REQUIRED,
+        instructions: str = NOT_GIVEN,
+        response_format: ResponseFormat = NOT_GIVEN,
+        speed: float = NOT_GIVEN,
+        stream_format: StreamFormat = NOT_GIVEN,
+        **extra: Any,
+    ) -> HttpxBinaryResponseContent:
+        """`Speech.create`, synthesised in a worker thread. Cancelling the awaiting task stops
+        the synthesis before its next sentence."""
+        body = _speech_body(
+            model, input, voice, instructions, response_format, speed, stream_format, extra
+        )
+        return _binary_content(await _cancellable(self._native.audio_speech_create, body))
+
+
+class AsyncSpeechWithStreamingResponse:
+    """``client.audio.speech.with_streaming_response`` of ``AsyncOpenAI``."""
+
+    def __init__(self, speech: AsyncSpeech) -> None:
+        self._speech = speech
+
+    def create(
+        self,
+        *,
+        input: str = REQUIRED,
+        model: str = REQUIRED,
+        voice: str = REQUIRED,
+        instructions: str = NOT_GIVEN,
+        response_format: ResponseFormat = NOT_GIVEN,
+        speed: float = NOT_GIVEN,
+        stream_format: StreamFormat = NOT_GIVEN,
+        **extra: Any,
+    ) -> AsyncResponseContextManager[AsyncStreamedBinaryAPIResponse]:
+        """``async with ... as response: async for chunk in response.iter_bytes(): ...``: the
+        audio as it is synthesised, each chunk awaited in a worker thread. Leaving the block,
+        or cancelling the task, stops synthesis."""
+        native = self._speech._native
+
+        async def request() -> AsyncStreamedBinaryAPIResponse:
+            body = _speech_body(
+                model, input, voice, instructions, response_format, speed, stream_format, extra
+            )
+            return AsyncStreamedBinaryAPIResponse(
+                await _in_thread(native.audio_speech_stream, body)
+            )
+
+        return AsyncResponseContextManager(request)
+
+
+class AsyncTranscriptions(_Resource):
+    """``client.audio.transcriptions`` of ``AsyncOpenAI``."""
+
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["json"] = ...,
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> Transcription: ...
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["verbose_json"],
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> TranscriptionVerbose: ...
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["text", "srt", "vtt"],
+        stream: Literal[False] = ...,
+        **params: Any,
+    ) -> str: ...
+    @overload
+    async def create(
+        self, *, file: FileTypes, model: str, stream: Literal[True], **params: Any
+    ) -> AsyncStream[TranscriptionStreamEvent]: ...
+    async def create(
+        self,
+        *,
+        file: FileTypes = REQUIRED,
+        model: str = REQUIRED,
+        chunking_strategy: Any = NOT_GIVEN,
+        include: List[str] = NOT_GIVEN,
+        language: str = NOT_GIVEN,
+        prompt: str = NOT_GIVEN,
+        response_format: TranscriptionFormat = NOT_GIVEN,
+        stream: Optional[bool] = NOT_GIVEN,
+        temperature: float = NOT_GIVEN,
+        timestamp_granularities: List[Granularity] = NOT_GIVEN,
+        sample_rate: Optional[int] = None,
+        **extra: Any,
+    ) -> Union[Transcription, TranscriptionVerbose, str, AsyncStream[TranscriptionStreamEvent]]:
+        """`Transcriptions.create`: the file is read, decoded and transcribed in a worker
+        thread. Cancelling the awaiting task stops the transcription before its next segment;
+        with ``stream=True``, ``async for event in stream``."""
+        body = _transcription_body(locals(), extra)
+        streaming = _arguments.stream_flag(stream)
+        audio = await _in_thread(_arguments.audio_file, file, sample_rate)
+        if streaming:
+            native = await _in_thread(self._native.audio_transcriptions_stream, body, *audio)
+            return AsyncStream(native, _TranscriptionStreamEvents)  # type: ignore[arg-type]
+        result = await _cancellable(self._native.audio_transcriptions_create, body, *audio)
+        return _transcription(result)
+
+
+class AsyncTranslations(_Resource):
+    """``client.audio.translations`` of ``AsyncOpenAI``: raises ``BadRequestError`` (every
+    model ingle has is English-only)."""
+
+    async def create(
+        self,
+        *,
+        file: FileTypes = REQUIRED,
+        model: str = REQUIRED,
+        prompt: str = NOT_GIVEN,
+        response_format: TranscriptionFormat = NOT_GIVEN,
+        temperature: float = NOT_GIVEN,
+        sample_rate: Optional[int] = None,
+        **extra: Any,
+    ) -> Union[Translation, str]:
+        body = _transcription_body(locals(), extra)
+        audio = await _in_thread(_arguments.audio_file, file, sample_rate)
+        result = await _in_thread(self._native.audio_translations_create, body, *audio)
+        return _translation(result)
+
+
+class AsyncAudio(_Resource):
+    """``client.audio`` of ``AsyncOpenAI``."""
+
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.speech = AsyncSpeech(native)
+        self.transcriptions = AsyncTranscriptions(native)
+        self.translations = AsyncTranslations(native)
