@@ -2,7 +2,7 @@
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models};
+use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models, Responses};
 use crate::predict::{
     last_prediction, Annotation, Inputs, Logs, Metrics, Prediction, PredictionStream, Predictor,
     Signature,
@@ -16,6 +16,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Client {
     pub chat: Chat,
+    /// OpenAI's Responses API, over the chat predictors; stored responses live in the client.
+    pub responses: Responses,
     pub completions: Completions,
     pub embeddings: Embeddings,
     pub audio: AudioApi,
@@ -36,8 +38,10 @@ impl Client {
 
     fn from_registry(registry: Registry) -> Self {
         let registry = Arc::new(registry);
+        let chat = Chat::new(Arc::clone(&registry));
         Client {
-            chat: Chat::new(Arc::clone(&registry)),
+            responses: Responses::new(chat.completions.clone()),
+            chat,
             completions: Completions::new(Arc::clone(&registry)),
             embeddings: Embeddings::new(Arc::clone(&registry)),
             audio: AudioApi::new(Arc::clone(&registry)),

@@ -1,5 +1,5 @@
-//! The OpenAI interface: `chat.completions`, `completions`, `embeddings`, `audio.speech` and
-//! `models`, mapped onto predictors.
+//! The OpenAI interface: `chat.completions`, `responses`, `completions`, `embeddings`,
+//! `audio.speech` and `models`, mapped onto predictors.
 //!
 //! A request's `model` names a predictor tag. Its parameters are found by **annotation**, never by
 //! name: chat needs an input annotated [`Annotation::ChatMessages`], text completion one annotated
@@ -13,6 +13,7 @@ mod completions;
 mod embeddings;
 mod generation;
 mod models;
+mod responses;
 mod rules;
 mod speech;
 mod transcription;
@@ -22,6 +23,7 @@ pub use chat::{Chat, ChatCompletionStream, ChatCompletions};
 pub use completions::{CompletionStream, Completions};
 pub use embeddings::*;
 pub use models::Models;
+pub use responses::{ResponseRequest, ResponseStream, Responses, STORED_RESPONSES};
 pub use speech::*;
 pub use transcription::*;
 pub use types::*;

@@ -1,0 +1,312 @@
+//! `client.responses`: OpenAI's Responses API over the chat machinery. A request's input items
+//! (messages, function calls and their outputs, after those of `previous_response_id`) become a
+//! chat conversation; the chat stream's chunks become the Responses events (`response.created`,
+//! `response.output_text.delta`, ..., `response.completed`), and a whole `create()` is those
+//! events run to the end. So every chat-capable predictor, built in or written by a user, serves
+//! Responses with no code of its own, and a continued conversation renders as a prefix of the
+//! next one, which the llama backend's prompt cache reuses.
+//!
+//! Stored responses (`store`, true unless said otherwise) are kept in memory, the newest
+//! [`STORED_RESPONSES`]; `previous_response_id` continues one, `retrieve`, `delete` and
+//! `input_items` read them.
+
+mod request;
+mod stream;
+
+pub use request::ResponseRequest;
+pub use stream::ResponseStream;
+
+use crate::error::{shown, Error, ErrorKind, Result};
+use crate::openai::chat::ChatCompletions;
+use crate::openai::common::next_unless_stopped;
+use crate::openai::types::{ChatCompletionRequest, ChatMessage, StreamOptions};
+use crate::predict::{random_id, unix_now};
+use request::{chat_messages, chat_response_format, chat_tool_choice};
+use serde_json::{json, Value as Json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Most stored responses kept; storing one more forgets the oldest.
+pub const STORED_RESPONSES: usize = 1000;
+
+/// A stored response: what `retrieve` gives, its input items, and the conversation up to and
+/// including its output (without its `instructions`, which a next turn does not inherit).
+struct Stored {
+    response: Json,
+    input: Vec<Json>,
+    conversation: Vec<ChatMessage>,
+}
+
+/// The stored responses, newest [`STORED_RESPONSES`].
+#[derive(Default)]
+struct Store {
+    by_id: HashMap<String, Arc<Stored>>,
+    order: VecDeque<String>,
+}
+
+/// `client.responses`.
+#[derive(Clone)]
+pub struct Responses {
+    chat: ChatCompletions,
+    store: Arc<Mutex<Store>>,
+}
+
+impl Responses {
+    pub(crate) fn new(chat: ChatCompletions) -> Self {
+        Responses {
+            chat,
+            store: Arc::default(),
+        }
+    }
+
+    fn stored(&self, id: &str) -> Option<Arc<Stored>> {
+        let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        store.by_id.get(id).cloned()
+    }
+
+    fn keep(&self, id: String, stored: Stored) {
+        let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        if store.by_id.insert(id.clone(), Arc::new(stored)).is_none() {
+            store.order.push_back(id);
+        }
+        while store.order.len() > STORED_RESPONSES {
+            if let Some(oldest) = store.order.pop_front() {
+                store.by_id.remove(&oldest);
+            }
+        }
+    }
+
+    /// A whole `response`. `request.stream` must not be true (use [`Self::stream`]).
+    pub fn create(&self, request: &ResponseRequest) -> Result<Json> {
+        self.create_until(request, || false)
+    }
+
+    /// [`Self::create`] that asks `stop` before each token whether to go on (see
+    /// [`ChatCompletions::create_until`]).
+    pub fn create_until(
+        &self,
+        request: &ResponseRequest,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<Json> {
+        if request.stream {
+            return Err(Error::invalid(
+                "stream",
+                "`stream: true` was given to create(); call stream() instead",
+            ));
+        }
+        let mut events = self.start(request)?;
+        let mut last = None;
+        while let Some(event) = next_unless_stopped(&mut events, &mut stop)? {
+            last = Some(event);
+        }
+        last.and_then(|mut event| event.get_mut("response").map(Json::take))
+            .ok_or_else(|| Error::internal("The response ended without its last event"))
+    }
+
+    /// The response's events, as OpenAI streams them. Dropping the stream stops generation.
+    pub fn stream(&self, request: &ResponseRequest) -> Result<ResponseStream> {
+        self.start(request)
+    }
+
+    fn start(&self, request: &ResponseRequest) -> Result<ResponseStream> {
+        let mut conversation = Vec::new();
+        if let Some(previous) = &request.previous_response_id {
+            let stored = self.stored(previous).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::NotFound,
+                    format!(
+                        "Previous response with id '{}' not found (never stored, deleted, or \
+                         one of more than {STORED_RESPONSES} older ones)",
+                        shown(previous)
+                    ),
+                )
+                .with_param("previous_response_id")
+                .with_code("previous_response_not_found")
+            })?;
+            conversation.clone_from(&stored.conversation);
+        }
+        chat_messages(&request.input, &mut conversation);
+        let mut messages = Vec::with_capacity(conversation.len() + 1);
+        if let Some(instructions) = &request.instructions {
+            messages.push(ChatMessage::system(instructions.clone()));
+        }
+        messages.extend(conversation.iter().cloned());
+        let tools = !request.tools.is_empty();
+        let chat = ChatCompletionRequest {
+            max_tokens: request.max_output_tokens,
+            temperature: request.temperature,
+            top_p: request.top_p,
+            tools: tools.then(|| {
+                request
+                    .tools
+                    .iter()
+                    .map(|tool| {
+                        let mut function = json!({"name": tool["name"]});
+                        for key in ["description", "parameters", "strict"] {
+                            if let Some(value) = tool.get(key).filter(|v| !v.is_null()) {
+                                function[key] = value.clone();
+                            }
+                        }
+                        json!({"type": "function", "function": function})
+                    })
+                    .collect()
+            }),
+            tool_choice: request
+                .tool_choice
+                .as_ref()
+                .map(chat_tool_choice)
+                .transpose()?,
+            parallel_tool_calls: request.parallel_tool_calls.filter(|_| tools),
+            response_format: chat_response_format(&request.format)?,
+            stream: Some(true),
+            stream_options: Some(StreamOptions {
+                include_usage: true,
+                ..StreamOptions::default()
+            }),
+            user: request.user.clone(),
+            ..ChatCompletionRequest::new(request.model.clone(), messages)
+        };
+        let chunks = self.chat.stream(&chat).map_err(in_responses_terms)?;
+        let response = json!({
+            "id": random_id("resp_"),
+            "object": "response",
+            "created_at": unix_now(),
+            "status": "in_progress",
+            "background": false,
+            "error": null,
+            "incomplete_details": null,
+            "instructions": request.instructions,
+            "max_output_tokens": request.max_output_tokens,
+            "max_tool_calls": null,
+            "model": request.model,
+            "output": [],
+            "parallel_tool_calls": request.parallel_tool_calls.unwrap_or(true),
+            "previous_response_id": request.previous_response_id,
+            "reasoning": {"effort": null, "summary": null},
+            "service_tier": "default",
+            "store": request.store,
+            "temperature": request.temperature,
+            "text": {"format": request.format, "verbosity": "medium"},
+            "tool_choice": request.tool_choice.clone().unwrap_or(json!("auto")),
+            "tools": request.tools,
+            "top_logprobs": 0,
+            "top_p": request.top_p,
+            "truncation": "disabled",
+            "usage": null,
+            "user": request.user,
+            "metadata": request.metadata,
+        });
+        let mut pending = VecDeque::new();
+        pending.push_back(json!({"type": "response.created", "response": response}));
+        pending.push_back(json!({"type": "response.in_progress", "response": response}));
+        let keep = request
+            .store
+            .then(|| (self.clone(), request.input.clone(), conversation));
+        Ok(ResponseStream::new(chunks, response, pending, keep))
+    }
+
+    /// A stored response, by id.
+    pub fn retrieve(&self, id: &str) -> Result<Json> {
+        Ok(self.found(id)?.response.clone())
+    }
+
+    /// Forgets a stored response: `{"id", "object": "response.deleted", "deleted": true}`.
+    pub fn delete(&self, id: &str) -> Result<Json> {
+        let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
+        if store.by_id.remove(id).is_none() {
+            return Err(response_not_found(id));
+        }
+        store.order.retain(|kept| kept != id);
+        Ok(json!({"id": id, "object": "response.deleted", "deleted": true}))
+    }
+
+    /// The input items of a stored response, as OpenAI pages them: `order` `desc` (the
+    /// default: newest first) or `asc`, `limit` 1 to 100 (default 20), after the item `after`.
+    pub fn input_items(
+        &self,
+        id: &str,
+        after: Option<&str>,
+        limit: Option<i64>,
+        order: Option<&str>,
+    ) -> Result<Json> {
+        let stored = self.found(id)?;
+        let limit = match limit {
+            None => 20,
+            Some(n @ 1..=100) => n as usize,
+            Some(n) => {
+                return Err(Error::invalid(
+                    "limit",
+                    format!("Invalid value for `limit`: {n} (1 to 100)"),
+                ))
+            }
+        };
+        let mut items: Vec<&Json> = stored.input.iter().collect();
+        match order {
+            None | Some("desc") => items.reverse(),
+            Some("asc") => {}
+            Some(other) => {
+                return Err(Error::invalid(
+                    "order",
+                    format!(
+                        "Invalid value for `order`: '{}' (asc or desc)",
+                        shown(other)
+                    ),
+                ))
+            }
+        }
+        if let Some(after) = after {
+            let Some(at) = items.iter().position(|item| item["id"] == after) else {
+                return Err(Error::invalid(
+                    "after",
+                    format!("No input item with id '{}' in this response", shown(after)),
+                ));
+            };
+            items.drain(..=at);
+        }
+        let has_more = items.len() > limit;
+        items.truncate(limit);
+        Ok(json!({
+            "object": "list",
+            "data": items,
+            "first_id": items.first().map(|item| item["id"].clone()),
+            "last_id": items.last().map(|item| item["id"].clone()),
+            "has_more": has_more,
+        }))
+    }
+
+    fn found(&self, id: &str) -> Result<Arc<Stored>> {
+        self.stored(id).ok_or_else(|| response_not_found(id))
+    }
+}
+
+fn response_not_found(id: &str) -> Error {
+    Error::new(
+        ErrorKind::NotFound,
+        format!("No response found with id '{}'", shown(id)),
+    )
+    .with_param("response_id")
+    .with_code("not_found")
+}
+
+/// A chat error, in the request's own terms: `messages` is `input`, `max_tokens`
+/// `max_output_tokens`, `response_format` `text.format`.
+fn in_responses_terms(mut error: Error) -> Error {
+    if let Some(param) = &error.param {
+        let renamed = [
+            ("messages", "input"),
+            ("max_tokens", "max_output_tokens"),
+            ("response_format", "text.format"),
+        ]
+        .iter()
+        .find_map(|(chat, responses)| {
+            param
+                .strip_prefix(chat)
+                .filter(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+                .map(|rest| format!("{responses}{rest}"))
+        });
+        if let Some(renamed) = renamed {
+            error.param = Some(renamed);
+        }
+    }
+    error
+}

@@ -1,0 +1,582 @@
+//! A Responses request, read and checked: every field ingle cannot honour is refused by name;
+//! input items are normalised, and become chat messages.
+
+use crate::error::{shown, Error, Result};
+use crate::openai::types::{ChatMessage, FunctionCall, ToolCall};
+use crate::predict::random_id;
+use serde_json::{json, Map, Value as Json};
+
+/// Request fields ingle reads. Others are refused by name, but for those whose value asks for
+/// nothing (`null`, or the default written out): SDKs send some of them as a matter of course.
+const FIELDS: [&str; 16] = [
+    "model",
+    "input",
+    "instructions",
+    "previous_response_id",
+    "store",
+    "stream",
+    "metadata",
+    "max_output_tokens",
+    "temperature",
+    "top_p",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "text",
+    "user",
+    "stream_options",
+];
+
+/// A Responses request, checked: every field ingle cannot honour was refused by name.
+#[derive(Debug, Clone)]
+pub struct ResponseRequest {
+    pub model: String,
+    /// This turn's input items, normalised (messages with parts, ids on every item).
+    pub(super) input: Vec<Json>,
+    pub(super) instructions: Option<String>,
+    pub(super) previous_response_id: Option<String>,
+    pub(super) store: bool,
+    pub stream: bool,
+    pub(super) metadata: Map<String, Json>,
+    pub(super) max_output_tokens: Option<i64>,
+    pub(super) temperature: Option<f64>,
+    pub(super) top_p: Option<f64>,
+    /// As given (the Responses shape), echoed in the response.
+    pub(super) tools: Vec<Json>,
+    pub(super) tool_choice: Option<Json>,
+    pub(super) parallel_tool_calls: Option<bool>,
+    /// `text.format`, as given (default `{"type": "text"}`).
+    pub(super) format: Json,
+    pub(super) user: Option<String>,
+}
+
+impl ResponseRequest {
+    /// Parses and checks the JSON body of a request; an error names the field at fault.
+    pub fn from_json(json: &str) -> Result<Self> {
+        let body: Map<String, Json> = crate::openai::types::from_json(json)?;
+        ResponseRequest::from_map(body)
+    }
+
+    fn from_map(mut body: Map<String, Json>) -> Result<Self> {
+        for (key, value) in &body {
+            if !FIELDS.contains(&key.as_str()) && !asks_nothing(key, value) {
+                return Err(unsupported_field(key, value));
+            }
+        }
+        let model = match body.remove("model") {
+            Some(Json::String(model)) if !model.is_empty() => model,
+            Some(Json::String(_)) | None => {
+                return Err(Error::invalid(
+                    "model",
+                    "Missing required parameter: `model`",
+                ))
+            }
+            Some(other) => return Err(not_a("model", "a string", &other)),
+        };
+        let input = match body.remove("input") {
+            Some(Json::String(text)) => vec![message_item("user", &text, None)],
+            Some(Json::Array(items)) => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| input_item(item, &format!("input[{i}]")))
+                .collect::<Result<_>>()?,
+            Some(Json::Null) | None => {
+                return Err(Error::invalid(
+                    "input",
+                    "Missing required parameter: `input`",
+                ))
+            }
+            Some(other) => return Err(not_a("input", "a string or a list of items", &other)),
+        };
+        let text = |body: &mut Map<String, Json>, field: &str| -> Result<Option<String>> {
+            match body.remove(field) {
+                Some(Json::String(text)) => Ok(Some(text)),
+                Some(Json::Null) | None => Ok(None),
+                Some(other) => Err(not_a(field, "a string", &other)),
+            }
+        };
+        let instructions = text(&mut body, "instructions")?;
+        let previous_response_id = text(&mut body, "previous_response_id")?;
+        let user = text(&mut body, "user")?;
+        let flag = |body: &mut Map<String, Json>, field: &str| -> Result<Option<bool>> {
+            match body.remove(field) {
+                Some(Json::Bool(flag)) => Ok(Some(flag)),
+                Some(Json::Null) | None => Ok(None),
+                Some(other) => Err(not_a(field, "a boolean", &other)),
+            }
+        };
+        let store = flag(&mut body, "store")?.unwrap_or(true);
+        let stream = flag(&mut body, "stream")?.unwrap_or(false);
+        let parallel_tool_calls = flag(&mut body, "parallel_tool_calls")?;
+        let number = |body: &mut Map<String, Json>, field: &str| -> Result<Option<f64>> {
+            match body.remove(field) {
+                Some(Json::Number(n)) => Ok(n.as_f64()),
+                Some(Json::Null) | None => Ok(None),
+                Some(other) => Err(not_a(field, "a number", &other)),
+            }
+        };
+        let temperature = number(&mut body, "temperature")?;
+        let top_p = number(&mut body, "top_p")?;
+        let max_output_tokens = match body.remove("max_output_tokens") {
+            Some(Json::Number(n)) => match n.as_i64().filter(|n| *n >= 1) {
+                Some(n) => Some(n),
+                None => {
+                    return Err(Error::invalid(
+                        "max_output_tokens",
+                        format!(
+                            "Invalid value for `max_output_tokens`: {n} (an integer of at least 1)"
+                        ),
+                    ))
+                }
+            },
+            Some(Json::Null) | None => None,
+            Some(other) => return Err(not_a("max_output_tokens", "an integer", &other)),
+        };
+        let metadata = match body.remove("metadata") {
+            Some(Json::Object(metadata)) => check_metadata(metadata)?,
+            Some(Json::Null) | None => Map::new(),
+            Some(other) => return Err(not_a("metadata", "an object of strings", &other)),
+        };
+        let tools = match body.remove("tools") {
+            Some(Json::Array(tools)) => {
+                for (i, tool) in tools.iter().enumerate() {
+                    check_tool(tool, i)?;
+                }
+                tools
+            }
+            Some(Json::Null) | None => Vec::new(),
+            Some(other) => return Err(not_a("tools", "a list of function tools", &other)),
+        };
+        let tool_choice = match body.remove("tool_choice") {
+            Some(Json::Null) | None => None,
+            Some(choice) => {
+                chat_tool_choice(&choice)?;
+                Some(choice)
+            }
+        };
+        let format = match body.remove("text") {
+            Some(Json::Object(mut text)) => {
+                if let Some(verbosity) = text.remove("verbosity") {
+                    if !matches!(verbosity.as_str(), None | Some("medium")) && !verbosity.is_null()
+                    {
+                        return Err(Error::invalid(
+                            "text.verbosity",
+                            "`text.verbosity` is not supported: ingle's models have one verbosity",
+                        ));
+                    }
+                }
+                let format = text.remove("format").unwrap_or(Json::Null);
+                if let Some(key) = text.keys().next() {
+                    return Err(Error::invalid(
+                        format!("text.{}", shown(key)),
+                        format!(
+                            "Unrecognized request argument supplied: text.{}",
+                            shown(key)
+                        ),
+                    ));
+                }
+                match format {
+                    Json::Null => json!({"type": "text"}),
+                    format => {
+                        chat_response_format(&format)?;
+                        format
+                    }
+                }
+            }
+            Some(Json::Null) | None => json!({"type": "text"}),
+            Some(other) => return Err(not_a("text", "an object", &other)),
+        };
+        if let Some(options) = body.remove("stream_options") {
+            if !stream && !options.is_null() {
+                return Err(Error::invalid(
+                    "stream_options",
+                    "`stream_options` is only allowed with `stream: true`",
+                ));
+            }
+        }
+        Ok(ResponseRequest {
+            model,
+            input,
+            instructions,
+            previous_response_id,
+            store,
+            stream,
+            metadata,
+            max_output_tokens,
+            temperature,
+            top_p,
+            tools,
+            tool_choice,
+            parallel_tool_calls,
+            format,
+            user,
+        })
+    }
+}
+
+/// Whether a field ingle does not read asks for nothing it would fail to do: `null`, `false`,
+/// an empty list, or the value that means what ingle does anyway.
+fn asks_nothing(key: &str, value: &Json) -> bool {
+    match (key, value) {
+        (_, Json::Null) | (_, Json::Bool(false)) => true,
+        ("include" | "tools", Json::Array(items)) => items.is_empty(),
+        ("truncation", Json::String(t)) => t == "disabled",
+        ("service_tier", Json::String(t)) => t == "auto" || t == "default",
+        ("top_logprobs", Json::Number(n)) => n.as_u64() == Some(0),
+        ("reasoning", Json::Object(r)) => r.values().all(Json::is_null),
+        // Hints about OpenAI's own caching and abuse detection: nothing to do here.
+        ("prompt_cache_key" | "safety_identifier", Json::String(_)) => true,
+        _ => false,
+    }
+}
+
+fn unsupported_field(key: &str, value: &Json) -> Error {
+    let shown_key = shown(key);
+    let message = match key {
+        "background" => "`background` is not supported: ingle runs a response while its request waits (stream it to see it as it is made)".to_string(),
+        "reasoning" => format!(
+            "`reasoning` is not supported: ingle's models have no reasoning settings (got {})",
+            shown(&value.to_string())
+        ),
+        "include" => "`include` is not supported: a response already holds all that ingle makes".to_string(),
+        "conversation" => "`conversation` is not supported: continue a conversation with `previous_response_id`".to_string(),
+        "prompt" => "`prompt` (a stored prompt template) is not supported: send `input` and `instructions`".to_string(),
+        _ => format!("Unrecognized request argument supplied: {shown_key}"),
+    };
+    Error::invalid(key.to_string(), message)
+}
+
+fn not_a(field: &str, what: &str, value: &Json) -> Error {
+    Error::invalid(
+        field.to_string(),
+        format!(
+            "Invalid type for `{}`: expected {what}, but got {}",
+            shown(field),
+            kind_of(value)
+        ),
+    )
+}
+
+fn kind_of(value: &Json) -> &'static str {
+    match value {
+        Json::Null => "null",
+        Json::Bool(_) => "a boolean",
+        Json::Number(_) => "a number",
+        Json::String(_) => "a string",
+        Json::Array(_) => "an array",
+        Json::Object(_) => "an object",
+    }
+}
+
+/// OpenAI's bounds: 16 keys, keys up to 64 characters, values strings up to 512.
+fn check_metadata(metadata: Map<String, Json>) -> Result<Map<String, Json>> {
+    if metadata.len() > 16 {
+        return Err(Error::invalid(
+            "metadata",
+            format!("`metadata` holds at most 16 keys (got {})", metadata.len()),
+        ));
+    }
+    for (key, value) in &metadata {
+        let param = format!("metadata.{}", shown(key));
+        if key.chars().count() > 64 {
+            return Err(Error::invalid(
+                param,
+                "A `metadata` key has at most 64 characters",
+            ));
+        }
+        match value {
+            Json::String(text) if text.chars().count() <= 512 => {}
+            Json::String(_) => {
+                return Err(Error::invalid(
+                    param,
+                    "A `metadata` value has at most 512 characters",
+                ))
+            }
+            other => return Err(not_a(&param, "a string", other)),
+        }
+    }
+    Ok(metadata)
+}
+
+/// A function tool in the Responses shape: `{type: "function", name, description, parameters,
+/// strict}`. Built-in tools (web search, file search, ...) are OpenAI's own services.
+fn check_tool(tool: &Json, i: usize) -> Result<()> {
+    let Some(tool) = tool.as_object() else {
+        return Err(not_a(&format!("tools[{i}]"), "an object", tool));
+    };
+    match tool.get("type").and_then(Json::as_str) {
+        Some("function") => {}
+        Some(kind) => {
+            return Err(Error::invalid(
+                format!("tools[{i}].type"),
+                format!(
+                    "Tools of type `{}` are not supported: they are services of OpenAI's; ingle \
+                     serves `function` tools (your code runs them)",
+                    shown(kind)
+                ),
+            ))
+        }
+        None => {
+            return Err(Error::invalid(
+                format!("tools[{i}].type"),
+                "Missing required parameter: `tools[].type` (`function`)",
+            ))
+        }
+    }
+    if !tool.get("name").is_some_and(Json::is_string) {
+        return Err(Error::invalid(
+            format!("tools[{i}].name"),
+            "Missing required parameter: `tools[].name`",
+        ));
+    }
+    for key in tool.keys() {
+        if !["type", "name", "description", "parameters", "strict"].contains(&key.as_str()) {
+            return Err(Error::invalid(
+                format!("tools[{i}].{}", shown(key)),
+                format!("Unrecognized tool argument supplied: {}", shown(key)),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `tool_choice` as chat takes it: `auto`, `none`, `required`, or `{type: "function", name}`.
+pub(super) fn chat_tool_choice(choice: &Json) -> Result<Json> {
+    match choice {
+        Json::String(mode) if ["auto", "none", "required"].contains(&mode.as_str()) => {
+            Ok(choice.clone())
+        }
+        Json::Object(object) if object.get("type").and_then(Json::as_str) == Some("function") => {
+            match object.get("name").and_then(Json::as_str) {
+                Some(name) => Ok(json!({"type": "function", "function": {"name": name}})),
+                None => Err(Error::invalid(
+                    "tool_choice.name",
+                    "Missing required parameter: `tool_choice.name`",
+                )),
+            }
+        }
+        _ => Err(Error::invalid(
+            "tool_choice",
+            "`tool_choice` must be `auto`, `none`, `required` or `{\"type\": \"function\", \
+             \"name\": ...}`: ingle serves function tools only",
+        )),
+    }
+}
+
+/// `text.format` as chat's `response_format`.
+pub(super) fn chat_response_format(format: &Json) -> Result<Option<Json>> {
+    let kind = format.get("type").and_then(Json::as_str);
+    match kind {
+        Some("text") => Ok(None),
+        Some("json_object") => Ok(Some(json!({"type": "json_object"}))),
+        Some("json_schema") => {
+            let Some(schema) = format.get("schema") else {
+                return Err(Error::invalid(
+                    "text.format.schema",
+                    "Missing required parameter: `text.format.schema`",
+                ));
+            };
+            let mut json_schema = json!({
+                "name": format.get("name").cloned().unwrap_or(json!("response")),
+                "schema": schema,
+            });
+            for key in ["strict", "description"] {
+                if let Some(value) = format.get(key) {
+                    json_schema[key] = value.clone();
+                }
+            }
+            Ok(Some(
+                json!({"type": "json_schema", "json_schema": json_schema}),
+            ))
+        }
+        _ => Err(Error::invalid(
+            "text.format.type",
+            "`text.format.type` must be `text`, `json_object` or `json_schema`",
+        )),
+    }
+}
+
+/// A message item with one text part (`input_text`, or `output_text` for the assistant).
+fn message_item(role: &str, text: &str, id: Option<String>) -> Json {
+    let part = if role == "assistant" {
+        json!({"type": "output_text", "text": text, "annotations": []})
+    } else {
+        json!({"type": "input_text", "text": text})
+    };
+    json!({
+        "id": id.unwrap_or_else(|| random_id("msg_")),
+        "type": "message",
+        "role": role,
+        "status": "completed",
+        "content": [part],
+    })
+}
+
+/// One input item, checked and normalised. `at` is its place (`input[2]`), for errors.
+fn input_item(item: Json, at: &str) -> Result<Json> {
+    let Json::Object(item) = item else {
+        return Err(not_a(at, "an object (an item)", &item));
+    };
+    let string = |key: &str| -> Result<String> {
+        match item.get(key) {
+            Some(Json::String(text)) => Ok(text.clone()),
+            None | Some(Json::Null) => Err(Error::invalid(
+                format!("{at}.{key}"),
+                format!("Missing required parameter: `{at}.{key}`"),
+            )),
+            Some(other) => Err(not_a(&format!("{at}.{key}"), "a string", other)),
+        }
+    };
+    let id = item.get("id").and_then(Json::as_str).map(str::to_string);
+    match item.get("type").and_then(Json::as_str).unwrap_or("message") {
+        "message" => {
+            let role = string("role")?;
+            if !["user", "system", "developer", "assistant"].contains(&role.as_str()) {
+                return Err(Error::invalid(
+                    format!("{at}.role"),
+                    format!(
+                        "Invalid value for `{at}.role`: '{}' (one of user, system, developer, \
+                         assistant)",
+                        shown(&role)
+                    ),
+                ));
+            }
+            let text = match item.get("content") {
+                Some(Json::String(text)) => text.clone(),
+                Some(Json::Array(parts)) => {
+                    let mut text = String::new();
+                    for (j, part) in parts.iter().enumerate() {
+                        text.push_str(&part_text(part, &format!("{at}.content[{j}]"))?);
+                    }
+                    text
+                }
+                None | Some(Json::Null) => {
+                    return Err(Error::invalid(
+                        format!("{at}.content"),
+                        format!("Missing required parameter: `{at}.content`"),
+                    ))
+                }
+                Some(other) => {
+                    return Err(not_a(
+                        &format!("{at}.content"),
+                        "a string or a list of parts",
+                        other,
+                    ))
+                }
+            };
+            Ok(message_item(&role, &text, id))
+        }
+        "function_call" => Ok(json!({
+            "id": id.unwrap_or_else(|| random_id("fc_")),
+            "type": "function_call",
+            "status": "completed",
+            "call_id": string("call_id")?,
+            "name": string("name")?,
+            "arguments": string("arguments")?,
+        })),
+        "function_call_output" => {
+            let output = match item.get("output") {
+                Some(Json::String(text)) => text.clone(),
+                Some(Json::Array(parts)) => {
+                    let mut text = String::new();
+                    for (j, part) in parts.iter().enumerate() {
+                        text.push_str(&part_text(part, &format!("{at}.output[{j}]"))?);
+                    }
+                    text
+                }
+                _ => string("output")?,
+            };
+            Ok(json!({
+                "id": id.unwrap_or_else(|| random_id("fco_")),
+                "type": "function_call_output",
+                "status": "completed",
+                "call_id": string("call_id")?,
+                "output": output,
+            }))
+        }
+        kind => Err(Error::invalid(
+            format!("{at}.type"),
+            format!(
+                "Input items of type `{}` are not supported: ingle takes `message`, \
+                 `function_call` and `function_call_output` items",
+                shown(kind)
+            ),
+        )),
+    }
+}
+
+/// The text of a content part: `input_text` or `output_text`. Images, files and audio are
+/// refused: ingle's chat models read text.
+fn part_text(part: &Json, at: &str) -> Result<String> {
+    match part.get("type").and_then(Json::as_str) {
+        Some("input_text" | "output_text") => match part.get("text") {
+            Some(Json::String(text)) => Ok(text.clone()),
+            Some(other) => Err(not_a(&format!("{at}.text"), "a string", other)),
+            None => Err(Error::invalid(
+                format!("{at}.text"),
+                format!("Missing required parameter: `{at}.text`"),
+            )),
+        },
+        Some(kind) => Err(Error::invalid(
+            format!("{at}.type"),
+            format!(
+                "Content parts of type `{}` are not supported: ingle's chat models read text \
+                 (`input_text`, `output_text`)",
+                shown(kind)
+            ),
+        )),
+        None => Err(Error::invalid(
+            format!("{at}.type"),
+            format!("Missing required parameter: `{at}.type`"),
+        )),
+    }
+}
+
+/// Items (input or output) as chat messages: consecutive function calls become one assistant
+/// message with several tool calls, each output a `tool` message.
+pub(super) fn chat_messages(items: &[Json], messages: &mut Vec<ChatMessage>) {
+    for item in items {
+        let text = |key: &str| {
+            item.get(key)
+                .and_then(Json::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        match item.get("type").and_then(Json::as_str) {
+            Some("function_call") => {
+                let call = ToolCall {
+                    id: text("call_id"),
+                    kind: "function".into(),
+                    function: FunctionCall {
+                        name: text("name"),
+                        arguments: text("arguments"),
+                    },
+                };
+                match messages.last_mut() {
+                    Some(last) if last.role == "assistant" && last.tool_calls.is_some() => {
+                        last.tool_calls.get_or_insert_with(Vec::new).push(call)
+                    }
+                    _ => messages.push(ChatMessage {
+                        tool_calls: Some(vec![call]),
+                        content: None,
+                        ..ChatMessage::new("assistant", "")
+                    }),
+                }
+            }
+            Some("function_call_output") => messages.push(ChatMessage {
+                tool_call_id: Some(text("call_id")),
+                ..ChatMessage::new("tool", text("output"))
+            }),
+            _ => {
+                let content: String = item
+                    .get("content")
+                    .and_then(Json::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|part| part.get("text").and_then(Json::as_str))
+                    .collect();
+                messages.push(ChatMessage::new(text("role"), content));
+            }
+        }
+    }
+}
