@@ -2,7 +2,7 @@
 //! with [`crate::respond`].
 
 use crate::body::parse_body;
-use crate::respond::{pump, streamed, streamed_events, whole, whole_typed};
+use crate::respond::{pump, streamed, streamed_events, whole, whole_typed, Framing};
 use crate::upload::{parse_upload, Upload};
 use crate::{core_error, error_response, AppState};
 use axum::body::Bytes;
@@ -10,7 +10,9 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
-use ingle::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest, SpeechRequest};
+use ingle::openai::{
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, ResponseRequest, SpeechRequest,
+};
 use ingle::Error;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -107,6 +109,110 @@ pub(crate) async fn completions(State(state): State<AppState>, request: Request)
     }
 }
 
+/// `POST /v1/responses`: a whole `response`, or with `stream: true` its events (`event:` and
+/// `data:` lines, as OpenAI sends them), ending with `response.completed`.
+pub(crate) async fn responses_create(State(state): State<AppState>, request: Request) -> Response {
+    let request = match parse_body(&state, request, ResponseRequest::from_json).await {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if request.stream {
+        streamed_events(state, Framing::Named, move |client| {
+            let events = client.responses.stream(&request)?;
+            let texts: JsonTextStream = Box::new(events.map(|event| event.map(|e| e.to_string())));
+            Ok(texts)
+        })
+        .await
+    } else {
+        whole(state, move |client, stop| {
+            Ok(client.responses.create_until(&request, stop)?.to_string())
+        })
+        .await
+    }
+}
+
+/// The response id of `/v1/responses/{id}` and `/v1/responses/{id}/input_items`.
+fn response_id(uri: &Uri) -> String {
+    let rest = uri
+        .path()
+        .split_once("/responses/")
+        .map_or("", |(_, rest)| rest);
+    let id = rest.strip_suffix("/input_items").unwrap_or(rest);
+    percent_decode(id).unwrap_or_else(|| id.to_string())
+}
+
+/// `GET /v1/responses/{id}`: a stored response.
+pub(crate) async fn responses_retrieve(State(state): State<AppState>, uri: Uri) -> Response {
+    let id = response_id(&uri);
+    whole(state, move |client, _stop| {
+        Ok(client.responses.retrieve(&id)?.to_string())
+    })
+    .await
+}
+
+/// `DELETE /v1/responses/{id}`.
+pub(crate) async fn responses_delete(State(state): State<AppState>, uri: Uri) -> Response {
+    let id = response_id(&uri);
+    whole(state, move |client, _stop| {
+        Ok(client.responses.delete(&id)?.to_string())
+    })
+    .await
+}
+
+/// `GET /v1/responses/{id}/input_items?after=&limit=&order=`: a page of a stored response's
+/// input items.
+pub(crate) async fn responses_input_items(State(state): State<AppState>, uri: Uri) -> Response {
+    let id = response_id(&uri);
+    let mut after = None;
+    let mut limit = None;
+    let mut order = None;
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let value = percent_decode(&value.replace('+', " ")).unwrap_or_default();
+        match key {
+            "after" => after = Some(value),
+            "order" => order = Some(value),
+            "limit" => match value.parse::<i64>() {
+                Ok(n) => limit = Some(n),
+                Err(_) => {
+                    let error = Error::invalid(
+                        "limit",
+                        format!(
+                            "Invalid value for `limit`: '{}' (an integer)",
+                            ingle::error::shown(&value)
+                        ),
+                    );
+                    return error_response(StatusCode::BAD_REQUEST, &error);
+                }
+            },
+            // OpenAI's `include` names extra fields; input items here have none to add.
+            "include" | "include[]" => {}
+            other => {
+                let error = Error::invalid(
+                    other.to_string(),
+                    format!(
+                        "Unrecognized query parameter: {}",
+                        ingle::error::shown(other)
+                    ),
+                );
+                return error_response(StatusCode::BAD_REQUEST, &error);
+            }
+        }
+    }
+    whole(state, move |client, _stop| {
+        let page = client
+            .responses
+            .input_items(&id, after.as_deref(), limit, order.as_deref())?;
+        Ok(page.to_string())
+    })
+    .await
+}
+
 pub(crate) async fn embeddings(State(state): State<AppState>, request: Request) -> Response {
     let request = match parse_body(&state, request, EmbeddingRequest::from_json).await {
         Ok(request) => request,
@@ -192,7 +298,7 @@ pub(crate) async fn audio_transcriptions(
         Err(refusal) => return refusal.into_response(),
     };
     if request.stream == Some(true) {
-        streamed_events(state, false, move |client| {
+        streamed_events(state, Framing::Typed, move |client| {
             let events = client.audio.transcriptions.stream(&request, audio)?;
             let texts: JsonTextStream =
                 Box::new(events.map(|event| event.map(|e| e.to_json().to_string())));

@@ -207,6 +207,15 @@ fn router(state: AppState) -> Router {
         .route("/models", get(handlers::models_list))
         .route("/models/{*model}", get(handlers::models_retrieve))
         .route("/chat/completions", post(handlers::chat_completions))
+        .route("/responses", post(handlers::responses_create))
+        .route(
+            "/responses/{id}",
+            get(handlers::responses_retrieve).delete(handlers::responses_delete),
+        )
+        .route(
+            "/responses/{id}/input_items",
+            get(handlers::responses_input_items),
+        )
         .route("/completions", post(handlers::completions))
         .route("/embeddings", post(handlers::embeddings))
         .route("/audio/speech", post(handlers::audio_speech))

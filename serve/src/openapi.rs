@@ -73,6 +73,29 @@ pub fn openapi() -> serde_json::Value {
                 "responses": answers("A `model` object", false),
             }},
             "/chat/completions": post("Create a chat completion", &["model", "messages"], "A `chat.completion`, or with `stream: true` `chat.completion.chunk` events", true),
+            "/responses": post("Create a response (OpenAI's Responses API, over the chat models)", &["model", "input"], "A `response`, or with `stream: true` its events (`response.created` ... `response.completed`)", true),
+            "/responses/{response_id}": {
+                "get": {
+                    "summary": "Retrieve a stored response",
+                    "parameters": [{"name": "response_id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                    "responses": answers("A `response`", false),
+                },
+                "delete": {
+                    "summary": "Delete a stored response",
+                    "parameters": [{"name": "response_id", "in": "path", "required": true, "schema": {"type": "string"}}],
+                    "responses": answers("`{id, object: \"response.deleted\", deleted: true}`", false),
+                },
+            },
+            "/responses/{response_id}/input_items": {"get": {
+                "summary": "List a stored response's input items",
+                "parameters": [
+                    {"name": "response_id", "in": "path", "required": true, "schema": {"type": "string"}},
+                    {"name": "after", "in": "query", "schema": {"type": "string"}},
+                    {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 100}},
+                    {"name": "order", "in": "query", "schema": {"type": "string", "enum": ["asc", "desc"]}},
+                ],
+                "responses": answers("A `list` of input items", false),
+            }},
             "/completions": post("Create a text completion", &["model", "prompt"], "A `text_completion`, or with `stream: true` its chunks as events", true),
             "/embeddings": post("Create embeddings", &["model", "input"], "A `list` of `embedding` objects", false),
             "/audio/speech": {"post": {

@@ -53,6 +53,17 @@ where
     }
 }
 
+/// How a stream's events are framed, as OpenAI frames each API's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// `data: {chunk}` per chunk, then `data: [DONE]` (chat and text completions).
+    Done,
+    /// `data: {event}` per event, ending with the last (transcription's `transcript.text.*`).
+    Typed,
+    /// `event: {type}` and `data: {event}` per event, ending with the last (Responses).
+    Named,
+}
+
 /// Starts a stream on the blocking pool and answers with Server-Sent Events: `data: {json}` per
 /// chunk and `data: [DONE]` at the end. An error before the first chunk is an ordinary HTTP
 /// error response, as with OpenAI; one after it is a last `data: {"error": ...}` event.
@@ -60,12 +71,11 @@ pub(crate) async fn streamed<F>(state: AppState, start: F) -> Response
 where
     F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
 {
-    streamed_events(state, true, start).await
+    streamed_events(state, Framing::Done, start).await
 }
 
-/// [`streamed`], with `data: [DONE]` at the end only when `done` says so (OpenAI's typed event
-/// streams, such as `transcript.text.*`, end with their last event).
-pub(crate) async fn streamed_events<F>(state: AppState, done: bool, start: F) -> Response
+/// [`streamed`], framed as `framing` says.
+pub(crate) async fn streamed_events<F>(state: AppState, framing: Framing, start: F) -> Response
 where
     F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
 {
@@ -81,7 +91,7 @@ where
             }
         };
         let _ = started_tx.send(Ok(()));
-        produce(chunks, &events_tx, &shutting_down, done);
+        produce(chunks, &events_tx, &shutting_down, framing);
     });
     match started_rx.await {
         Ok(Ok(())) => {
@@ -97,22 +107,26 @@ where
     }
 }
 
-/// Pulls `chunks` into `events` until the end (then `data: [DONE]` when `done` says so), an
+/// Pulls `chunks` into `events` until the end (then `data: [DONE]` when the framing has it), an
 /// error, shutdown, or the client going away; then drops `chunks`, which stops generation.
 fn produce(
     chunks: JsonTextStream,
     events: &mpsc::Sender<Event>,
     shutting_down: &AtomicBool,
-    done: bool,
+    framing: Framing,
 ) {
-    let ended = pump(
-        chunks,
-        events,
-        shutting_down,
-        |json| Event::default().data(json),
-        error_event,
-    );
-    if ended && done {
+    let event = |json: String| {
+        let named = (framing == Framing::Named)
+            .then(|| serde_json::from_str::<serde_json::Value>(&json).ok())
+            .flatten()
+            .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string));
+        match named {
+            Some(name) => Event::default().event(name).data(json),
+            None => Event::default().data(json),
+        }
+    };
+    let ended = pump(chunks, events, shutting_down, event, error_event);
+    if ended && framing == Framing::Done {
         let _ = events.blocking_send(Event::default().data("[DONE]"));
     }
 }
