@@ -1,5 +1,6 @@
-"""The OpenAI Agents SDK (`openai-agents`) with `OpenAIChatCompletionsModel` over an `AsyncOpenAI`
-client pointed at `ingle serve`: an agent that calls a `@function_tool`. Tracing is disabled (it
+"""The OpenAI Agents SDK (`openai-agents`) with `OpenAIChatCompletionsModel`, and with its default
+model class `OpenAIResponsesModel` (the Responses API), over an `AsyncOpenAI` client pointed at
+`ingle serve`: an agent that calls a `@function_tool`. Tracing is disabled (it
 would upload traces to OpenAI).
 
 Qwen2.5-Coder-0.5B, greedy, does not write an answer after a tool's result: it calls the tool
@@ -10,8 +11,8 @@ and must end by running out of turns, having called the tool: an ingle error fai
 import asyncio
 
 import pytest
-from agents import (Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool,
-                    set_tracing_disabled)
+from agents import (Agent, ModelSettings, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner,
+                    function_tool, set_tracing_disabled)
 from agents.exceptions import MaxTurnsExceeded
 from agents.items import ToolCallItem, ToolCallOutputItem
 from openai import AsyncOpenAI
@@ -30,14 +31,14 @@ def get_weather(city: str) -> str:
     return REPORT.format(city)
 
 
-def weather_agent(**kwargs):
+def weather_agent(model_class=OpenAIChatCompletionsModel, **kwargs):
     calls.clear()
     client = AsyncOpenAI(base_url=URL, api_key=KEY, max_retries=0, timeout=TIMEOUT)
     # tool_choice "required" on the first turn; the SDK resets it to auto once the tool has run
     # (reset_tool_choice=True).
     return Agent(name="Weather", instructions="You answer questions about the weather.",
                  tools=[get_weather],
-                 model=OpenAIChatCompletionsModel(model=QWEN, openai_client=client),
+                 model=model_class(model=QWEN, openai_client=client),
                  model_settings=ModelSettings(temperature=0, max_tokens=60, tool_choice="required"),
                  **kwargs)
 
@@ -63,6 +64,27 @@ def test_agent_calls_a_tool_streamed():
         result = Runner.run_streamed(agent, WEATHER_QUESTION, max_turns=2)
         events = [event async for event in result.stream_events()]
         assert any(e.type == "raw_response_event" for e in events)
+        return result
+
+    check_tool_result_is_the_answer(asyncio.run(run()))
+
+
+@pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_sync(...)` with the SDK's default model class, `OpenAIResponsesModel` (`POST /v1/responses`)")
+def test_agent_calls_a_tool_over_responses():
+    agent = weather_agent(OpenAIResponsesModel, tool_use_behavior="stop_on_first_tool")
+    check_tool_result_is_the_answer(Runner.run_sync(agent, WEATHER_QUESTION, max_turns=2))
+
+
+@pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_streamed(...)` with `OpenAIResponsesModel`: the Responses events streamed")
+def test_agent_calls_a_tool_over_responses_streamed():
+    agent = weather_agent(OpenAIResponsesModel, tool_use_behavior="stop_on_first_tool")
+
+    async def run():
+        result = Runner.run_streamed(agent, WEATHER_QUESTION, max_turns=2)
+        events = [event async for event in result.stream_events()]
+        kinds = {e.data.type for e in events if e.type == "raw_response_event"}
+        assert {"response.created", "response.function_call_arguments.delta",
+                "response.completed"} <= kinds, kinds
         return result
 
     check_tool_result_is_the_answer(asyncio.run(run()))

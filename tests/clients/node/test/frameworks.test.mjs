@@ -1,5 +1,6 @@
 // `ingle serve` driven by the JavaScript frameworks people build on: the Vercel AI SDK (through
-// @ai-sdk/openai-compatible) and LangChain JS (@langchain/openai), pinned in package.json.
+// @ai-sdk/openai-compatible, and @ai-sdk/openai, whose `openai(model)` speaks the Responses API)
+// and LangChain JS (@langchain/openai), pinned in package.json.
 // scripts/test-clients starts the server and passes INGLE_SERVE_URL and INGLE_SERVE_KEY; each
 // test's outcome is written to $INGLE_CLIENTS_JS_RESULTS for docs/clients.md.
 import test, { after } from 'node:test';
@@ -8,6 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { embed, generateObject, generateText, stepCountIs, streamText, tool } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
 
@@ -113,6 +115,52 @@ row(AI, 'ai', 'generateObject (json_schema)', async () => {
 row(AI, 'ai', 'embed', async () => {
   const { embedding } = await embed({ model: ingle.embeddingModel(MINILM), value: 'Paris' });
   assert.equal(embedding.length, 384);
+});
+
+// The `openai(...)` provider: its default models speak the Responses API (POST /v1/responses).
+const openai = createOpenAI({ baseURL, apiKey });
+
+row(AI, '@ai-sdk/openai', 'openai(model): generateText over the Responses API', async () => {
+  const { text, usage, response } = await generateText({
+    model: openai(SMOL), prompt: FRANCE, temperature: 0, maxOutputTokens: 16,
+  });
+  assert.match(text, /Paris/);
+  assert.ok(usage.outputTokens > 0);
+  assert.match(response.id, /^resp_/);
+});
+
+row(AI, '@ai-sdk/openai', 'openai(model): streamText over the Responses API', async () => {
+  const result = streamText({ model: openai(SMOL), prompt: FRANCE, temperature: 0, maxOutputTokens: 16 });
+  let text = '';
+  for await (const part of result.textStream) text += part;
+  assert.match(text, /Paris/);
+  assert.equal(text, await result.text);
+});
+
+row(AI, '@ai-sdk/openai', 'openai(model): generateText with tools and stepCountIs(2) over the Responses API', async () => {
+  const result = await generateText({
+    model: openai(QWEN), prompt: PARIS_WEATHER, temperature: 0, maxOutputTokens: 120,
+    tools: { get_weather: weather }, stopWhen: stepCountIs(2),
+  });
+  const call = result.steps[0].toolCalls[0];
+  assert.equal(call?.toolName, 'get_weather', JSON.stringify(result.steps[0].content));
+  assert.match(call.input.city, /Paris/);
+  assert.match(result.steps[0].toolResults[0].output, /18 degrees/);
+  assert.equal(result.steps.length, 2);
+});
+
+row(AI, '@ai-sdk/openai', 'openai(model): streamText with tools over the Responses API', async () => {
+  const result = streamText({
+    model: openai(QWEN), prompt: PARIS_WEATHER, temperature: 0, maxOutputTokens: 80,
+    tools: { get_weather: weather }, toolChoice: 'required',
+  });
+  const calls = [];
+  for await (const part of result.fullStream) {
+    if (part.type === 'tool-call') calls.push(part);
+    if (part.type === 'error') throw part.error;
+  }
+  assert.equal(calls.length, 1, JSON.stringify(calls));
+  assert.match(calls[0].input.city, /Paris/);
 });
 
 // --- LangChain JS ---------------------------------------------------------------------------
