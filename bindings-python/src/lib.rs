@@ -12,8 +12,8 @@ mod server;
 
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, SpeechRequest,
-    SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, ResponseRequest,
+    SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
 use ingle::{inputs_from_json, Client, Config, Error};
 use pyo3::prelude::*;
@@ -191,6 +191,66 @@ impl NativeClient {
         })
         .map(NativeStream::new)
         .map_err(py_err)
+    }
+
+    /// A whole response (the Responses API); Ctrl-C, or setting `cancel`, stops it at the next
+    /// token.
+    #[pyo3(signature = (request, cancel=None))]
+    fn responses_create(
+        &self,
+        py: Python<'_>,
+        request: String,
+        cancel: Option<Py<CancelFlag>>,
+    ) -> PyResult<String> {
+        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let result = py.detach(|| {
+            let request = ResponseRequest::from_json(&request)?;
+            let response = self
+                .client
+                .responses
+                .create_until(&request, || check.stop())?;
+            Ok(response.to_string())
+        });
+        check.finish(result)
+    }
+
+    /// A response's events as JSON texts.
+    fn responses_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
+        py.detach(|| {
+            let request = ResponseRequest::from_json(&request)?;
+            let events = self.client.responses.stream(&request)?;
+            let texts: JsonTextStream = Box::new(events.map(|e| e.map(|event| event.to_string())));
+            Ok(texts)
+        })
+        .map(NativeStream::new)
+        .map_err(py_err)
+    }
+
+    fn responses_retrieve(&self, id: &str) -> PyResult<String> {
+        let response = self.client.responses.retrieve(id).map_err(py_err)?;
+        Ok(response.to_string())
+    }
+
+    fn responses_delete(&self, id: &str) -> PyResult<String> {
+        let deleted = self.client.responses.delete(id).map_err(py_err)?;
+        Ok(deleted.to_string())
+    }
+
+    /// A page of a stored response's input items.
+    #[pyo3(signature = (id, after=None, limit=None, order=None))]
+    fn responses_input_items(
+        &self,
+        id: &str,
+        after: Option<&str>,
+        limit: Option<i64>,
+        order: Option<&str>,
+    ) -> PyResult<String> {
+        let page = self
+            .client
+            .responses
+            .input_items(id, after, limit, order)
+            .map_err(py_err)?;
+        Ok(page.to_string())
     }
 
     /// A whole text completion; Ctrl-C, or setting `cancel`, stops it at the next token.

@@ -25,6 +25,7 @@ from . import _arguments, _ingle, _predictors, _structured
 from ._arguments import NOT_GIVEN, REQUIRED
 from ._audio import Audio, AsyncAudio
 from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
+from ._responses import AsyncResponses, Responses
 from .types import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -207,6 +208,7 @@ class OpenAI:
         self.predictors = Predictors(self._native)
         self.predictors.register(*predictors)
         self.chat = Chat(self._native)
+        self.responses = Responses(self._native)
         self.completions = Completions(self._native)
         self.embeddings = Embeddings(self._native)
         self.audio = Audio(self._native)
@@ -337,6 +339,7 @@ class AsyncOpenAI:
         self.predictors = Predictors(self._native)
         self.predictors.register(*predictors)
         self.chat = AsyncChat(self._native)
+        self.responses = AsyncResponses(self._native)
         self.completions = AsyncCompletions(self._native)
         self.embeddings = AsyncEmbeddings(self._native)
         self.audio = AsyncAudio(self._native)

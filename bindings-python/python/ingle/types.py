@@ -63,6 +63,13 @@ __all__ = [
     "PullProgress",
     "PulledFile",
     "PullResult",
+    "Response",
+    "ResponseOutputItem",
+    "ResponseOutputText",
+    "ResponseUsage",
+    "ResponseStreamEvent",
+    "ResponseInputItemList",
+    "ResponseDeleted",
 ]
 
 
@@ -578,3 +585,109 @@ class SyncPage(BaseModel, Generic[T]):
 
     def has_next_page(self) -> bool:
         return False
+
+
+# --- The Responses API ----------------------------------------------------------------------
+
+
+class ResponseOutputText(BaseModel):
+    """A text part: ``output_text`` of an output message (``input_text`` of an input one)."""
+
+    type: str
+    text: str
+    annotations: Optional[List[Any]]
+
+
+class ResponseOutputItem(BaseModel):
+    """An item of ``response.output`` (or of its input): a ``message`` (``role``, ``content``
+    parts), a ``function_call`` (``call_id``, ``name``, ``arguments`` as JSON text) or a
+    ``function_call_output`` (``call_id``, ``output``)."""
+
+    id: str
+    type: str
+    status: Optional[str]
+    role: Optional[str]
+    content: Optional[List[ResponseOutputText]]
+    call_id: Optional[str]
+    name: Optional[str]
+    arguments: Optional[str]
+    output: Optional[str]
+    _nested = {"content": ResponseOutputText}
+
+
+class _InputTokensDetails(BaseModel):
+    cached_tokens: int
+
+
+class ResponseUsage(BaseModel):
+    """``input_tokens_details.cached_tokens``: input tokens whose KV came from the prompt cache
+    (a conversation continued with ``previous_response_id`` reuses its stored prefix)."""
+
+    input_tokens: int
+    input_tokens_details: _InputTokensDetails
+    output_tokens: int
+    output_tokens_details: Optional[Dict[str, Any]]
+    total_tokens: int
+    _nested = {"input_tokens_details": _InputTokensDetails}
+
+
+class Response(BaseModel):
+    """``object: "response"``. ``output_text`` joins the text of every output message, as the
+    openai client's property does."""
+
+    id: str
+    object: str
+    created_at: int
+    status: str
+    error: Optional[Dict[str, Any]]
+    incomplete_details: Optional[Dict[str, Any]]
+    instructions: Optional[str]
+    model: str
+    output: List[ResponseOutputItem]
+    previous_response_id: Optional[str]
+    usage: Optional[ResponseUsage]
+    metadata: Optional[Dict[str, str]]
+    _nested = {"output": ResponseOutputItem, "usage": ResponseUsage}
+
+    @property
+    def output_text(self) -> str:
+        return "".join(
+            part.text
+            for item in self.output or []
+            if item.type == "message"
+            for part in item.content or []
+            if part.type == "output_text"
+        )
+
+
+class ResponseStreamEvent(BaseModel):
+    """One event of a streamed response: ``type`` says which (``response.created``,
+    ``response.output_text.delta``, ..., ``response.completed``), ``sequence_number`` its place;
+    ``response``, ``item``, ``part``, ``delta``, ``text``, ``arguments`` as the type has them."""
+
+    type: str
+    sequence_number: int
+    response: Optional[Response]
+    item: Optional[ResponseOutputItem]
+    part: Optional[ResponseOutputText]
+    _nested = {"response": Response, "item": ResponseOutputItem, "part": ResponseOutputText}
+
+
+class ResponseInputItemList(BaseModel):
+    """A page of a stored response's input items: iterate it, or read ``.data``."""
+
+    object: str
+    data: List[ResponseOutputItem]
+    first_id: Optional[str]
+    last_id: Optional[str]
+    has_more: bool
+    _nested = {"data": ResponseOutputItem}
+
+    def __iter__(self) -> Iterator[ResponseOutputItem]:  # type: ignore[override]
+        return iter(self.data)
+
+
+class ResponseDeleted(BaseModel):
+    id: str
+    object: str
+    deleted: bool

@@ -1,0 +1,229 @@
+"""``client.responses``: OpenAI's Responses API on the chat models, in this process: create
+(whole or ``stream=True``), the ``stream(...)`` helper, ``parse(text_format=...)``, retrieve,
+delete and ``input_items.list``. Stored responses live in the client (the newest 1,000)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, Optional, Tuple, Union
+
+from . import _arguments, _structured
+from ._arguments import NOT_GIVEN
+from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
+from .types import Response, ResponseInputItemList, ResponseStreamEvent
+
+
+def _text_format(text_format: Any, params: Dict[str, Any]) -> Optional[Callable[[str], Any]]:
+    """``parse``'s ``text_format`` (a pydantic model, a dataclass...) as the request's
+    ``text.format`` (a strict JSON schema); returns how to read the output text back."""
+    fmt, read = _structured.response_format_of(text_format)
+    if _arguments._sentinel(fmt) or fmt is None:
+        return None
+    schema = fmt.get("json_schema", {}) if isinstance(fmt, dict) else {}
+    text = dict(params.get("text") or {})
+    text["format"] = {
+        "type": "json_schema",
+        "name": schema.get("name", "response"),
+        "schema": schema.get("schema"),
+        "strict": schema.get("strict", True),
+    }
+    params["text"] = text
+    return read
+
+
+def _parsed(data: Dict[str, Any], read: Optional[Callable[[str], Any]]) -> Response:
+    response = Response.construct(data)
+    text = response.output_text  # type: ignore[attr-defined]
+    response.output_parsed = read(text) if read is not None and text else None  # type: ignore[attr-defined]
+    return response  # type: ignore[return-value]
+
+
+def _page(response_id: Any, after: Any, limit: Any, order: Any) -> Tuple[str, Optional[str], Optional[int], Optional[str]]:
+    given = _arguments._given
+    if given(limit) and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise _arguments._invalid_argument("limit", f"`limit` must be an integer, not {type(limit).__name__}")
+    return (
+        _arguments.text("response_id", response_id),
+        _arguments.text("after", after) if given(after) else None,
+        limit if given(limit) else None,
+        _arguments.text("order", order) if given(order) else None,
+    )
+
+
+class ResponseStream:
+    """What ``responses.stream(...)`` gives, as the openai client's: iterate the events (in a
+    ``with`` block), then ``get_final_response()``. Leaving early stops generation."""
+
+    def __init__(self, events: Stream[ResponseStreamEvent]) -> None:
+        self._events = events
+        self._final: Optional[Response] = None
+
+    def __iter__(self) -> Iterator[ResponseStreamEvent]:
+        for event in self._events:
+            if event.type in ("response.completed", "response.incomplete"):
+                self._final = event.response
+            yield event
+
+    def until_done(self) -> "ResponseStream":
+        for _ in self:
+            pass
+        return self
+
+    def get_final_response(self) -> Response:
+        if self._final is None:
+            self.until_done()
+        if self._final is None:
+            raise RuntimeError("the stream ended without its final response")
+        return self._final
+
+    def close(self) -> None:
+        self._events.close()
+
+    def __enter__(self) -> "ResponseStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AsyncResponseStream:
+    """The async twin of `ResponseStream`: ``async with``, ``async for``, then
+    ``await get_final_response()``."""
+
+    def __init__(self, events: AsyncStream[ResponseStreamEvent]) -> None:
+        self._events = events
+        self._final: Optional[Response] = None
+
+    async def _iterate(self) -> AsyncIterator[ResponseStreamEvent]:
+        async for event in self._events:
+            if event.type in ("response.completed", "response.incomplete"):
+                self._final = event.response
+            yield event
+
+    def __aiter__(self) -> AsyncIterator[ResponseStreamEvent]:
+        return self._iterate()
+
+    async def until_done(self) -> "AsyncResponseStream":
+        async for _ in self:
+            pass
+        return self
+
+    async def get_final_response(self) -> Response:
+        if self._final is None:
+            await self.until_done()
+        if self._final is None:
+            raise RuntimeError("the stream ended without its final response")
+        return self._final
+
+    async def close(self) -> None:
+        await self._events.close()
+
+    async def __aenter__(self) -> "AsyncResponseStream":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class InputItems(_Resource):
+    def list(self, response_id: str, *, after: Any = NOT_GIVEN, limit: Any = NOT_GIVEN,
+             order: Any = NOT_GIVEN) -> ResponseInputItemList:
+        """A page of a stored response's input items: ``order`` ``desc`` (default) or ``asc``,
+        ``limit`` 1 to 100 (default 20), after the item ``after``."""
+        text = self._native.responses_input_items(*_page(response_id, after, limit, order))
+        return ResponseInputItemList.construct(json.loads(text))  # type: ignore[return-value]
+
+
+class Responses(_Resource):
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.input_items = InputItems(native)
+
+    def create(self, *, stream: bool = False, **params: Any) -> Union[Response, Stream[ResponseStreamEvent]]:
+        """``model``, ``input`` (a string or items), ``instructions``, ``tools``,
+        ``previous_response_id``, ... as OpenAI's; ``stream=True`` gives the events."""
+        body = _arguments.body(params)
+        if _arguments.stream_flag(stream):
+            return Stream(self._native.responses_stream(body), ResponseStreamEvent)
+        return Response.construct(json.loads(self._native.responses_create(body)))  # type: ignore[return-value]
+
+    def stream(self, **params: Any) -> ResponseStream:
+        """``create(stream=True)`` as a context manager with ``get_final_response()``."""
+        params.pop("stream", None)
+        return ResponseStream(Stream(self._native.responses_stream(_arguments.body(params)), ResponseStreamEvent))
+
+    def parse(self, *, text_format: Any = NOT_GIVEN, **params: Any) -> Response:
+        """``create`` whose output follows ``text_format``'s JSON schema; ``output_parsed`` is
+        the output text validated into it."""
+        if params.get("stream"):
+            raise TypeError("parse() does not stream; use create(stream=True)")
+        read = _text_format(text_format, params)
+        return _parsed(json.loads(self._native.responses_create(_arguments.body(params))), read)
+
+    def retrieve(self, response_id: str) -> Response:
+        text = self._native.responses_retrieve(_arguments.text("response_id", response_id))
+        return Response.construct(json.loads(text))  # type: ignore[return-value]
+
+    def delete(self, response_id: str) -> None:
+        """Forgets a stored response (as openai's, returns nothing; an unknown id raises
+        NotFoundError)."""
+        self._native.responses_delete(_arguments.text("response_id", response_id))
+
+
+class AsyncInputItems(_Resource):
+    async def list(self, response_id: str, *, after: Any = NOT_GIVEN, limit: Any = NOT_GIVEN,
+                   order: Any = NOT_GIVEN) -> ResponseInputItemList:
+        text = await _in_thread(self._native.responses_input_items, *_page(response_id, after, limit, order))
+        return ResponseInputItemList.construct(json.loads(text))  # type: ignore[return-value]
+
+
+class AsyncResponses(_Resource):
+    def __init__(self, native: Any) -> None:
+        super().__init__(native)
+        self.input_items = AsyncInputItems(native)
+
+    async def create(
+        self, *, stream: bool = False, **params: Any
+    ) -> Union[Response, AsyncStream[ResponseStreamEvent]]:
+        body = _arguments.body(params)
+        if _arguments.stream_flag(stream):
+            native = await _in_thread(self._native.responses_stream, body)
+            return AsyncStream(native, ResponseStreamEvent)
+        text = await _cancellable(self._native.responses_create, body)
+        return Response.construct(json.loads(text))  # type: ignore[return-value]
+
+    def stream(self, **params: Any) -> "_AsyncStreamStart":
+        params.pop("stream", None)
+        return _AsyncStreamStart(self._native, _arguments.body(params))
+
+    async def parse(self, *, text_format: Any = NOT_GIVEN, **params: Any) -> Response:
+        if params.get("stream"):
+            raise TypeError("parse() does not stream; use create(stream=True)")
+        read = _text_format(text_format, params)
+        text = await _cancellable(self._native.responses_create, _arguments.body(params))
+        return _parsed(json.loads(text), read)
+
+    async def retrieve(self, response_id: str) -> Response:
+        text = await _in_thread(self._native.responses_retrieve, _arguments.text("response_id", response_id))
+        return Response.construct(json.loads(text))  # type: ignore[return-value]
+
+    async def delete(self, response_id: str) -> None:
+        await _in_thread(self._native.responses_delete, _arguments.text("response_id", response_id))
+
+
+class _AsyncStreamStart:
+    """``async with client.responses.stream(...) as stream``: starts the stream on entry."""
+
+    def __init__(self, native: Any, body: str) -> None:
+        self._native = native
+        self._body = body
+        self._stream: Optional[AsyncResponseStream] = None
+
+    async def __aenter__(self) -> AsyncResponseStream:
+        native = await _in_thread(self._native.responses_stream, self._body)
+        self._stream = AsyncResponseStream(AsyncStream(native, ResponseStreamEvent))
+        return self._stream
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._stream is not None:
+            await self._stream.close()
