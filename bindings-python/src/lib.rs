@@ -218,9 +218,7 @@ impl NativeClient {
     fn responses_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
         py.detach(|| {
             let request = ResponseRequest::from_json(&request)?;
-            let events = self.client.responses.stream(&request)?;
-            let texts: JsonTextStream = Box::new(events.map(|e| e.map(|event| event.to_string())));
-            Ok(texts)
+            Ok(json_texts(self.client.responses.stream(&request)?))
         })
         .map(NativeStream::new)
         .map_err(py_err)

@@ -118,9 +118,7 @@ pub(crate) async fn responses_create(State(state): State<AppState>, request: Req
     };
     if request.stream {
         streamed_events(state, Framing::Named, move |client| {
-            let events = client.responses.stream(&request)?;
-            let texts: JsonTextStream = Box::new(events.map(|event| event.map(|e| e.to_string())));
-            Ok(texts)
+            Ok(json_texts(client.responses.stream(&request)?))
         })
         .await
     } else {
