@@ -3,6 +3,7 @@ events of a stream and the stream helper, a conversation continued with previous
 retrieve / input_items / delete, the async twins, parse, and errors naming the field."""
 
 import asyncio
+from typing import Iterator
 
 import pydantic
 import pytest
@@ -103,3 +104,53 @@ def test_errors_name_the_field(client, kwargs, param):
     with pytest.raises(ingle.BadRequestError) as error:
         client.responses.create(model=MODEL, **kwargs)
     assert error.value.param == param
+
+
+# --- Predictors written by users serve Responses with no code of their own -------------
+
+@ingle.predictor(tag="@test/responses-echo")
+def echo_words(messages: list[ingle.types.ChatCompletionMessageParam]) -> Iterator[str]:
+    """Echoes the last message word by word."""
+    for word in messages[-1]["content"].split():
+        yield word + " "
+
+
+@ingle.predictor(tag="@test/responses-breaks")
+def breaks(messages: list[ingle.types.ChatCompletionMessageParam]) -> Iterator[str]:
+    """Says one word, then fails."""
+    yield "partial "
+    raise RuntimeError("the predictor broke")
+
+
+@pytest.fixture(scope="module")
+def users(client):
+    client.predictors.register(echo_words, breaks)
+    return client
+
+
+def test_a_users_chat_predictor_serves_responses(users):
+    response = users.responses.create(model="@test/responses-echo", input="hello big world")
+    assert response.output_text == "hello big world "
+    again = users.responses.create(model="@test/responses-echo", input="and again",
+                                   previous_response_id=response.id)
+    assert again.output_text == "and again "
+    streamed = [e.delta for e in users.responses.create(model="@test/responses-echo", input="a b",
+                                                        stream=True)
+                if e.type == "response.output_text.delta"]
+    assert streamed == ["a ", "b "]
+
+
+def test_a_failure_mid_stream_is_response_failed(users):
+    events = list(users.responses.create(model="@test/responses-breaks", input="x", stream=True))
+    assert [e.type for e in events][-3:] == ["response.content_part.done",
+                                             "response.output_item.done", "response.failed"]
+    failed = events[-1].response
+    assert failed.status == "failed" and failed.error.code == "server_error"
+    assert "the predictor broke" in failed.error.message
+    assert failed.output_text == "partial "
+    with pytest.raises(ingle.InternalServerError, match="the predictor broke"):
+        users.responses.create(model="@test/responses-breaks", input="x")
+    with pytest.raises(ingle.NotFoundError):
+        users.responses.retrieve(failed.id)
+    # The client goes on.
+    assert users.responses.create(model="@test/responses-echo", input="ok").output_text == "ok "

@@ -126,7 +126,7 @@ enum Command {
     SystemInfo,
     /// Serves the OpenAI HTTP API (`/v1/chat/completions`, `/v1/completions`,
     /// `/v1/embeddings`, `/v1/audio/speech`, `/v1/audio/transcriptions`,
-    /// `/v1/audio/translations`, `/v1/models`) until SIGINT or SIGTERM.
+    /// `/v1/audio/translations`, `/v1/responses`, `/v1/models`) until SIGINT or SIGTERM.
     Serve {
         /// Address to listen on (loopback by default; 0.0.0.0 for every interface).
         #[arg(long, default_value = "127.0.0.1")]
@@ -163,6 +163,11 @@ enum Command {
         /// request loads it again), as Ollama's keep-alive; `never` keeps models loaded.
         #[arg(long, default_value = "300", value_parser = keep_alive)]
         keep_alive: KeepAlive,
+        /// The SQLite file of stored responses (/v1/responses), or `:memory:` (default: the
+        /// config's `responses.store`, else $INGLE_RESPONSES_STORE, else
+        /// ~/.local/share/ingle/responses.sqlite3). Several servers may share one file.
+        #[arg(long)]
+        responses_store: Option<PathBuf>,
     },
 }
 
@@ -249,10 +254,17 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         println!("{}", serde_json::to_string_pretty(&ingle::system_info()?)?);
         return Ok(());
     }
-    let config = match &cli.config {
+    let mut config = match &cli.config {
         Some(path) => Config::from_file(path)?,
         None => Config::from_env()?,
     };
+    if let Command::Serve {
+        responses_store: Some(store),
+        ..
+    } = &cli.command
+    {
+        config.responses.store = Some(store.clone());
+    }
     let models_dir = config
         .models_dir
         .clone()
@@ -275,6 +287,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             write_timeout,
             max_connections,
             keep_alive,
+            responses_store: _,
         } => {
             let duration = std::time::Duration::from_secs_f64;
             let options = ingle_serve::Options {

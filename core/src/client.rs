@@ -16,7 +16,8 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Client {
     pub chat: Chat,
-    /// OpenAI's Responses API, over the chat predictors; stored responses live in the client.
+    /// OpenAI's Responses API, over the chat predictors; stored responses are kept in SQLite
+    /// (`Config::responses`).
     pub responses: Responses,
     pub completions: Completions,
     pub embeddings: Embeddings,
@@ -33,14 +34,10 @@ impl Client {
     }
 
     pub fn from_config(config: &Config) -> Result<Self> {
-        Ok(Client::from_registry(Registry::from_config(config)?))
-    }
-
-    fn from_registry(registry: Registry) -> Self {
-        let registry = Arc::new(registry);
+        let registry = Arc::new(Registry::from_config(config)?);
         let chat = Chat::new(Arc::clone(&registry));
-        Client {
-            responses: Responses::new(chat.completions.clone()),
+        Ok(Client {
+            responses: Responses::new(chat.completions.clone(), &config.responses),
             chat,
             completions: Completions::new(Arc::clone(&registry)),
             embeddings: Embeddings::new(Arc::clone(&registry)),
@@ -50,7 +47,7 @@ impl Client {
                 registry: Arc::clone(&registry),
             },
             registry,
-        }
+        })
     }
 
     /// Adds a predictor of your own (for instance an [`crate::FnPredictor`]). Its signature

@@ -305,6 +305,51 @@ pub struct Config {
     /// [`DEFAULT_ONNXRUNTIME_FILE`] in the models directory. One library serves the process.
     #[serde(default)]
     pub onnxruntime: Option<PathBuf>,
+    /// Where stored responses (`client.responses`) are kept, and for how long.
+    #[serde(default)]
+    pub responses: ResponsesConfig,
+}
+
+/// `[responses]`: the store of `client.responses` (SQLite). A relative `store` in a config
+/// file is taken next to the file.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponsesConfig {
+    /// The database file, or `:memory:` (kept in the process, gone when it exits). Default:
+    /// `$INGLE_RESPONSES_STORE`, else [`default_responses_store`].
+    #[serde(default)]
+    pub store: Option<PathBuf>,
+    /// Stored responses older than this are forgotten (OpenAI keeps them 30 days).
+    #[serde(default = "default_max_age_days")]
+    pub max_age_days: u32,
+    /// While the stored responses take more than this, the oldest are forgotten.
+    #[serde(default = "default_max_megabytes")]
+    pub max_megabytes: u64,
+}
+
+fn default_max_age_days() -> u32 {
+    30
+}
+
+fn default_max_megabytes() -> u64 {
+    1024
+}
+
+impl Default for ResponsesConfig {
+    fn default() -> Self {
+        ResponsesConfig {
+            store: None,
+            max_age_days: default_max_age_days(),
+            max_megabytes: default_max_megabytes(),
+        }
+    }
+}
+
+impl ResponsesConfig {
+    /// The database file (or `:memory:`).
+    pub fn store_path(&self) -> PathBuf {
+        self.store.clone().unwrap_or_else(default_responses_store)
+    }
 }
 
 impl Default for Config {
@@ -362,6 +407,7 @@ impl Config {
             models_dir: None,
             predictors: Vec::new(),
             onnxruntime: None,
+            responses: ResponsesConfig::default(),
         }
     }
 
@@ -423,8 +469,12 @@ impl Config {
         })?;
         // Relative directories in a file mean relative to the file.
         if let Some(parent) = path.parent() {
-            for dir in [&mut config.models_dir, &mut config.onnxruntime] {
-                if let Some(relative) = dir.as_ref().filter(|d| d.is_relative()) {
+            let store = &mut config.responses.store;
+            for dir in [&mut config.models_dir, &mut config.onnxruntime, store] {
+                if let Some(relative) = dir
+                    .as_ref()
+                    .filter(|d| d.is_relative() && d.as_os_str() != ":memory:")
+                {
                     *dir = Some(parent.join(relative));
                 }
             }
@@ -439,6 +489,18 @@ impl Config {
     /// [`crate::backends::validate`]: the backends know their options, the config does not).
     pub fn validate(&self, backend_check: impl Fn(&PredictorConfig) -> Result<()>) -> Result<()> {
         check_path("models_dir", self.models_dir.as_deref(), true)?;
+        check_path("responses.store", self.responses.store.as_deref(), false)?;
+        for (name, zero) in [
+            ("max_age_days", self.responses.max_age_days == 0),
+            ("max_megabytes", self.responses.max_megabytes == 0),
+        ] {
+            if zero {
+                return Err(Error::invalid(
+                    format!("responses.{name}"),
+                    format!("Invalid config: `responses.{name}` must be at least 1"),
+                ));
+            }
+        }
         // Files are checked where they resolve (relative ones inside the models directory).
         if let Some(library) = &self.onnxruntime {
             check_path("onnxruntime", Some(&self.resolve(library)), false)?;
@@ -568,20 +630,31 @@ fn check_path(field: &str, path: Option<&Path>, directory: bool) -> Result<()> {
     ))
 }
 
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+fn home() -> PathBuf {
+    env_path("HOME").unwrap_or_else(|| PathBuf::from("."))
+}
+
 /// `$INGLE_MODELS_DIR`, else `${XDG_CACHE_HOME:-~/.cache}/ingle/models`.
 pub fn default_models_dir() -> PathBuf {
-    let non_empty = |name| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = non_empty("INGLE_MODELS_DIR") {
+    if let Some(dir) = env_path("INGLE_MODELS_DIR") {
         return dir;
     }
-    let cache = non_empty("XDG_CACHE_HOME").unwrap_or_else(|| {
-        non_empty("HOME")
-            .unwrap_or_else(|| PathBuf::from("."))
-            .join(".cache")
-    });
+    let cache = env_path("XDG_CACHE_HOME").unwrap_or_else(|| home().join(".cache"));
     cache.join("ingle").join("models")
+}
+
+/// `$INGLE_RESPONSES_STORE`, else `${XDG_DATA_HOME:-~/.local/share}/ingle/responses.sqlite3`:
+/// data, not a cache, since a stored conversation cannot be made again.
+pub fn default_responses_store() -> PathBuf {
+    if let Some(path) = env_path("INGLE_RESPONSES_STORE") {
+        return path;
+    }
+    let data = env_path("XDG_DATA_HOME").unwrap_or_else(|| home().join(".local").join("share"));
+    data.join("ingle").join("responses.sqlite3")
 }

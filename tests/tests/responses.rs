@@ -374,3 +374,144 @@ fn what_ingle_cannot_honour_is_refused_by_name() {
     )
     .unwrap();
 }
+
+/// A client on the default model whose responses are stored in `store`.
+fn client_storing_in(store: &std::path::Path) -> Client {
+    let mut config = config();
+    config.responses.store = Some(store.to_path_buf());
+    Client::from_config(&config).unwrap()
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ingle-responses-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn stored_responses_outlive_the_client_that_made_them() {
+    let dir = scratch_dir("restart");
+    let store = dir.join("nested").join("responses.sqlite3");
+    let first = {
+        let client = client_storing_in(&store);
+        client
+            .responses
+            .create(&request(
+                json!({"model": MODEL, "input": "My name is Ada. Say hello.",
+                                    "temperature": 0, "max_output_tokens": 20}),
+            ))
+            .unwrap()
+    };
+    assert!(store.is_file(), "the store is made where it is configured");
+    // A new client (as after a restart) reads it, continues it, pages its items, deletes it.
+    let client = client_storing_in(&store);
+    let id = first["id"].as_str().unwrap();
+    assert_eq!(client.responses.retrieve(id).unwrap(), first);
+    let items = client.responses.input_items(id, None, None, None).unwrap();
+    assert_eq!(
+        items["data"][0]["content"][0]["text"],
+        "My name is Ada. Say hello."
+    );
+    let second = client
+        .responses
+        .create(&request(
+            json!({"model": MODEL, "input": "What is my name?",
+                                "temperature": 0, "max_output_tokens": 20,
+                                "previous_response_id": id}),
+        ))
+        .unwrap();
+    // The history came from the store: the prompt holds the first turn whole.
+    assert!(
+        second["usage"]["input_tokens"].as_u64() >= first["usage"]["total_tokens"].as_u64(),
+        "{second}"
+    );
+    client.responses.delete(id).unwrap();
+    assert_eq!(
+        client_storing_in(&store)
+            .responses
+            .retrieve(id)
+            .unwrap_err()
+            .kind,
+        ErrorKind::NotFound
+    );
+    // The continuation holds its whole conversation: it outlives the response it continued.
+    let third = client
+        .responses
+        .create(&request(
+            json!({"model": MODEL, "input": "Say it again.", "temperature": 0,
+                                "max_output_tokens": 5, "previous_response_id": second["id"]}),
+        ))
+        .unwrap();
+    assert_eq!(third["status"], "incomplete");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_memory_store_is_the_clients_own() {
+    let memory = std::path::Path::new(":memory:");
+    let client = client_storing_in(memory);
+    let response = client
+        .responses
+        .create(&request(
+            json!({"model": MODEL, "input": "Hi", "max_output_tokens": 2}),
+        ))
+        .unwrap();
+    let id = response["id"].as_str().unwrap();
+    assert_eq!(client.responses.retrieve(id).unwrap(), response);
+    let other = client_storing_in(memory);
+    assert_eq!(
+        other.responses.retrieve(id).unwrap_err().kind,
+        ErrorKind::NotFound
+    );
+}
+
+#[test]
+fn a_store_that_cannot_open_is_said_before_generating() {
+    let dir = scratch_dir("unopenable");
+    // A file where the store's directory should be.
+    std::fs::write(dir.join("file"), "").unwrap();
+    let client = client_storing_in(&dir.join("file").join("responses.sqlite3"));
+    let error = client
+        .responses
+        .create(&request(
+            json!({"model": MODEL, "input": "Hi", "max_output_tokens": 2}),
+        ))
+        .unwrap_err();
+    assert!(
+        error.message.contains("Cannot open the responses store")
+            && error.message.contains("responses.sqlite3"),
+        "{error}"
+    );
+    // Unstored responses need no store, and the client goes on.
+    let unstored = client
+        .responses
+        .create(&request(
+            json!({"model": MODEL, "input": "Hi", "max_output_tokens": 2,
+                                "store": false}),
+        ))
+        .unwrap();
+    assert_eq!(unstored["status"], "incomplete");
+    // A directory given as the store, or a bound of 0, is a config error naming the field.
+    for (tweak, field) in [
+        (
+            Box::new(|c: &mut ingle::Config| c.responses.store = Some(std::env::temp_dir()))
+                as Box<dyn Fn(&mut ingle::Config)>,
+            "responses.store",
+        ),
+        (
+            Box::new(|c| c.responses.max_age_days = 0),
+            "responses.max_age_days",
+        ),
+        (
+            Box::new(|c| c.responses.max_megabytes = 0),
+            "responses.max_megabytes",
+        ),
+    ] {
+        let mut config = config();
+        tweak(&mut config);
+        let error = Client::from_config(&config).err().unwrap();
+        assert_eq!(error.param.as_deref(), Some(field), "{error}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

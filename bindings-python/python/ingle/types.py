@@ -67,6 +67,7 @@ __all__ = [
     "ResponseOutputItem",
     "ResponseOutputText",
     "ResponseUsage",
+    "ResponseError",
     "ResponseStreamEvent",
     "ResponseInputItemList",
     "ResponseDeleted",
@@ -631,6 +632,14 @@ class ResponseUsage(BaseModel):
     _nested = {"input_tokens_details": _InputTokensDetails}
 
 
+class ResponseError(BaseModel):
+    """Why a response failed (``status: "failed"``): ``code`` is ``server_error`` or
+    ``invalid_prompt``, ``message`` says what happened."""
+
+    code: str
+    message: str
+
+
 class Response(BaseModel):
     """``object: "response"``. ``output_text`` joins the text of every output message, as the
     openai client's property does."""
@@ -639,7 +648,7 @@ class Response(BaseModel):
     object: str
     created_at: int
     status: str
-    error: Optional[Dict[str, Any]]
+    error: Optional[ResponseError]
     incomplete_details: Optional[Dict[str, Any]]
     instructions: Optional[str]
     model: str
@@ -647,7 +656,7 @@ class Response(BaseModel):
     previous_response_id: Optional[str]
     usage: Optional[ResponseUsage]
     metadata: Optional[Dict[str, str]]
-    _nested = {"output": ResponseOutputItem, "usage": ResponseUsage}
+    _nested = {"output": ResponseOutputItem, "usage": ResponseUsage, "error": ResponseError}
 
     @property
     def output_text(self) -> str:

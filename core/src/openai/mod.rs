@@ -23,7 +23,7 @@ pub use chat::{Chat, ChatCompletionStream, ChatCompletions};
 pub use completions::{CompletionStream, Completions};
 pub use embeddings::*;
 pub use models::Models;
-pub use responses::{ResponseRequest, ResponseStream, Responses, STORED_RESPONSES};
+pub use responses::{ResponseRequest, ResponseStream, Responses};
 pub use speech::*;
 pub use transcription::*;
 pub use types::*;

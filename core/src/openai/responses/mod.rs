@@ -6,16 +6,18 @@
 //! Responses with no code of its own, and a continued conversation renders as a prefix of the
 //! next one, which the llama backend's prompt cache reuses.
 //!
-//! Stored responses (`store`, true unless said otherwise) are kept in memory, the newest
-//! [`STORED_RESPONSES`]; `previous_response_id` continues one, `retrieve`, `delete` and
-//! `input_items` read them.
+//! Stored responses (`store`, true unless said otherwise) are kept in SQLite (store.rs), in the
+//! file `Config::responses` names; `previous_response_id` continues one, `retrieve`, `delete`
+//! and `input_items` read them.
 
 mod request;
+mod store;
 mod stream;
 
 pub use request::ResponseRequest;
 pub use stream::ResponseStream;
 
+use crate::config::ResponsesConfig;
 use crate::error::{shown, Error, ErrorKind, Result};
 use crate::openai::chat::ChatCompletions;
 use crate::openai::common::next_unless_stopped;
@@ -23,56 +25,22 @@ use crate::openai::types::{ChatCompletionRequest, ChatMessage, StreamOptions};
 use crate::predict::{random_id, unix_now};
 use request::{chat_messages, chat_response_format, chat_tool_choice};
 use serde_json::{json, Value as Json};
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, PoisonError};
-
-/// Most stored responses kept; storing one more forgets the oldest.
-pub const STORED_RESPONSES: usize = 1000;
-
-/// A stored response: what `retrieve` gives, its input items, and the conversation up to and
-/// including its output (without its `instructions`, which a next turn does not inherit).
-struct Stored {
-    response: Json,
-    input: Vec<Json>,
-    conversation: Vec<ChatMessage>,
-}
-
-/// The stored responses, newest [`STORED_RESPONSES`].
-#[derive(Default)]
-struct Store {
-    by_id: HashMap<String, Arc<Stored>>,
-    order: VecDeque<String>,
-}
+use std::collections::VecDeque;
+use std::sync::Arc;
+use store::{Store, Stored};
 
 /// `client.responses`.
 #[derive(Clone)]
 pub struct Responses {
     chat: ChatCompletions,
-    store: Arc<Mutex<Store>>,
+    store: Arc<Store>,
 }
 
 impl Responses {
-    pub(crate) fn new(chat: ChatCompletions) -> Self {
+    pub(crate) fn new(chat: ChatCompletions, config: &ResponsesConfig) -> Self {
         Responses {
             chat,
-            store: Arc::default(),
-        }
-    }
-
-    fn stored(&self, id: &str) -> Option<Arc<Stored>> {
-        let store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-        store.by_id.get(id).cloned()
-    }
-
-    fn keep(&self, id: String, stored: Stored) {
-        let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-        if store.by_id.insert(id.clone(), Arc::new(stored)).is_none() {
-            store.order.push_back(id);
-        }
-        while store.order.len() > STORED_RESPONSES {
-            if let Some(oldest) = store.order.pop_front() {
-                store.by_id.remove(&oldest);
-            }
+            store: Arc::new(Store::new(config)),
         }
     }
 
@@ -99,6 +67,9 @@ impl Responses {
         while let Some(event) = next_unless_stopped(&mut events, &mut stop)? {
             last = Some(event);
         }
+        if let Some(failure) = events.take_failure() {
+            return Err(failure);
+        }
         last.and_then(|mut event| event.get_mut("response").map(Json::take))
             .ok_or_else(|| Error::internal("The response ended without its last event"))
     }
@@ -111,19 +82,19 @@ impl Responses {
     fn start(&self, request: &ResponseRequest) -> Result<ResponseStream> {
         let mut conversation = Vec::new();
         if let Some(previous) = &request.previous_response_id {
-            let stored = self.stored(previous).ok_or_else(|| {
+            let stored = self.store.get(previous)?.ok_or_else(|| {
                 Error::new(
                     ErrorKind::NotFound,
                     format!(
                         "Previous response with id '{}' not found (never stored, deleted, or \
-                         one of more than {STORED_RESPONSES} older ones)",
+                         past the store's bounds)",
                         shown(previous)
                     ),
                 )
                 .with_param("previous_response_id")
                 .with_code("previous_response_not_found")
             })?;
-            conversation.clone_from(&stored.conversation);
+            conversation = stored.conversation;
         }
         chat_messages(&request.input, &mut conversation);
         let mut messages = Vec::with_capacity(conversation.len() + 1);
@@ -199,6 +170,10 @@ impl Responses {
         let mut pending = VecDeque::new();
         pending.push_back(json!({"type": "response.created", "response": response}));
         pending.push_back(json!({"type": "response.in_progress", "response": response}));
+        if request.store {
+            // A store that cannot open says so before anything is generated.
+            self.store.open()?;
+        }
         let keep = request
             .store
             .then(|| (self.clone(), request.input.clone(), conversation));
@@ -207,16 +182,14 @@ impl Responses {
 
     /// A stored response, by id.
     pub fn retrieve(&self, id: &str) -> Result<Json> {
-        Ok(self.found(id)?.response.clone())
+        Ok(self.found(id)?.response)
     }
 
     /// Forgets a stored response: `{"id", "object": "response.deleted", "deleted": true}`.
     pub fn delete(&self, id: &str) -> Result<Json> {
-        let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-        if store.by_id.remove(id).is_none() {
+        if !self.store.delete(id)? {
             return Err(response_not_found(id));
         }
-        store.order.retain(|kept| kept != id);
         Ok(json!({"id": id, "object": "response.deleted", "deleted": true}))
     }
 
@@ -274,8 +247,8 @@ impl Responses {
         }))
     }
 
-    fn found(&self, id: &str) -> Result<Arc<Stored>> {
-        self.stored(id).ok_or_else(|| response_not_found(id))
+    fn found(&self, id: &str) -> Result<Stored> {
+        self.store.get(id)?.ok_or_else(|| response_not_found(id))
     }
 }
 

@@ -1,8 +1,9 @@
 //! A response's events, made from the chat stream's chunks, as OpenAI streams them.
 
 use super::request::chat_messages;
-use super::{in_responses_terms, Responses, Stored};
-use crate::error::Result;
+use super::store::Stored;
+use super::{in_responses_terms, Responses};
+use crate::error::{Error, ErrorKind, Result};
 use crate::openai::chat::ChatCompletionStream;
 use crate::openai::types::{ChatCompletionChunk, ChatMessage, Usage};
 use crate::predict::random_id;
@@ -44,6 +45,8 @@ pub struct ResponseStream {
     ended: bool,
     /// Where to store the response when it ends: the store, its input, the conversation.
     keep: Option<(Responses, Vec<Json>, Vec<ChatMessage>)>,
+    /// Why the response failed, once it has (its last event is `response.failed`).
+    failure: Option<Error>,
 }
 
 impl ResponseStream {
@@ -67,7 +70,37 @@ impl ResponseStream {
             finish_reason: None,
             ended: false,
             keep,
+            failure: None,
         }
+    }
+
+    /// Why the response failed, if it did: after a `response.failed` event, the error behind
+    /// it (what `create()` returns).
+    pub fn failure(&self) -> Option<&Error> {
+        self.failure.as_ref()
+    }
+
+    pub(super) fn take_failure(&mut self) -> Option<Error> {
+        self.failure.take()
+    }
+
+    /// Ends the response as failed: what was made so far is in `output`, `status` is `failed`
+    /// and `error` says why, in the last event, `response.failed`. Not stored.
+    fn fail(&mut self, error: Error) {
+        self.close_text();
+        self.close_calls();
+        self.response["status"] = json!("failed");
+        let made = std::mem::take(&mut self.output);
+        if !made.is_empty() {
+            self.response["output"] = Json::Array(made);
+        }
+        self.response["error"] = json!({
+            "code": response_error_code(&error),
+            "message": error.message,
+        });
+        let response = self.response.clone();
+        self.event(json!({"type": "response.failed", "response": response}));
+        self.failure = Some(error);
     }
 
     /// The response's id (`resp_...`).
@@ -246,14 +279,16 @@ impl ResponseStream {
                 .unwrap_or_default();
             chat_messages(&output, &mut conversation);
             let id = self.id().to_string();
-            responses.keep(
-                id,
-                Stored {
-                    response: self.response.clone(),
-                    input,
-                    conversation,
-                },
-            );
+            let stored = Stored {
+                response: self.response.clone(),
+                input,
+                conversation,
+            };
+            // The caller asked for it stored: a response that cannot be fails, said so.
+            if let Err(error) = responses.store.put(&id, &stored) {
+                self.fail(error);
+                return;
+            }
         }
         let kind = if incomplete {
             "response.incomplete"
@@ -282,7 +317,7 @@ impl Iterator for ResponseStream {
                 Some(Ok(chunk)) => self.chunk(chunk),
                 Some(Err(error)) => {
                     self.ended = true;
-                    return Some(Err(in_responses_terms(error)));
+                    self.fail(in_responses_terms(error));
                 }
                 None => {
                     self.ended = true;
@@ -290,5 +325,14 @@ impl Iterator for ResponseStream {
                 }
             }
         }
+    }
+}
+
+/// The `error.code` of a failed response: OpenAI's codes are `server_error`,
+/// `rate_limit_exceeded`, `invalid_prompt` and a few about images and vector stores.
+fn response_error_code(error: &Error) -> &'static str {
+    match error.kind {
+        ErrorKind::InvalidRequest | ErrorKind::ContextLengthExceeded => "invalid_prompt",
+        _ => "server_error",
     }
 }

@@ -1,0 +1,259 @@
+//! Stored responses, in SQLite: one row per response holding what `retrieve` gives, its input
+//! items and the conversation up to and including its output. A row holds the whole
+//! conversation rather than a link to the previous response, so deleting a response never
+//! breaks the ones that continued it, and continuing one is one read; the conversation is
+//! bounded by the model's context, since a turn that does not fit fails and is not stored.
+//!
+//! The database opens on first use, in WAL mode with a busy timeout, so several processes can
+//! share one file (each write is one short transaction); `:memory:` keeps it in the process.
+//! Rows older than `max_age_days` go, and the oldest go while the rows' total size is over
+//! `max_megabytes` (both checked when a response is stored).
+
+use crate::config::ResponsesConfig;
+use crate::error::{Error, Result};
+use crate::openai::types::ChatMessage;
+use crate::predict::unix_now;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::Value as Json;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+/// A stored response.
+pub(super) struct Stored {
+    pub response: Json,
+    pub input: Vec<Json>,
+    /// The conversation up to and including its output (without its `instructions`, which a
+    /// next turn does not inherit).
+    pub conversation: Vec<ChatMessage>,
+}
+
+/// How long a writer waits for another process's write to finish before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The store: its place, its bounds, and the connection once opened.
+pub(super) struct Store {
+    path: PathBuf,
+    max_age_seconds: i64,
+    max_bytes: i64,
+    connection: OnceLock<std::result::Result<Mutex<Connection>, String>>,
+}
+
+impl Store {
+    pub fn new(config: &ResponsesConfig) -> Self {
+        Store {
+            path: config.store_path(),
+            max_age_seconds: i64::from(config.max_age_days) * 86_400,
+            max_bytes: i64::try_from(config.max_megabytes)
+                .unwrap_or(i64::MAX / (1 << 20))
+                .saturating_mul(1 << 20),
+            connection: OnceLock::new(),
+        }
+    }
+
+    /// Runs `work` on the open connection (opening it the first time).
+    fn with<T>(&self, work: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
+        let opened = self.connection.get_or_init(|| {
+            open(&self.path).map(Mutex::new).map_err(|e| {
+                format!(
+                    "Cannot open the responses store {}: {e} (set `responses.store` in the \
+                     config, or INGLE_RESPONSES_STORE, to another file or to :memory:)",
+                    self.path.display()
+                )
+            })
+        });
+        let connection = opened
+            .as_ref()
+            .map_err(|message| Error::internal(message.clone()))?;
+        let connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
+        work(&connection).map_err(|e| {
+            Error::internal(format!(
+                "The responses store {} failed: {e}",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// Opens the database if it is not yet open.
+    pub fn open(&self) -> Result<()> {
+        self.with(|_| Ok(()))
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<Stored>> {
+        let row = self.with(|db| {
+            db.prepare_cached(
+                "SELECT response, input, conversation FROM responses
+                 WHERE id = ?1 AND created_at >= ?2",
+            )?
+            .query_row(params![id, self.oldest_kept()], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })
+            .optional()
+        })?;
+        let Some((response, input, conversation)) = row else {
+            return Ok(None);
+        };
+        let damaged = |e: serde_json::Error| {
+            Error::internal(format!(
+                "The stored response '{}' in {} is damaged: {e}",
+                crate::error::shown(id),
+                self.path.display()
+            ))
+        };
+        Ok(Some(Stored {
+            response: serde_json::from_str(&response).map_err(damaged)?,
+            input: serde_json::from_str(&input).map_err(damaged)?,
+            conversation: serde_json::from_str(&conversation).map_err(damaged)?,
+        }))
+    }
+
+    /// Stores a response, then forgets what is over the bounds.
+    pub fn put(&self, id: &str, stored: &Stored) -> Result<()> {
+        let texts = (
+            serde_json::to_string(&stored.response),
+            serde_json::to_string(&stored.input),
+            serde_json::to_string(&stored.conversation),
+        );
+        let (Ok(response), Ok(input), Ok(conversation)) = texts else {
+            return Err(Error::internal("A response could not be written as JSON"));
+        };
+        let bytes = (response.len() + input.len() + conversation.len()) as i64;
+        let created_at = stored.response["created_at"]
+            .as_i64()
+            .unwrap_or_else(unix_now);
+        self.with(|db| {
+            // One transaction: another process sees the new row and the pruning together.
+            let db = db.unchecked_transaction()?;
+            db.prepare_cached(
+                "INSERT OR REPLACE INTO responses (id, created_at, bytes, response, input, conversation)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![id, created_at, bytes, response, input, conversation])?;
+            db.prepare_cached("DELETE FROM responses WHERE created_at < ?1")?
+                .execute(params![self.oldest_kept()])?;
+            // The oldest rows past the size bound: a running total, newest first.
+            db.prepare_cached(
+                "DELETE FROM responses WHERE rowid IN (
+                   SELECT rowid FROM (
+                     SELECT rowid, SUM(bytes) OVER (ORDER BY created_at DESC, rowid DESC) AS total
+                     FROM responses)
+                   WHERE total > ?1)",
+            )?
+            .execute(params![self.max_bytes])?;
+            db.commit()
+        })
+    }
+
+    /// Whether a response was there to delete.
+    pub fn delete(&self, id: &str) -> Result<bool> {
+        self.with(|db| {
+            Ok(db
+                .prepare_cached("DELETE FROM responses WHERE id = ?1")?
+                .execute(params![id])?
+                > 0)
+        })
+    }
+
+    /// The oldest `created_at` still kept.
+    fn oldest_kept(&self) -> i64 {
+        unix_now().saturating_sub(self.max_age_seconds)
+    }
+}
+
+fn open(path: &std::path::Path) -> rusqlite::Result<Connection> {
+    let connection = if path.as_os_str() == ":memory:" {
+        Connection::open_in_memory()?
+    } else {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            // An error here shows again, better worded, when the file cannot open.
+            let _ = std::fs::create_dir_all(dir);
+        }
+        Connection::open(path)?
+    };
+    connection.busy_timeout(BUSY_TIMEOUT)?;
+    // WAL: readers do not wait for a writer, and a crash mid-write loses at most that write.
+    connection.pragma_update(None, "journal_mode", "WAL")?;
+    connection.pragma_update(None, "synchronous", "NORMAL")?;
+    connection.execute_batch(
+        "CREATE TABLE IF NOT EXISTS responses (
+           id TEXT PRIMARY KEY,
+           created_at INTEGER NOT NULL,
+           bytes INTEGER NOT NULL,
+           response TEXT NOT NULL,
+           input TEXT NOT NULL,
+           conversation TEXT NOT NULL
+         );
+         CREATE INDEX IF NOT EXISTS responses_by_age ON responses (created_at);",
+    )?;
+    Ok(connection)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn store(max_age_days: u32, max_megabytes: u64) -> Store {
+        Store::new(&ResponsesConfig {
+            store: Some(PathBuf::from(":memory:")),
+            max_age_days,
+            max_megabytes,
+        })
+    }
+
+    fn response(created_at: i64, input_bytes: usize) -> Stored {
+        Stored {
+            response: json!({"id": "x", "created_at": created_at}),
+            input: vec![json!({"type": "message", "content": "a".repeat(input_bytes)})],
+            conversation: vec![ChatMessage::user("Hi")],
+        }
+    }
+
+    #[test]
+    fn responses_older_than_the_age_bound_are_forgotten() {
+        let store = store(30, 1024);
+        let now = unix_now();
+        store.put("old", &response(now - 31 * 86_400, 10)).unwrap();
+        store
+            .put("recent", &response(now - 29 * 86_400, 10))
+            .unwrap();
+        assert!(store.get("old").unwrap().is_none());
+        let recent = store.get("recent").unwrap().unwrap();
+        assert_eq!(recent.conversation, vec![ChatMessage::user("Hi")]);
+    }
+
+    #[test]
+    fn the_oldest_go_while_the_store_is_over_its_size() {
+        let store = store(30, 1);
+        let now = unix_now();
+        for (i, id) in ["a", "b", "c", "d"].iter().enumerate() {
+            store.put(id, &response(now + i as i64, 400_000)).unwrap();
+        }
+        // 1 MiB holds two of these.
+        let kept: Vec<bool> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|id| store.get(id).unwrap().is_some())
+            .collect();
+        assert_eq!(kept, [false, false, true, true]);
+        assert!(store.delete("c").unwrap());
+        assert!(!store.delete("c").unwrap());
+    }
+
+    #[test]
+    fn a_damaged_row_is_an_error_naming_the_response() {
+        let store = store(30, 1024);
+        store.put("r", &response(unix_now(), 1)).unwrap();
+        store
+            .with(|db| db.execute("UPDATE responses SET input = '{'", []))
+            .unwrap();
+        let error = store.get("r").err().unwrap();
+        assert!(
+            error.message.contains("'r'") && error.message.contains("damaged"),
+            "{error}"
+        );
+    }
+}
