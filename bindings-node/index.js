@@ -17,6 +17,7 @@ const {
 } = require('./request.js');
 const { Stream, abortable, create, abortableStart, speechResponse } = require('./streams.js');
 const { FILE_KINDS, audioRequest } = require('./uploads.js');
+const { Responses, ResponseStream } = require('./responses.js');
 
 class ChatCompletions {
   constructor(native) {
@@ -339,6 +340,7 @@ class OpenAI {
     if (!Array.isArray(predictors)) throw badOption(`new OpenAI(options): options.predictors must be an array, not ${describe(predictors)}`);
     this.predictors.register(...predictors);
     this.chat = { completions: new ChatCompletions(this._native) };
+    this.responses = new Responses(this._native);
     this.completions = new Completions(this._native);
     this.embeddings = new Embeddings(this._native);
     this.audio = {
@@ -361,6 +363,7 @@ module.exports = OpenAI;
 module.exports.OpenAI = OpenAI;
 module.exports.default = OpenAI;
 module.exports.Stream = Stream;
+module.exports.ResponseStream = ResponseStream;
 module.exports.OpenAIError = OpenAIError;
 module.exports.APIError = APIError;
 module.exports.BadRequestError = BadRequestError;

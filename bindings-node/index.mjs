@@ -5,6 +5,7 @@ export default ingle;
 export const {
   OpenAI,
   Stream,
+  ResponseStream,
   OpenAIError,
   APIError,
   BadRequestError,

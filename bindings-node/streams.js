@@ -11,10 +11,11 @@ const {
 /** A response stream: `for await (const chunk of stream)`. `break`, `stream.controller.abort()`
  * or the request's `signal` stop generation at once. */
 class Stream {
-  constructor(start, signal) {
+  constructor(start, signal, shape = null) {
     this.controller = new AbortController();
     this._start = start; // a Promise of the native stream
     this._signal = signal;
+    this._shape = shape; // what each parsed item goes through (Responses: output_text)
     this._iterated = false;
   }
 
@@ -31,7 +32,7 @@ class Stream {
         const text = await call(() => native.next());
         for (const s of signals) checkSignal(s);
         if (text === null) return;
-        yield JSON.parse(text);
+        yield this._shape ? this._shape(JSON.parse(text)) : JSON.parse(text);
       }
     } finally {
       native.close();
@@ -66,7 +67,7 @@ async function abortable(start, signal) {
 /** create() of chat.completions and completions: `stream: true` gives a Stream, otherwise
  * the whole response. `options.signal` aborts; openai's other request options (headers,
  * timeout, ...) are ignored. Every argument is checked before anything starts. */
-async function create(method, startStream, createWhole, body, options) {
+async function create(method, startStream, createWhole, body, options, shape = null) {
   const { signal } = requestOptions(options, method);
   const { stream, ...params } = requestBody(body, method);
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean') {
@@ -77,9 +78,10 @@ async function create(method, startStream, createWhole, body, options) {
   if (stream) {
     const start = call(() => startStream(json));
     await start; // errors before the first chunk reject create() itself, as in openai
-    return new Stream(start, signal);
+    return new Stream(start, signal, shape);
   }
-  return JSON.parse(await abortable((cancel) => createWhole(json, cancel), signal));
+  const whole = JSON.parse(await abortable((cancel) => createWhole(json, cancel), signal));
+  return shape ? shape(whole) : whole;
 }
 
 /** Starts `start` (a Promise of a native stream); aborting `signal` meanwhile rejects at once

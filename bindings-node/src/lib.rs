@@ -9,7 +9,7 @@ mod spawned;
 
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
+    ChatCompletionRequest, CompletionRequest, ResponseRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
     SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
 use ingle::{Client, Config, Error};
@@ -339,6 +339,54 @@ impl NativeClient {
         start(move || {
             let request = CompletionRequest::from_json(&request)?;
             Ok(json_texts(client.completions.stream(&request)?))
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn responses_create(
+        &self,
+        request: String,
+        cancel: Option<&NativeCancel>,
+    ) -> Spawned<Job<Option<String>>> {
+        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        work(move || {
+            let request = ResponseRequest::from_json(&request)?;
+            let stop = || cancel.load(Ordering::Acquire);
+            Ok(Some(
+                client.responses.create_until(&request, stop)?.to_string(),
+            ))
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<NativeStream>")]
+    pub fn responses_stream(&self, request: String) -> Spawned<Job<JsonTextStream>> {
+        let client = self.client.clone();
+        start(move || {
+            let request = ResponseRequest::from_json(&request)?;
+            Ok(json_texts(client.responses.stream(&request)?))
+        })
+    }
+
+    /// A stored response (`retrieve`), `delete`d, or its `input_items`: on the thread pool, as
+    /// the store may wait on another process's write.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn responses_stored(
+        &self,
+        action: String,
+        id: String,
+        after: Option<String>,
+        limit: Option<i64>,
+        order: Option<String>,
+    ) -> Spawned<Job<Option<String>>> {
+        let client = self.client.clone();
+        work(move || {
+            let responses = &client.responses;
+            let json = match action.as_str() {
+                "retrieve" => responses.retrieve(&id)?,
+                "delete" => responses.delete(&id)?,
+                _ => responses.input_items(&id, after.as_deref(), limit, order.as_deref())?,
+            };
+            Ok(Some(json.to_string()))
         })
     }
 

@@ -16,6 +16,14 @@ import type {
   TranscriptionTextDoneEvent,
 } from 'openai/resources/audio/transcriptions';
 import type { Translation } from 'openai/resources/audio/translations';
+import type {
+  Response as OpenAIResponse,
+  ResponseStreamEvent as OpenAIResponseStreamEvent,
+  ResponseItem as OpenAIResponseItem,
+  ResponseCreateParamsNonStreaming as OpenAIResponseCreateParams,
+  ResponseOutputItem as OpenAIResponseOutputItem,
+} from 'openai/resources/responses/responses';
+import type { ResponseItemList as OpenAIResponseItemList } from 'openai/resources/responses/input-items';
 import { toFile } from 'openai';
 import { createReadStream } from 'node:fs';
 
@@ -116,4 +124,48 @@ export function predictors(): OpenAI {
   client.predictors.register(echo);
   void chat;
   return client;
+}
+
+/** The Responses API: openai's parameters go in, its types come out. */
+export async function checkResponses(client: OpenAI): Promise<void> {
+  const params = {
+    model: 'm',
+    input: [
+      { role: 'user', content: 'Weather in Paris?' },
+      { type: 'function_call', call_id: 'c1', name: 'weather', arguments: '{"city":"Paris"}' },
+      { type: 'function_call_output', call_id: 'c1', output: '21 C' },
+    ],
+    instructions: 'Be brief.',
+    tools: [{ type: 'function', name: 'weather', parameters: { type: 'object' }, strict: true }],
+    tool_choice: 'auto',
+    text: { format: { type: 'json_schema', name: 'w', schema: { type: 'object' } } },
+    max_output_tokens: 64,
+    metadata: { case: 'types' },
+  } satisfies OpenAIResponseCreateParams;
+  const response: OpenAIResponse = await client.responses.create(params);
+  const text: string = response.output_text;
+  const item: OpenAIResponseOutputItem = response.output[0];
+  const events = await client.responses.create({ model: 'm', input: 'Hi', stream: true });
+  for await (const event of events) {
+    const e: OpenAIResponseStreamEvent = event;
+    if (event.type === 'response.output_text.delta') void event.delta.length;
+    void e;
+  }
+  const helper = client.responses.stream({ model: 'm', input: 'Hi' });
+  helper.on('response.output_text.delta', (event) => void event.delta.length);
+  for await (const event of helper) {
+    const e: OpenAIResponseStreamEvent = event;
+    void e;
+  }
+  const final: OpenAIResponse = await helper.finalResponse();
+  const parsed = await client.responses.parse<{ city: string }>(params);
+  const city: string | undefined = parsed.output_parsed?.city;
+  const again: OpenAIResponse = await client.responses.retrieve(response.id);
+  const page: OpenAIResponseItemList = await client.responses.inputItems.list(response.id, { limit: 5, order: 'asc' });
+  for await (const input of client.responses.inputItems.list(response.id)) {
+    const i: OpenAIResponseItem = input;
+    void i;
+  }
+  await client.responses.delete(response.id);
+  void [text, item, final, city, again, page];
 }

@@ -618,6 +618,7 @@ class ResponseOutputItem(BaseModel):
 
 class _InputTokensDetails(BaseModel):
     cached_tokens: int
+    cache_write_tokens: int
 
 
 class ResponseUsage(BaseModel):

@@ -143,6 +143,8 @@ impl Responses {
             "object": "response",
             "created_at": unix_now(),
             "status": "in_progress",
+            "completed_at": null,
+            "access_programs": null,
             "background": false,
             "error": null,
             "incomplete_details": null,
@@ -159,7 +161,7 @@ impl Responses {
             "temperature": request.temperature,
             "text": {"format": request.format, "verbosity": "medium"},
             "tool_choice": request.tool_choice.clone().unwrap_or(json!("auto")),
-            "tools": request.tools,
+            "tools": request.tools.iter().map(echoed_tool).collect::<Vec<_>>(),
             "top_logprobs": 0,
             "top_p": request.top_p,
             "truncation": "disabled",
@@ -250,6 +252,18 @@ impl Responses {
     fn found(&self, id: &str) -> Result<Stored> {
         self.store.get(id)?.ok_or_else(|| response_not_found(id))
     }
+}
+
+/// A function tool as a response echoes it: every field of OpenAI's `FunctionTool`, null where
+/// the request left it out.
+fn echoed_tool(tool: &Json) -> Json {
+    json!({
+        "type": "function",
+        "name": tool["name"],
+        "description": tool.get("description").unwrap_or(&Json::Null),
+        "parameters": tool.get("parameters").unwrap_or(&Json::Null),
+        "strict": tool.get("strict").unwrap_or(&Json::Null),
+    })
 }
 
 fn response_not_found(id: &str) -> Error {

@@ -6,7 +6,7 @@ use super::{in_responses_terms, Responses};
 use crate::error::{Error, ErrorKind, Result};
 use crate::openai::chat::ChatCompletionStream;
 use crate::openai::types::{ChatCompletionChunk, ChatMessage, Usage};
-use crate::predict::random_id;
+use crate::predict::{random_id, unix_now};
 use serde_json::{json, Value as Json};
 use std::collections::VecDeque;
 
@@ -263,11 +263,17 @@ impl ResponseStream {
         });
         if incomplete {
             self.response["incomplete_details"] = json!({"reason": "max_output_tokens"});
+        } else {
+            self.response["completed_at"] = json!(unix_now());
         }
         self.response["output"] = Json::Array(std::mem::take(&mut self.output));
         self.response["usage"] = json!({
             "input_tokens": self.usage.prompt_tokens,
-            "input_tokens_details": {"cached_tokens": cached},
+            // Every input token not from the cache had its KV written into the cache.
+            "input_tokens_details": {
+                "cached_tokens": cached,
+                "cache_write_tokens": self.usage.prompt_tokens.saturating_sub(cached),
+            },
             "output_tokens": self.usage.completion_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": self.usage.total_tokens,

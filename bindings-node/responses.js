@@ -1,0 +1,266 @@
+'use strict';
+// client.responses: OpenAI's Responses API in process, over the chat models (the core maps it
+// onto chat): create (whole or `stream: true`), the stream() helper with finalResponse(),
+// parse(), and the stored responses: retrieve, delete, inputItems.list.
+
+const { OpenAIError, APIUserAbortError, call } = require('./errors.js');
+const { requestOptions, stringArgument, badRequest, describe, isObject } = require('./request.js');
+const { Stream, create } = require('./streams.js');
+
+/** `output_text` on a response, as openai's client adds it: the text of every output message. */
+function withOutputText(response) {
+  if (!isObject(response) || response.object !== 'response') return response;
+  const texts = [];
+  for (const item of response.output || []) {
+    if (item.type !== 'message') continue;
+    for (const part of item.content || []) if (part.type === 'output_text') texts.push(part.text);
+  }
+  response.output_text = texts.join('');
+  return response;
+}
+
+/** A whole response, or a stream event's `response`, given `output_text`. */
+function shapeEvent(event) {
+  if (isObject(event) && event.object === 'response') return withOutputText(event);
+  if (isObject(event) && event.response) withOutputText(event.response);
+  return event;
+}
+
+/** `output_parsed` of a response whose `text.format` asked for JSON: the text parsed, through
+ * the format's own parser when it has one (openai's zodTextFormat), else JSON.parse. */
+function parsed(response, format) {
+  if (!format || (format.type !== 'json_schema' && format.type !== 'json_object')) {
+    response.output_parsed = null;
+    return response;
+  }
+  const parse = typeof format.$parseRaw === 'function' ? format.$parseRaw : JSON.parse;
+  for (const item of response.output) {
+    if (item.type !== 'message') continue;
+    for (const part of item.content) {
+      if (part.type === 'output_text') part.parsed = parse(part.text);
+    }
+  }
+  response.output_parsed = response.status === 'completed' ? parse(response.output_text) : null;
+  return response;
+}
+
+/** `client.responses.stream(...)`: the events, as an async iterable and as `on(type, listener)`
+ * ('event' for every one, 'end', 'error'); `finalResponse()` resolves to the last response;
+ * `abort()` (or `controller.abort()`, or `options.signal`) stops generation. */
+class ResponseStream {
+  constructor(start) {
+    this.controller = new AbortController();
+    this._listeners = new Map();
+    this._queue = [];
+    this._waiting = null;
+    this._ended = false;
+    this._error = null;
+    this._final = null;
+    this._iterated = false;
+    this._done = this._pump(start);
+    this._done.catch(() => {}); // reported by done(), finalResponse() and the iteration
+  }
+
+  async _pump(start) {
+    try {
+      const stream = await start;
+      const onAbort = () => stream.controller.abort();
+      this.controller.signal.addEventListener('abort', onAbort);
+      try {
+        for await (const event of stream) {
+          if (event.response) this._final = event.response;
+          this._push({ event });
+          this._emit('event', event);
+          this._emit(event.type, event);
+        }
+      } finally {
+        this.controller.signal.removeEventListener('abort', onAbort);
+      }
+      if (this.controller.signal.aborted) throw new APIUserAbortError();
+    } catch (error) {
+      this._error = error;
+      this._push({ error });
+      this._emit('error', error);
+      throw error;
+    } finally {
+      this._ended = true;
+      this._push(null);
+      this._emit('end');
+    }
+  }
+
+  _push(entry) {
+    if (this._waiting) {
+      const resolve = this._waiting;
+      this._waiting = null;
+      resolve(entry);
+    } else {
+      this._queue.push(entry);
+    }
+  }
+
+  _emit(type, value) {
+    for (const listener of [...(this._listeners.get(type) || [])]) {
+      try {
+        listener.fn(value);
+      } catch (error) {
+        queueMicrotask(() => { throw error; }); // as an EventEmitter's listener would
+      }
+      if (listener.once) this.off(type, listener.fn);
+    }
+  }
+
+  on(type, fn) {
+    if (typeof fn !== 'function') throw new OpenAIError(`on(${type}, listener): the listener must be a function, not ${describe(fn)}`);
+    if (!this._listeners.has(type)) this._listeners.set(type, []);
+    this._listeners.get(type).push({ fn, once: false });
+    return this;
+  }
+
+  once(type, fn) {
+    this.on(type, fn);
+    const list = this._listeners.get(type);
+    list[list.length - 1].once = true;
+    return this;
+  }
+
+  off(type, fn) {
+    const list = this._listeners.get(type) || [];
+    const at = list.findIndex((listener) => listener.fn === fn);
+    if (at >= 0) list.splice(at, 1);
+    return this;
+  }
+
+  abort() {
+    this.controller.abort();
+  }
+
+  /** Resolves once the stream has ended (rejects with its error). */
+  async done() {
+    await this._done;
+  }
+
+  /** The whole response: `response.completed`'s (or `.incomplete`'s). A failed one rejects. */
+  async finalResponse() {
+    await this._done;
+    if (!this._final || this._final.status === 'in_progress') {
+      throw new OpenAIError('The stream ended without a response.completed event');
+    }
+    if (this._final.status === 'failed') {
+      throw new OpenAIError(`The response failed: ${this._final.error && this._final.error.message}`);
+    }
+    return this._final;
+  }
+
+  async *[Symbol.asyncIterator]() {
+    if (this._iterated) throw new OpenAIError('Cannot iterate over a consumed stream');
+    this._iterated = true;
+    try {
+      for (;;) {
+        const entry = this._queue.length
+          ? this._queue.shift()
+          : await new Promise((resolve) => { this._waiting = resolve; });
+        if (entry === null) return;
+        if (entry.error) throw entry.error;
+        yield entry.event;
+      }
+    } finally {
+      if (!this._ended) this.abort(); // `break`: stop generating
+    }
+  }
+}
+
+class InputItems {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** The input items of a stored response, a page at a time as openai's CursorPage: awaitable
+   * (`{object: 'list', data, first_id, last_id, has_more}`) and async-iterable over every item
+   * (`for await (const item of client.responses.inputItems.list(id))`). `query`: `after`,
+   * `limit` (1 to 100, default 20), `order` ('desc', the default, or 'asc'). */
+  list(responseId, query = {}) {
+    const page = (async () => {
+      stringArgument(responseId, 'response_id', 'responses.inputItems.list(responseId, query)');
+      if (!isObject(query)) throw badRequest(null, `responses.inputItems.list: query must be an object, not ${describe(query)}`);
+      return this._page(responseId, query);
+    })();
+    const self = this;
+    page[Symbol.asyncIterator] = async function* iterate() {
+      let current = await page;
+      for (;;) {
+        yield* current.data;
+        if (!current.has_more || current.data.length === 0) return;
+        current = await self._page(responseId, { ...query, after: current.last_id });
+      }
+    };
+    return page;
+  }
+
+  async _page(responseId, { after = null, limit = null, order = null }) {
+    for (const [name, value, kind] of [['after', after, 'string'], ['order', order, 'string'], ['limit', limit, 'number']]) {
+      if (value !== null && value !== undefined && typeof value !== kind) {
+        throw badRequest(name, `\`${name}\` must be a ${kind}, not ${describe(value)}`);
+      }
+    }
+    if (limit !== null && limit !== undefined && !Number.isInteger(limit)) {
+      throw badRequest('limit', `\`limit\` must be an integer, not ${limit}`);
+    }
+    return JSON.parse(await call(() => this._native.responsesStored('input_items', responseId, after ?? null, limit ?? null, order ?? null)));
+  }
+}
+
+class Responses {
+  constructor(native) {
+    this._native = native;
+    this.inputItems = new InputItems(native);
+  }
+
+  /** `body`: `model`, `input` (a string or items), `instructions`, `tools`, `tool_choice`,
+   * `text.format`, `max_output_tokens`, `previous_response_id`, `store`, `metadata`,
+   * `temperature`, `top_p`, `stream`. `stream: true` gives a Stream of the events. */
+  create(body, options) {
+    const native = this._native;
+    return create('responses.create', (json) => native.responsesStream(json),
+      (json, cancel) => native.responsesCreate(json, cancel), body, options, shapeEvent);
+  }
+
+  /** The events and the final response of `body` (as openai's `responses.stream`). */
+  stream(body, options) {
+    const native = this._native;
+    const start = (async () => {
+      const { signal } = requestOptions(options, 'responses.stream');
+      const params = { ...(isObject(body) ? body : {}), stream: true };
+      if (!isObject(body)) throw badRequest(null, `responses.stream: the request must be an object, not ${describe(body)}`);
+      return create('responses.stream', (json) => native.responsesStream(json), null, params, { signal }, shapeEvent);
+    })();
+    return new ResponseStream(start);
+  }
+
+  /** A whole response with `output_parsed` (and each text part's `parsed`): the output text
+   * read as JSON when `text.format` is `json_schema` or `json_object`, through the format's
+   * own parser when it has one (openai's `zodTextFormat`). */
+  async parse(body, options) {
+    const format = isObject(body) && isObject(body.text) ? body.text.format : null;
+    let request = body;
+    if (isObject(format) && typeof format.$parseRaw === 'function') {
+      const { $parseRaw, $brand, ...plain } = format; // the helper's functions are not JSON
+      request = { ...body, text: { ...body.text, format: plain } };
+    }
+    return parsed(await this.create(request, options), format);
+  }
+
+  /** A stored response, by id. */
+  async retrieve(responseId) {
+    stringArgument(responseId, 'response_id', 'responses.retrieve(responseId)');
+    return withOutputText(JSON.parse(await call(() => this._native.responsesStored('retrieve', responseId, null, null, null))));
+  }
+
+  /** Forgets a stored response. Resolves to nothing, as openai's. */
+  async delete(responseId) {
+    stringArgument(responseId, 'response_id', 'responses.delete(responseId)');
+    await call(() => this._native.responsesStored('delete', responseId, null, null, null));
+  }
+}
+
+module.exports = { Responses, ResponseStream };
