@@ -356,6 +356,61 @@ enum IngleStatus ingle_embeddings_create_matrix(struct IngleClient *client,
 void ingle_embedding_matrix_free(struct IngleEmbeddingMatrix *matrix);
 
 /**
+ * A whole response: `request_json` is an OpenAI Responses request (`{"model": ...,
+ * "input": ...}`, without `"stream": true`); `*out_json` receives the `response` object
+ * (`status` `completed`, or `incomplete` when `max_output_tokens` cut it), to free with
+ * `ingle_string_free` (NULL on failure). Stored unless `"store": false`, so a next request's
+ * `"previous_response_id"` continues it, in this process or another sharing the store.
+ */
+enum IngleStatus ingle_responses_create(struct IngleClient *client,
+                                        const char *request_json,
+                                        char **out_json);
+
+/**
+ * Streams a response: `on_event` receives each event as JSON, in OpenAI's order, each with
+ * its `type` and `sequence_number` (`response.created`, `response.in_progress`,
+ * `response.output_item.added`, ..., `response.output_text.delta`, ..., last
+ * `response.completed` or `response.incomplete`). A failure once events have been delivered
+ * is delivered as a last `response.failed` event (its `response.error` says why), and the
+ * function then returns the failure's status with `ingle_last_error()` set. Returns when the
+ * stream ends, fails, or `on_event` returns non-zero (`INGLE_ERROR_CANCELLED`, generation
+ * stopped). `user_data` is passed to `on_event` untouched.
+ */
+enum IngleStatus ingle_responses_stream(struct IngleClient *client,
+                                        const char *request_json,
+                                        IngleChunkCallback on_event,
+                                        void *user_data);
+
+/**
+ * A stored response, by id (`resp_...`): `*out_json` receives the `response` object, to free
+ * with `ingle_string_free`. `INGLE_ERROR_NOT_FOUND` if it was never stored, was deleted, or
+ * is past the store's bounds.
+ */
+enum IngleStatus ingle_responses_retrieve(struct IngleClient *client,
+                                          const char *response_id,
+                                          char **out_json);
+
+/**
+ * Forgets a stored response. `out_json` may be NULL; if not, `*out_json` receives
+ * `{"id": ..., "object": "response.deleted", "deleted": true}`, to free with
+ * `ingle_string_free`. `INGLE_ERROR_NOT_FOUND` if there is no such response.
+ */
+enum IngleStatus ingle_responses_delete(struct IngleClient *client,
+                                        const char *response_id,
+                                        char **out_json);
+
+/**
+ * The input items of a stored response, a page at a time as OpenAI lists them: `query_json`
+ * is NULL or `{"after": "<item id>", "limit": 1..100 (default 20), "order": "desc" (default)
+ * or "asc"}`; `*out_json` receives `{"object": "list", "data": [...], "first_id", "last_id",
+ * "has_more"}`, to free with `ingle_string_free`.
+ */
+enum IngleStatus ingle_responses_input_items(struct IngleClient *client,
+                                             const char *response_id,
+                                             const char *query_json,
+                                             char **out_json);
+
+/**
  * Speech: `request_json` is an OpenAI speech request (`{"model": "@local/piper-en-us-joe-medium",
  * "input": "Hello there.", "voice": "alloy", "response_format": "wav", "speed": 1.0}`; `voice` is
  * one of the model's voices (`"joe"`) or any OpenAI voice name, `response_format` is `mp3`

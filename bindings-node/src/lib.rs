@@ -9,8 +9,9 @@ mod spawned;
 
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle::openai::{
-    ChatCompletionRequest, CompletionRequest, ResponseRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
-    SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
+    ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
+    ResponseRequest, SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest,
+    TranscriptionResponse,
 };
 use ingle::{Client, Config, Error};
 use napi::bindgen_prelude::{Float32Array, Uint8Array};

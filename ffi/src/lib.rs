@@ -18,6 +18,8 @@
 // header's order, one group each (rustfmt sorts a group).
 mod text;
 
+mod responses;
+
 mod audio;
 
 mod models;
@@ -29,6 +31,7 @@ mod predictors;
 pub use audio::*;
 pub use call::{ingle_last_error, ingle_last_error_json, ingle_string_free};
 pub use models::*;
+pub use responses::*;
 pub use text::*;
 
 use call::{ffi_call, out_arg, str_arg};

@@ -99,6 +99,35 @@ static inline int32_t collect_chunk(const char *chunk, size_t len, void *user_da
     return c->stop_after && c->chunks >= c->stop_after ? 1 : 0;
 }
 
+/* The events of a streamed response: how many, whether their sequence numbers run 0, 1, 2...,
+ * the text of the `response.output_text.delta`s, and the last event's type. */
+typedef struct {
+    int events;
+    int out_of_order;
+    int stop_after;
+    char text[4096];
+    char last_type[64];
+} ResponseEvents;
+
+static inline int32_t collect_response_event(const char *event, size_t len, void *user_data) {
+    ResponseEvents *e = (ResponseEvents *)user_data;
+    char expected[48];
+    snprintf(expected, sizeof expected, "\"sequence_number\":%d", e->events);
+    if (strlen(event) != len || !strstr(event, expected)) e->out_of_order++;
+    e->events++;
+    char *type = json_string(event, "type");
+    if (type) {
+        snprintf(e->last_type, sizeof e->last_type, "%s", type);
+        if (strcmp(type, "response.output_text.delta") == 0) {
+            char *delta = json_string(event, "delta");
+            if (delta) strncat(e->text, delta, sizeof e->text - strlen(e->text) - 1);
+            free(delta);
+        }
+        free(type);
+    }
+    return e->stop_after && e->events >= e->stop_after ? 1 : 0;
+}
+
 /* A named test of a test program's table. */
 typedef struct {
     const char *name;

@@ -132,6 +132,64 @@ static void test_cancel_after_three_chunks(void) {
     ingle_string_free(out);
 }
 
+static void test_responses(void) {
+    char *out = NULL;
+    CHECK_STATUS(ingle_responses_create(client, "{\"model\":\"" MODEL "\",\"input\":\"My name is Ada.\","
+                                                "\"temperature\":0,\"max_output_tokens\":4}", &out),
+                 INGLE_OK);
+    CHECK(out && strstr(out, "\"object\":\"response\"") && strstr(out, "\"output_tokens\":4"), "%s", out);
+    char *id = out ? json_string(out, "id") : NULL;
+    CHECK(id && strncmp(id, "resp_", 5) == 0, "id: %s", id ? id : "(none)");
+    ingle_string_free(out);
+    if (!id) return;
+
+    /* Continued by id, streamed: every event in order, the last `response.incomplete`. */
+    char request[256];
+    snprintf(request, sizeof request, "{\"model\":\"" MODEL "\",\"input\":\"And yours?\",\"temperature\":0,"
+             "\"max_output_tokens\":3,\"previous_response_id\":\"%s\"}", id);
+    ResponseEvents e = {0};
+    CHECK_STATUS(ingle_responses_stream(client, request, collect_response_event, &e), INGLE_OK);
+    CHECK(e.events >= 8 && e.out_of_order == 0, "%d events, %d out of order", e.events, e.out_of_order);
+    CHECK(strcmp(e.last_type, "response.incomplete") == 0, "last event: %s", e.last_type);
+    CHECK(strlen(e.text) > 0, "no text");
+    /* An event callback that returns non-zero stops it. */
+    ResponseEvents stopped = {0};
+    stopped.stop_after = 3;
+    CHECK_STATUS(ingle_responses_stream(client, request, collect_response_event, &stopped), INGLE_ERROR_CANCELLED);
+    CHECK(stopped.events == 3, "the callback ran %d times", stopped.events);
+
+    /* Stored: retrieved, its input items paged, deleted. */
+    CHECK_STATUS(ingle_responses_retrieve(client, id, &out), INGLE_OK);
+    CHECK(out && strstr(out, id), "%s", out);
+    ingle_string_free(out);
+    CHECK_STATUS(ingle_responses_input_items(client, id, "{\"limit\":1,\"order\":\"asc\"}", &out), INGLE_OK);
+    CHECK(out && strstr(out, "My name is Ada.") && strstr(out, "\"has_more\":false"), "%s", out);
+    ingle_string_free(out);
+    CHECK_STATUS(ingle_responses_input_items(client, id, NULL, &out), INGLE_OK);
+    ingle_string_free(out);
+    out = (char *)"not touched";
+    CHECK_STATUS(ingle_responses_input_items(client, id, "{\"limit\":\"ten\"}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(out == NULL && strstr(ingle_last_error_json(), "\"param\":\"query_json\""), "%s", ingle_last_error_json());
+    CHECK_STATUS(ingle_responses_delete(client, id, &out), INGLE_OK);
+    CHECK(out && strstr(out, "\"deleted\":true"), "%s", out);
+    ingle_string_free(out);
+    CHECK_STATUS(ingle_responses_delete(client, id, NULL), INGLE_ERROR_NOT_FOUND);
+    CHECK_STATUS(ingle_responses_retrieve(client, id, &out), INGLE_ERROR_NOT_FOUND);
+    CHECK_STATUS(ingle_responses_stream(client, request, collect_response_event, &e), INGLE_ERROR_NOT_FOUND);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"previous_response_id\""), "%s", ingle_last_error_json());
+    free(id);
+
+    /* What ingle cannot do is refused naming the field; NULLs are refused. */
+    CHECK_STATUS(ingle_responses_create(client, "{\"model\":\"" MODEL "\",\"input\":\"Hi\","
+                                                "\"tools\":[{\"type\":\"web_search\"}]}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"tools[0].type\""), "%s", ingle_last_error_json());
+    CHECK_STATUS(ingle_responses_create(client, NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_responses_stream(client, "{}", NULL, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_responses_retrieve(client, NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+}
+
 static void test_completions(void) {
     char *out = NULL;
     const char *request = "{\"model\":\"" MODEL "\",\"prompt\":\"Once upon a time\","
@@ -554,6 +612,7 @@ static const Test tests[] = {
     {"unload", test_unload},
     {"chat_create_and_stream", test_chat_create_and_stream},
     {"cancel_after_three_chunks", test_cancel_after_three_chunks},
+    {"responses", test_responses},
     {"completions", test_completions},
     {"predictions", test_predictions},
     {"bad_json", test_bad_json},

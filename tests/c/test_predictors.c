@@ -210,6 +210,39 @@ static void test_predictor_chat(void) {
     ingle_string_free(json);
 }
 
+/* The Responses API over a chat predictor written in C, under valgrind: every ingle_responses_*
+ * function once, with no model (test_api.c runs them on the real model, under the sanitizers). */
+static void test_predictor_responses(void) {
+    char *out = NULL;
+    CHECK_STATUS(ingle_responses_create(client, "{\"model\":\"@c/echo\",\"input\":\"hello big world\"}", &out),
+                 INGLE_OK);
+    CHECK(out && strstr(out, "\"text\":\"hello big world \"") && strstr(out, "\"status\":\"completed\""), "%s",
+          out ? out : "(none)");
+    char *id = out ? json_string(out, "id") : NULL;
+    ingle_string_free(out);
+    if (!id) return;
+    char request[256];
+    snprintf(request, sizeof request, "{\"model\":\"@c/echo\",\"input\":\"a b c\",\"previous_response_id\":\"%s\"}",
+             id);
+    ResponseEvents e = {0};
+    CHECK_STATUS(ingle_responses_stream(client, request, collect_response_event, &e), INGLE_OK);
+    CHECK(strcmp(e.text, "a b c ") == 0 && e.out_of_order == 0, "'%s', %d out of order", e.text, e.out_of_order);
+    CHECK(strcmp(e.last_type, "response.completed") == 0, "last event: %s", e.last_type);
+    ResponseEvents stopped = {0};
+    stopped.stop_after = 4;
+    CHECK_STATUS(ingle_responses_stream(client, request, collect_response_event, &stopped), INGLE_ERROR_CANCELLED);
+    CHECK_STATUS(ingle_responses_retrieve(client, id, &out), INGLE_OK);
+    ingle_string_free(out);
+    CHECK_STATUS(ingle_responses_input_items(client, id, "{\"order\":\"asc\"}", &out), INGLE_OK);
+    CHECK(out && strstr(out, "hello big world"), "%s", out ? out : "(none)");
+    ingle_string_free(out);
+    CHECK_STATUS(ingle_responses_input_items(client, id, "{\"limit\":0}", &out), INGLE_ERROR_INVALID_REQUEST);
+    CHECK_STATUS(ingle_responses_delete(client, id, &out), INGLE_OK);
+    ingle_string_free(out);
+    CHECK_STATUS(ingle_responses_delete(client, id, NULL), INGLE_ERROR_NOT_FOUND);
+    free(id);
+}
+
 static void test_predictor_speech(void) {
     IngleSpeechSamples *samples = NULL;
     CHECK_STATUS(ingle_audio_speech_create_samples(
@@ -455,6 +488,7 @@ static void test_predictor_free_waits(void) {
 static const Test tests[] = {
     {"predictor_free_waits", test_predictor_free_waits},
     {"predictor_chat", test_predictor_chat},
+    {"predictor_responses", test_predictor_responses},
     {"predictor_speech", test_predictor_speech},
     {"predictor_embeddings", test_predictor_embeddings},
     {"predictor_transcription", test_predictor_transcription},

@@ -226,6 +226,8 @@ pub struct LlamaPredictor {
     /// Bytes of the longest token piece (special tokens included).
     max_piece_bytes: usize,
     jobs: mpsc::Sender<Job>,
+    /// The scheduler thread, joined when the predictor is dropped.
+    scheduler: Option<std::thread::JoinHandle<()>>,
     counters: Arc<Counters>,
 }
 
@@ -317,7 +319,7 @@ impl LlamaPredictor {
             last_used: vec![0; parallel as usize],
             clock: 0,
         };
-        std::thread::Builder::new()
+        let scheduler = std::thread::Builder::new()
             .name(format!("ingle-llama {}", config.tag))
             .spawn(move || scheduler.run(job_rx, ready_tx))
             .map_err(|e| Error::internal(format!("Cannot start the scheduler thread: {e}")))?;
@@ -335,6 +337,7 @@ impl LlamaPredictor {
             n_ctx,
             max_piece_bytes,
             jobs,
+            scheduler: Some(scheduler),
             counters,
         })
     }
@@ -490,6 +493,21 @@ impl LlamaPredictor {
             tokens.remove(0);
         }
         tokens
+    }
+}
+
+impl Drop for LlamaPredictor {
+    /// Closes the job channel and waits for the scheduler thread to end, so that freeing a
+    /// client (`ingle_client_free`, then perhaps `exit`) never leaves llama.cpp decoding while
+    /// the process tears down. No stream is alive by then (each holds the predictor), so the
+    /// scheduler drops the cancelled sequences and ends within a decode step.
+    fn drop(&mut self) {
+        drop(std::mem::replace(&mut self.jobs, mpsc::channel().0));
+        if let Some(scheduler) = self.scheduler.take() {
+            if scheduler.thread().id() != std::thread::current().id() {
+                let _ = scheduler.join();
+            }
+        }
     }
 }
 
