@@ -754,6 +754,10 @@ export declare class OpenAI {
     retrieve(responseId: string): Promise<Response>;
     /** Forgets a stored response; NotFoundError if there is none. */
     delete(responseId: string): Promise<void>;
+    inputTokens: {
+      /** How many input tokens `create(body)` would take, read by the model itself. */
+      count(body: ResponseCreateParams): Promise<{ object: 'response.input_tokens'; input_tokens: number }>;
+    };
     inputItems: {
       /** Awaitable for a page, and iterable over every item (as openai's CursorPage). */
       list(

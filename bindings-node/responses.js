@@ -4,7 +4,9 @@
 // parse(), and the stored responses: retrieve, delete, inputItems.list.
 
 const { OpenAIError, APIUserAbortError, call } = require('./errors.js');
-const { requestOptions, stringArgument, badRequest, describe, isObject } = require('./request.js');
+const {
+  requestOptions, requestBody, stringArgument, badRequest, describe, isObject, toJson,
+} = require('./request.js');
 const { Stream, create } = require('./streams.js');
 
 /** `output_text` on a response, as openai's client adds it: the text of every output message. */
@@ -210,10 +212,25 @@ class InputItems {
   }
 }
 
+class InputTokens {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** How many input tokens `create(body)` would take (instructions, tools and the conversation
+   * of `previous_response_id` included), read by the model itself:
+   * `{ object: 'response.input_tokens', input_tokens }`. */
+  async count(body) {
+    const json = toJson(requestBody(body, 'responses.inputTokens.count'));
+    return JSON.parse(await call(() => this._native.responsesInputTokens(json)));
+  }
+}
+
 class Responses {
   constructor(native) {
     this._native = native;
     this.inputItems = new InputItems(native);
+    this.inputTokens = new InputTokens(native);
   }
 
   /** `body`: `model`, `input` (a string or items), `instructions`, `tools`, `tool_choice`,

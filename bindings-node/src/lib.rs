@@ -368,6 +368,15 @@ impl NativeClient {
         })
     }
 
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn responses_input_tokens(&self, request: String) -> Spawned<Job<Option<String>>> {
+        let client = self.client.clone();
+        work(move || {
+            let request = ResponseRequest::from_json(&request)?;
+            Ok(Some(client.responses.input_tokens(&request)?.to_string()))
+        })
+    }
+
     /// A stored response (`retrieve`), `delete`d, or its `input_items`: on the thread pool, as
     /// the store may wait on another process's write.
     #[napi(ts_return_type = "Promise<string>")]

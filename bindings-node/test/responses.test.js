@@ -40,6 +40,8 @@ test('create answers as chat does, with output_text and usage', async () => {
   assert.equal(response.output[0].content[0].type, 'output_text');
   assert.equal(response.usage.input_tokens, chat.usage.prompt_tokens);
   assert.equal(response.access_programs, null);
+  const counted = await client.responses.inputTokens.count({ model: smol, input: question, instructions: 'Be brief.' });
+  assert.deepEqual(counted, { object: 'response.input_tokens', input_tokens: response.usage.input_tokens });
 });
 
 test('a stream is OpenAI\'s events in order, and the helper gives the final response', async () => {

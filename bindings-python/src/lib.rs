@@ -224,31 +224,41 @@ impl NativeClient {
         .map_err(py_err)
     }
 
-    fn responses_retrieve(&self, id: &str) -> PyResult<String> {
-        let response = self.client.responses.retrieve(id).map_err(py_err)?;
-        Ok(response.to_string())
+    /// How many input tokens a request takes (read by the model, which generates one token).
+    fn responses_input_tokens(&self, py: Python<'_>, request: String) -> PyResult<String> {
+        py.detach(|| {
+            let request = ResponseRequest::from_json(&request)?;
+            Ok(self.client.responses.input_tokens(&request)?.to_string())
+        })
+        .map_err(py_err)
     }
 
-    fn responses_delete(&self, id: &str) -> PyResult<String> {
-        let deleted = self.client.responses.delete(id).map_err(py_err)?;
-        Ok(deleted.to_string())
+    // The store may wait on another process's write: without the GIL.
+    fn responses_retrieve(&self, py: Python<'_>, id: &str) -> PyResult<String> {
+        py.detach(|| Ok(self.client.responses.retrieve(id)?.to_string()))
+            .map_err(py_err)
+    }
+
+    fn responses_delete(&self, py: Python<'_>, id: &str) -> PyResult<String> {
+        py.detach(|| Ok(self.client.responses.delete(id)?.to_string()))
+            .map_err(py_err)
     }
 
     /// A page of a stored response's input items.
     #[pyo3(signature = (id, after=None, limit=None, order=None))]
     fn responses_input_items(
         &self,
+        py: Python<'_>,
         id: &str,
         after: Option<&str>,
         limit: Option<i64>,
         order: Option<&str>,
     ) -> PyResult<String> {
-        let page = self
-            .client
-            .responses
-            .input_items(id, after, limit, order)
-            .map_err(py_err)?;
-        Ok(page.to_string())
+        py.detach(|| {
+            let page = self.client.responses.input_items(id, after, limit, order)?;
+            Ok(page.to_string())
+        })
+        .map_err(py_err)
     }
 
     /// A whole text completion; Ctrl-C, or setting `cancel`, stops it at the next token.

@@ -154,3 +154,14 @@ def test_a_failure_mid_stream_is_response_failed(users):
         users.responses.retrieve(failed.id)
     # The client goes on.
     assert users.responses.create(model="@test/responses-echo", input="ok").output_text == "ok "
+
+
+def test_input_tokens_count(client):
+    counted = client.responses.input_tokens.count(model=MODEL, input=QUESTION, instructions="Be brief.")
+    assert isinstance(counted, ingle.types.InputTokenCountResponse)
+    response = client.responses.create(model=MODEL, input=QUESTION, instructions="Be brief.",
+                                       max_output_tokens=2)
+    assert counted.object == "response.input_tokens"
+    assert counted.input_tokens == response.usage.input_tokens
+    assert asyncio.run(ingle.AsyncOpenAI().responses.input_tokens.count(
+        model=MODEL, input=QUESTION, instructions="Be brief.")).input_tokens == counted.input_tokens

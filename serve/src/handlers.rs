@@ -129,6 +129,21 @@ pub(crate) async fn responses_create(State(state): State<AppState>, request: Req
     }
 }
 
+/// `POST /v1/responses/input_tokens`: `{"object": "response.input_tokens", "input_tokens": N}`.
+pub(crate) async fn responses_input_tokens(
+    State(state): State<AppState>,
+    request: Request,
+) -> Response {
+    let request = match parse_body(&state, request, ResponseRequest::from_json).await {
+        Ok(request) => request,
+        Err(refusal) => return refusal.into_response(),
+    };
+    whole(state, move |client, _stop| {
+        Ok(client.responses.input_tokens(&request)?.to_string())
+    })
+    .await
+}
+
 /// The response id of `/v1/responses/{id}` and `/v1/responses/{id}/input_items`.
 fn response_id(uri: &Uri) -> String {
     let rest = uri

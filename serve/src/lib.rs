@@ -209,6 +209,10 @@ fn router(state: AppState) -> Router {
         .route("/chat/completions", post(handlers::chat_completions))
         .route("/responses", post(handlers::responses_create))
         .route(
+            "/responses/input_tokens",
+            post(handlers::responses_input_tokens),
+        )
+        .route(
             "/responses/{id}",
             get(handlers::responses_retrieve).delete(handlers::responses_delete),
         )

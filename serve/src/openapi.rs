@@ -74,6 +74,7 @@ pub fn openapi() -> serde_json::Value {
             }},
             "/chat/completions": post("Create a chat completion", &["model", "messages"], "A `chat.completion`, or with `stream: true` `chat.completion.chunk` events", true),
             "/responses": post("Create a response (OpenAI's Responses API, over the chat models)", &["model", "input"], "A `response`, or with `stream: true` its events (`response.created` ... `response.completed`)", true),
+            "/responses/input_tokens": post("Count the input tokens of a Responses request (read by the model: its prompt is left in the prompt cache)", &["model", "input"], "`{object: \"response.input_tokens\", input_tokens}`", false),
             "/responses/{response_id}": {
                 "get": {
                     "summary": "Retrieve a stored response",

@@ -224,6 +224,10 @@ fn health_models_and_openapi() {
         "/audio/speech",
         "/audio/transcriptions",
         "/audio/translations",
+        "/responses",
+        "/responses/input_tokens",
+        "/responses/{response_id}",
+        "/responses/{response_id}/input_items",
     ] {
         assert!(
             openapi["paths"][path].is_object(),

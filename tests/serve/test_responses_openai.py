@@ -118,3 +118,14 @@ def test_errors_name_the_field(client):
         assert error.value.body["param"] == param, (kwargs, error.value.body)
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve("resp_nothing")
+
+
+def test_input_tokens_count(client):
+    body = dict(model=CHAT, input="Name the capital of France.", instructions="Be brief.")
+    counted = client.responses.input_tokens.count(**body)
+    assert counted.object == "response.input_tokens"
+    response = client.responses.create(**body, temperature=0, max_output_tokens=3)
+    assert counted.input_tokens == response.usage.input_tokens
+    with pytest.raises(openai.BadRequestError) as error:
+        client.responses.input_tokens.count(model=CHAT, input="Hi", tools=[{"type": "web_search"}])
+    assert error.value.body["param"] == "tools[0].type"

@@ -515,3 +515,31 @@ fn a_store_that_cannot_open_is_said_before_generating() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn input_tokens_counts_what_a_response_would_read() {
+    let client = shared();
+    let body = json!({"model": MODEL, "input": "Name the capital of France.",
+                      "instructions": "Be brief.", "temperature": 0, "max_output_tokens": 4});
+    let counted = client
+        .responses
+        .input_tokens(&request(body.clone()))
+        .unwrap();
+    assert_eq!(counted["object"], "response.input_tokens");
+    let response = client.responses.create(&request(body)).unwrap();
+    assert_eq!(counted["input_tokens"], response["usage"]["input_tokens"]);
+    // With a stored conversation, counted whole; nothing new is stored.
+    let continued = json!({"model": MODEL, "input": "And Spain?",
+                           "previous_response_id": response["id"]});
+    let more = client.responses.input_tokens(&request(continued)).unwrap();
+    assert!(
+        more["input_tokens"].as_u64() > response["usage"]["total_tokens"].as_u64(),
+        "{more}"
+    );
+    let error = client
+        .responses
+        .input_tokens(&request(json!({"model": MODEL, "input": "Hi",
+                                      "previous_response_id": "resp_gone"})))
+        .unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("previous_response_id"));
+}

@@ -24,6 +24,7 @@ import type {
   ResponseOutputItem as OpenAIResponseOutputItem,
 } from 'openai/resources/responses/responses';
 import type { ResponseItemList as OpenAIResponseItemList } from 'openai/resources/responses/input-items';
+import type { InputTokenCountResponse } from 'openai/resources/responses/input-tokens';
 import { toFile } from 'openai';
 import { createReadStream } from 'node:fs';
 
@@ -166,6 +167,7 @@ export async function checkResponses(client: OpenAI): Promise<void> {
     const i: OpenAIResponseItem = input;
     void i;
   }
+  const counted: InputTokenCountResponse = await client.responses.inputTokens.count(params);
   await client.responses.delete(response.id);
-  void [text, item, final, city, again, page];
+  void [counted, text, item, final, city, again, page];
 }

@@ -1,6 +1,7 @@
 """``client.responses``: OpenAI's Responses API on the chat models, in this process: create
 (whole or ``stream=True``), the ``stream(...)`` helper, ``parse(text_format=...)``, retrieve,
-delete and ``input_items.list``. Stored responses live in the client (the newest 1,000)."""
+delete, ``input_items.list`` and ``input_tokens.count``. Stored responses are kept in SQLite
+(the config's ``[responses]``), so a conversation goes on by id in this process or the next."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterator, Optional, Tuple
 from . import _arguments, _structured
 from ._arguments import NOT_GIVEN
 from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
-from .types import Response, ResponseInputItemList, ResponseStreamEvent
+from .types import InputTokenCountResponse, Response, ResponseInputItemList, ResponseStreamEvent
 
 
 def _text_format(text_format: Any, params: Dict[str, Any]) -> Optional[Callable[[str], Any]]:
@@ -134,10 +135,25 @@ class InputItems(_Resource):
         return ResponseInputItemList.construct(json.loads(text))  # type: ignore[return-value]
 
 
+class InputTokens(_Resource):
+    def count(self, **params: Any) -> InputTokenCountResponse:
+        """How many input tokens ``create(**params)`` would take (instructions, tools and the
+        conversation of ``previous_response_id`` included), read by the model itself."""
+        text = self._native.responses_input_tokens(_arguments.body(params))
+        return InputTokenCountResponse.construct(json.loads(text))  # type: ignore[return-value]
+
+
+class AsyncInputTokens(_Resource):
+    async def count(self, **params: Any) -> InputTokenCountResponse:
+        text = await _in_thread(self._native.responses_input_tokens, _arguments.body(params))
+        return InputTokenCountResponse.construct(json.loads(text))  # type: ignore[return-value]
+
+
 class Responses(_Resource):
     def __init__(self, native: Any) -> None:
         super().__init__(native)
         self.input_items = InputItems(native)
+        self.input_tokens = InputTokens(native)
 
     def create(self, *, stream: bool = False, **params: Any) -> Union[Response, Stream[ResponseStreamEvent]]:
         """``model``, ``input`` (a string or items), ``instructions``, ``tools``,
@@ -181,6 +197,7 @@ class AsyncResponses(_Resource):
     def __init__(self, native: Any) -> None:
         super().__init__(native)
         self.input_items = AsyncInputItems(native)
+        self.input_tokens = AsyncInputTokens(native)
 
     async def create(
         self, *, stream: bool = False, **params: Any

@@ -68,6 +68,7 @@ __all__ = [
     "ResponseOutputText",
     "ResponseUsage",
     "ResponseError",
+    "InputTokenCountResponse",
     "ResponseStreamEvent",
     "ResponseInputItemList",
     "ResponseDeleted",
@@ -631,6 +632,13 @@ class ResponseUsage(BaseModel):
     output_tokens_details: Optional[Dict[str, Any]]
     total_tokens: int
     _nested = {"input_tokens_details": _InputTokensDetails}
+
+
+class InputTokenCountResponse(BaseModel):
+    """``responses.input_tokens.count(...)``: ``object: "response.input_tokens"``."""
+
+    object: str
+    input_tokens: int
 
 
 class ResponseError(BaseModel):

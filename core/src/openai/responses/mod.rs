@@ -182,6 +182,26 @@ impl Responses {
         Ok(ResponseStream::new(chunks, response, pending, keep))
     }
 
+    /// `POST /v1/responses/input_tokens`: how many input tokens `request` would take, its
+    /// instructions, tools, format and the conversation of `previous_response_id` included:
+    /// `{"object": "response.input_tokens", "input_tokens": N}`. Counted by the model itself,
+    /// by reading the prompt and generating one token (never stored), so it is exact for every
+    /// chat predictor that reports usage, and the prompt is left in the prompt cache for the
+    /// request that follows.
+    pub fn input_tokens(&self, request: &ResponseRequest) -> Result<Json> {
+        let counting = ResponseRequest {
+            store: false,
+            stream: false,
+            max_output_tokens: Some(1),
+            ..request.clone()
+        };
+        let response = self.create(&counting)?;
+        Ok(json!({
+            "object": "response.input_tokens",
+            "input_tokens": response["usage"]["input_tokens"],
+        }))
+    }
+
     /// A stored response, by id.
     pub fn retrieve(&self, id: &str) -> Result<Json> {
         Ok(self.found(id)?.response)
