@@ -165,3 +165,38 @@ def test_input_tokens_count(client):
     assert counted.input_tokens == response.usage.input_tokens
     assert asyncio.run(ingle.AsyncOpenAI().responses.input_tokens.count(
         model=MODEL, input=QUESTION, instructions="Be brief.")).input_tokens == counted.input_tokens
+
+
+# --- Hostile inputs ------------------------------------------------------------------------
+
+@ingle.predictor(tag="@test/responses-count")
+def count_messages(messages: list[ingle.types.ChatCompletionMessageParam]) -> Iterator[str]:
+    """Says how many messages it was given."""
+    yield str(len(messages))
+
+
+def test_a_chain_of_a_thousand_turns(client):
+    """Each stored response holds its whole conversation: a 1,000-long previous_response_id
+    chain is one read per turn, whole at the end (1,000 inputs and 999 answers)."""
+    client.predictors.register(count_messages)
+    previous = None
+    for turn in range(1000):
+        response = client.responses.create(model="@test/responses-count", input=f"turn {turn}",
+                                           previous_response_id=previous)
+        previous = response.id
+    assert response.output_text == "1999"
+    assert client.responses.input_items.list(previous).data[0].content[0].text == "turn 999"
+
+
+def test_huge_and_unknown_inputs_are_clear_errors(client):
+    with pytest.raises(ingle.BadRequestError) as error:
+        client.responses.create(model=MODEL, input="Paris " * 200_000, max_output_tokens=2)
+    assert error.value.param == "input" and error.value.code == "context_length_exceeded"
+    for item, param in [({"type": "image_generation_call", "id": "x"}, "input[0].type"),
+                        ({"type": "message", "role": "user", "content": [{"type": "input_audio"}]},
+                         "input[0].content[0].type"),
+                        ({"type": "function_call_output", "output": "x"}, "input[0].call_id")]:
+        with pytest.raises(ingle.BadRequestError) as error:
+            client.responses.create(model=MODEL, input=[item])
+        assert error.value.param == param, error.value
+    assert client.responses.create(model=MODEL, input="Hi", max_output_tokens=2).status == "incomplete"
