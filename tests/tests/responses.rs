@@ -223,6 +223,8 @@ fn max_output_tokens_makes_it_incomplete() {
         json!({"reason": "max_output_tokens"})
     );
     assert_eq!(response["usage"]["output_tokens"], 5);
+    // The message that was cut says so.
+    assert_eq!(response["output"][0]["status"], "incomplete");
 }
 
 fn qwen() -> &'static Client {
@@ -356,6 +358,10 @@ fn what_ingle_cannot_honour_is_refused_by_name() {
             "metadata.a",
         ),
         (json!({"model": "@nobody/nothing", "input": "Hi"}), "model"),
+        (
+            json!({"model": MODEL, "input": "Hi", "include": ["message.output_text.logprobs"]}),
+            "include",
+        ),
     ];
     for (body, param) in cases {
         let error = refused(body.clone());
@@ -370,6 +376,15 @@ fn what_ingle_cannot_honour_is_refused_by_name() {
         &json!({"model": MODEL, "input": "Hi", "include": [], "truncation": "disabled",
                 "reasoning": {"effort": null}, "background": false, "top_logprobs": 0,
                 "service_tier": "auto", "prompt_cache_key": "k", "metadata": {"user": "me"}})
+        .to_string(),
+    )
+    .unwrap();
+    // And what Codex CLI sends: no reasoning asked for, encrypted reasoning to replay (there is
+    // none), its own bookkeeping.
+    ResponseRequest::from_json(
+        &json!({"model": MODEL, "input": "Hi", "reasoning": {}, "store": false,
+                "include": ["reasoning.encrypted_content"], "parallel_tool_calls": true,
+                "client_metadata": {"thread_id": "t", "turn_id": "u"}})
         .to_string(),
     )
     .unwrap();

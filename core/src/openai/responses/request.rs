@@ -219,13 +219,20 @@ impl ResponseRequest {
 fn asks_nothing(key: &str, value: &Json) -> bool {
     match (key, value) {
         (_, Json::Null) | (_, Json::Bool(false)) => true,
-        ("include" | "tools", Json::Array(items)) => items.is_empty(),
+        ("tools", Json::Array(items)) => items.is_empty(),
+        // Encrypted reasoning, for a client that replays it (Codex): ingle's models make no
+        // reasoning items, so there is none to include.
+        ("include", Json::Array(items)) => items
+            .iter()
+            .all(|item| item.as_str() == Some("reasoning.encrypted_content")),
         ("truncation", Json::String(t)) => t == "disabled",
         ("service_tier", Json::String(t)) => t == "auto" || t == "default",
         ("top_logprobs", Json::Number(n)) => n.as_u64() == Some(0),
         ("reasoning", Json::Object(r)) => r.values().all(Json::is_null),
         // Hints about OpenAI's own caching and abuse detection: nothing to do here.
         ("prompt_cache_key" | "safety_identifier", Json::String(_)) => true,
+        // A client's own bookkeeping (Codex sends its thread and turn ids), never echoed.
+        ("client_metadata", Json::Object(_)) => true,
         _ => false,
     }
 }

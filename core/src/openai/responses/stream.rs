@@ -47,6 +47,9 @@ pub struct ResponseStream {
     keep: Option<(Responses, Vec<Json>, Vec<ChatMessage>)>,
     /// Why the response failed, once it has (its last event is `response.failed`).
     failure: Option<Error>,
+    /// Whether the items still open were cut (by `max_output_tokens`): their status is then
+    /// `incomplete`, so a client does not take a cut call's arguments for whole ones.
+    cut: bool,
 }
 
 impl ResponseStream {
@@ -71,6 +74,7 @@ impl ResponseStream {
             ended: false,
             keep,
             failure: None,
+            cut: false,
         }
     }
 
@@ -87,6 +91,7 @@ impl ResponseStream {
     /// Ends the response as failed: what was made so far is in `output`, `status` is `failed`
     /// and `error` says why, in the last event, `response.failed`. Not stored.
     fn fail(&mut self, error: Error) {
+        self.cut = true;
         self.close_text();
         self.close_calls();
         self.response["status"] = json!("failed");
@@ -137,8 +142,17 @@ impl ResponseStream {
         self.text = Some(item);
     }
 
+    fn item_status(&self) -> &'static str {
+        if self.cut {
+            "incomplete"
+        } else {
+            "completed"
+        }
+    }
+
     fn close_text(&mut self) {
         let Some(item) = self.text.take() else { return };
+        let status = self.item_status();
         let part =
             json!({"type": "output_text", "text": item.text, "annotations": [], "logprobs": []});
         self.event(json!({
@@ -156,7 +170,7 @@ impl ResponseStream {
             "content_index": 0,
             "part": part,
         }));
-        let done = json!({"id": item.id, "type": "message", "status": "completed", "role": "assistant", "content": [part]});
+        let done = json!({"id": item.id, "type": "message", "status": status, "role": "assistant", "content": [part]});
         self.output[item.index] = done.clone();
         self.event(
             json!({"type": "response.output_item.done", "output_index": item.index, "item": done}),
@@ -164,6 +178,7 @@ impl ResponseStream {
     }
 
     fn close_calls(&mut self) {
+        let status = self.item_status();
         for call in std::mem::take(&mut self.calls) {
             let item = call.item;
             self.event(json!({
@@ -174,7 +189,7 @@ impl ResponseStream {
                 "arguments": item.text,
             }));
             let done = json!({
-                "id": item.id, "type": "function_call", "status": "completed",
+                "id": item.id, "type": "function_call", "status": status,
                 "call_id": call.call_id, "name": call.name, "arguments": item.text,
             });
             self.output[item.index] = done.clone();
@@ -249,9 +264,10 @@ impl ResponseStream {
     }
 
     fn end(&mut self) {
+        let incomplete = self.finish_reason.as_deref() == Some("length");
+        self.cut = incomplete;
         self.close_text();
         self.close_calls();
-        let incomplete = self.finish_reason.as_deref() == Some("length");
         let cached = self
             .usage
             .prompt_tokens_details

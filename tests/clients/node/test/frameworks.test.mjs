@@ -1,11 +1,16 @@
 // `ingle serve` driven by the JavaScript frameworks people build on: the Vercel AI SDK (through
-// @ai-sdk/openai-compatible, and @ai-sdk/openai, whose `openai(model)` speaks the Responses API)
-// and LangChain JS (@langchain/openai), pinned in package.json.
+// @ai-sdk/openai-compatible, and @ai-sdk/openai, whose `openai(model)` speaks the Responses API),
+// LangChain JS (@langchain/openai) and Codex CLI (@openai/codex, Responses only), pinned in
+// package.json.
 // scripts/test-clients starts the server and passes INGLE_SERVE_URL and INGLE_SERVE_KEY; each
 // test's outcome is written to $INGLE_CLIENTS_JS_RESULTS for docs/clients.md.
 import test, { after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { createRequire } from 'node:module';
 import { z } from 'zod';
 import { embed, generateObject, generateText, stepCountIs, streamText, tool } from 'ai';
@@ -225,4 +230,49 @@ row(LC, '@langchain/openai', 'OpenAIEmbeddings', async () => {
   assert.equal(one.length, 384);
   assert.equal((await embeddings.embedQuery('Paris')).length, 384);
   assert.notDeepEqual(one, two);
+});
+
+// --- Codex CLI ---------------------------------------------------------------------------
+// `codex exec` with ingle as a custom Responses provider (its own config dir, no login). What
+// Codex sends that a local model has no use for is switched off by its own settings: its 17 KB
+// system prompt (model_instructions_file), the web_search tool, goals, sub-agents, image
+// generation, tool suggestions, apps and plugins; what is left is four function tools, its
+// developer and environment messages, `reasoning: {}`, `include: ["reasoning.encrypted_content"]`,
+// `store: false`, `prompt_cache_key` and `client_metadata`, all of which ingle accepts.
+
+row('Codex CLI', '@openai/codex', 'codex exec, a custom Responses provider: one turn', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'ingle-codex-'));
+  try {
+    writeFileSync(join(home, 'instructions.txt'), 'You are a coding assistant. Answer briefly.\n');
+    writeFileSync(join(home, 'config.toml'), [
+      `model = "${QWEN}"`,
+      'model_provider = "ingle"',
+      'approval_policy = "never"',
+      'sandbox_mode = "read-only"',
+      `model_instructions_file = "${join(home, 'instructions.txt')}"`,
+      'model_reasoning_summary = "none"',
+      'web_search = "disabled"',
+      '[model_providers.ingle]',
+      'name = "ingle"',
+      `base_url = "${baseURL}"`,
+      'env_key = "INGLE_SERVE_KEY"',
+      'wire_api = "responses"',
+      'stream_max_retries = 0',
+      'request_max_retries = 0',
+    ].join('\n'));
+    const codex = require.resolve('@openai/codex/bin/codex.js');
+    const features = ['goals', 'multi_agent', 'image_generation', 'tool_suggest', 'apps', 'plugins'];
+    const run = promisify(execFile)(process.execPath, [
+      codex, 'exec', '--skip-git-repo-check', '--ephemeral', '--cd', home,
+      ...features.flatMap((f) => ['--disable', f]),
+      '-o', join(home, 'last.txt'), 'Say hello in one short sentence.',
+    ], { env: { ...process.env, CODEX_HOME: home, OPENAI_API_KEY: '' }, timeout: 240_000 });
+    run.child.stdin.end(); // else codex waits for more of the prompt on stdin
+    const { stdout } = await run;
+    const last = readFileSync(join(home, 'last.txt'), 'utf8').trim();
+    assert.ok(last.length > 0, `codex printed: ${stdout}`);
+    assert.match(last, /hello|hi\b|help/i);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
 });
