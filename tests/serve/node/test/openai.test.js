@@ -136,3 +136,53 @@ test('audio.transcriptions and translations: errors name the parameter', async (
   const after = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper });
   assert.equal(words(after.text), beckettWords);
 });
+
+// --- Responses ---------------------------------------------------------------------------
+
+const qwen = '@local/qwen2.5-coder-0.5b-instruct';
+
+test('responses: create, the stream helper, retrieve, input items, delete', async () => {
+  const first = await client.responses.create({ model: chat, input: 'Name the capital of France.', temperature: 0, max_output_tokens: 20 });
+  assert.match(first.output_text, /Paris/);
+  const events = [];
+  const stream = client.responses.stream({
+    model: chat, input: 'And of Spain?', previous_response_id: first.id, temperature: 0, max_output_tokens: 20,
+  });
+  stream.on('response.output_text.delta', (event) => events.push(event.delta));
+  const second = await stream.finalResponse();
+  assert.equal(events.join(''), second.output_text);
+  assert.ok(second.usage.input_tokens >= first.usage.total_tokens);
+  assert.ok(second.usage.input_tokens_details.cached_tokens > 0);
+  assert.equal((await client.responses.retrieve(second.id)).output_text, second.output_text);
+  const items = [];
+  for await (const item of client.responses.inputItems.list(second.id)) items.push(item);
+  assert.equal(items[0].content[0].text, 'And of Spain?');
+  const counted = await client.responses.inputTokens.count({ model: chat, input: 'Name the capital of France.' });
+  assert.equal(counted.input_tokens, first.usage.input_tokens);
+  await client.responses.delete(first.id);
+  await assert.rejects(client.responses.retrieve(first.id), OpenAI.NotFoundError);
+  await assert.rejects(
+    client.responses.create({ model: chat, input: 'Hi', tools: [{ type: 'web_search' }] }),
+    (err) => err instanceof OpenAI.BadRequestError && err.param === 'tools[0].type',
+  );
+});
+
+test('responses: a function call and its output over two turns, by id and with the whole history', async () => {
+  const tools = [{
+    type: 'function', name: 'get_weather', description: 'Get the current weather in a city.', strict: false,
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  }];
+  const input = [{ role: 'user', content: "What's the weather in Paris right now?" }];
+  const first = await client.responses.create({ model: qwen, input, tools, temperature: 0, max_output_tokens: 100 });
+  const call = first.output.find((item) => item.type === 'function_call');
+  assert.equal(call?.name, 'get_weather', JSON.stringify(first.output));
+  const answer = { type: 'function_call_output', call_id: call.call_id, output: '{"temperature_c": 21}' };
+  const byId = await client.responses.create({
+    model: qwen, tools, temperature: 0, max_output_tokens: 60, previous_response_id: first.id, input: [answer],
+  });
+  const whole = await client.responses.create({
+    model: qwen, tools, temperature: 0, max_output_tokens: 60, store: false, input: [...input, call, answer],
+  });
+  assert.match(byId.output_text, /21/);
+  assert.equal(byId.output_text, whole.output_text);
+});
