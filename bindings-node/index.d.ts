@@ -521,7 +521,7 @@ export declare class OpenAI {
     delete(responseId: string): Promise<void>;
     inputTokens: {
       /** How many input tokens `create(body)` would take, read by the model itself. */
-      count(body: ResponseCreateParams): Promise<{ object: 'response.input_tokens'; input_tokens: number }>;
+      count(body: ResponseCreateParams, options?: RequestOptions | null): Promise<{ object: 'response.input_tokens'; input_tokens: number }>;
     };
     inputItems: {
       /** Awaitable for a page, and iterable over every item (as openai's CursorPage). */

@@ -3,11 +3,13 @@
 // onto chat): create (whole or `stream: true`), the stream() helper with finalResponse(),
 // parse(), and the stored responses: retrieve, delete, inputItems.list.
 
-const { OpenAIError, APIUserAbortError, call } = require('./errors.js');
+const {
+  OpenAIError, APIUserAbortError, InternalServerError, BadRequestError, call,
+} = require('./errors.js');
 const {
   requestOptions, requestBody, stringArgument, badRequest, describe, isObject, toJson,
 } = require('./request.js');
-const { Stream, create } = require('./streams.js');
+const { Stream, abortable, create } = require('./streams.js');
 
 /** `output_text` on a response, as openai's client adds it: the text of every output message. */
 function withOutputText(response) {
@@ -68,6 +70,7 @@ class ResponseStream {
       const stream = await start;
       const onAbort = () => stream.controller.abort();
       this.controller.signal.addEventListener('abort', onAbort);
+      if (this.controller.signal.aborted) onAbort(); // aborted while the stream was starting
       try {
         for await (const event of stream) {
           if (event.response) this._final = event.response;
@@ -149,7 +152,10 @@ class ResponseStream {
       throw new OpenAIError('The stream ended without a response.completed event');
     }
     if (this._final.status === 'failed') {
-      throw new OpenAIError(`The response failed: ${this._final.error && this._final.error.message}`);
+      // The error create() would have rejected with.
+      const { code, message } = this._final.error || { code: 'server_error', message: 'The response failed' };
+      const error = { message, type: code === 'invalid_prompt' ? 'invalid_request_error' : 'server_error', param: null, code };
+      throw code === 'invalid_prompt' ? new BadRequestError(400, error, message) : new InternalServerError(500, error, message);
     }
     return this._final;
   }
@@ -220,9 +226,10 @@ class InputTokens {
   /** How many input tokens `create(body)` would take (instructions, tools and the conversation
    * of `previous_response_id` included), read by the model itself:
    * `{ object: 'response.input_tokens', input_tokens }`. */
-  async count(body) {
+  async count(body, options) {
+    const { signal } = requestOptions(options, 'responses.inputTokens.count');
     const json = toJson(requestBody(body, 'responses.inputTokens.count'));
-    return JSON.parse(await call(() => this._native.responsesInputTokens(json)));
+    return JSON.parse(await abortable((cancel) => this._native.responsesInputTokens(json, cancel), signal));
   }
 }
 

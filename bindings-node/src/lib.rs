@@ -369,11 +369,17 @@ impl NativeClient {
     }
 
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn responses_input_tokens(&self, request: String) -> Spawned<Job<Option<String>>> {
-        let client = self.client.clone();
+    pub fn responses_input_tokens(
+        &self,
+        request: String,
+        cancel: Option<&NativeCancel>,
+    ) -> Spawned<Job<Option<String>>> {
+        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         work(move || {
             let request = ResponseRequest::from_json(&request)?;
-            Ok(Some(client.responses.input_tokens(&request)?.to_string()))
+            let stop = || cancel.load(Ordering::Acquire);
+            let counted = client.responses.input_tokens_until(&request, stop)?;
+            Ok(Some(counted.to_string()))
         })
     }
 

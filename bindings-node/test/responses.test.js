@@ -139,7 +139,14 @@ test('a user\'s chat predictor serves Responses, and its failure is response.fai
   assert.equal(failed.response.output_text, 'partial ');
   await assert.rejects(client.responses.create({ model: '@test/responses-breaks', input: 'x' }), InternalServerError);
   await assert.rejects(client.responses.stream({ model: '@test/responses-breaks', input: 'x' }).finalResponse(),
-    /the predictor broke/);
+    (error) => error instanceof InternalServerError && /the predictor broke/.test(error.message));
+  // Aborted at once, before the stream has even started: nothing is generated.
+  const early = client.responses.stream({ model: smol, input: 'Count to a hundred.', max_output_tokens: 500 });
+  let deltas = 0;
+  early.on('response.output_text.delta', () => deltas++);
+  early.abort();
+  await assert.rejects(early.done(), APIUserAbortError);
+  assert.equal(deltas, 0);
 });
 
 test('bad requests name the field; an abort stops generation', async () => {

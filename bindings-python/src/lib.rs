@@ -224,13 +224,25 @@ impl NativeClient {
         .map_err(py_err)
     }
 
-    /// How many input tokens a request takes (read by the model, which generates one token).
-    fn responses_input_tokens(&self, py: Python<'_>, request: String) -> PyResult<String> {
-        py.detach(|| {
+    /// How many input tokens a request takes (read by the model, which generates one token);
+    /// Ctrl-C, or setting `cancel`, stops it.
+    #[pyo3(signature = (request, cancel=None))]
+    fn responses_input_tokens(
+        &self,
+        py: Python<'_>,
+        request: String,
+        cancel: Option<Py<CancelFlag>>,
+    ) -> PyResult<String> {
+        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let result = py.detach(|| {
             let request = ResponseRequest::from_json(&request)?;
-            Ok(self.client.responses.input_tokens(&request)?.to_string())
-        })
-        .map_err(py_err)
+            let counted = self
+                .client
+                .responses
+                .input_tokens_until(&request, || check.stop())?;
+            Ok(counted.to_string())
+        });
+        check.finish(result)
     }
 
     // The store may wait on another process's write: without the GIL.

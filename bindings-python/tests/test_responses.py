@@ -3,6 +3,7 @@ events of a stream and the stream helper, a conversation continued with previous
 retrieve / input_items / delete, the async twins, parse, and errors naming the field."""
 
 import asyncio
+import time
 from typing import Iterator
 
 import pydantic
@@ -150,6 +151,9 @@ def test_a_failure_mid_stream_is_response_failed(users):
     assert failed.output_text == "partial "
     with pytest.raises(ingle.InternalServerError, match="the predictor broke"):
         users.responses.create(model="@test/responses-breaks", input="x")
+    with users.responses.stream(model="@test/responses-breaks", input="x") as stream:
+        with pytest.raises(ingle.InternalServerError, match="the predictor broke"):
+            stream.get_final_response()
     with pytest.raises(ingle.NotFoundError):
         users.responses.retrieve(failed.id)
     # The client goes on.
@@ -185,6 +189,10 @@ def test_a_chain_of_a_thousand_turns(client):
                                            previous_response_id=previous)
         previous = response.id
     assert response.output_text == "1999"
+    # It reports no usage, so its input cannot be counted: said, naming the model.
+    with pytest.raises(ingle.BadRequestError, match="does not report") as error:
+        client.responses.input_tokens.count(model="@test/responses-count", input="x")
+    assert error.value.param == "model"
     assert client.responses.input_items.list(previous).data[0].content[0].text == "turn 999"
 
 
@@ -200,3 +208,29 @@ def test_huge_and_unknown_inputs_are_clear_errors(client):
             client.responses.create(model=MODEL, input=[item])
         assert error.value.param == param, error.value
     assert client.responses.create(model=MODEL, input="Hi", max_output_tokens=2).status == "incomplete"
+
+
+def _idle_metrics(client):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        metrics = client.metrics(MODEL)
+        if metrics["active_requests"] == 0 and metrics["queued_requests"] == 0:
+            return metrics
+        time.sleep(0.01)
+    raise AssertionError(f"still busy: {client.metrics(MODEL)}")
+
+
+def test_leaving_a_response_stream_stops_generation(client):
+    """`break` out of a streamed response, or leaving the helper's `with`, cancels the
+    generation behind it (counted by the model's cancelled_requests), as a chat stream does."""
+    long = dict(model=MODEL, input="Write a very long story about a ship.", max_output_tokens=500)
+    before = _idle_metrics(client)["cancelled_requests"]
+    for i, event in enumerate(client.responses.create(**long, stream=True)):
+        if event.type == "response.output_text.delta" and i > 6:
+            break
+    assert _idle_metrics(client)["cancelled_requests"] == before + 1
+    with client.responses.stream(**long) as stream:
+        for event in stream:
+            if event.type == "response.output_text.delta":
+                break
+    assert _idle_metrics(client)["cancelled_requests"] == before + 2

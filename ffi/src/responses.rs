@@ -2,7 +2,7 @@
 //! stored responses (retrieve, delete, input items).
 
 use crate::call::{
-    callback_arg, client_arg, deliver, ffi_call, give_string, out_arg, str_arg, to_json_string,
+    client_arg, deliver, ffi_call, give_string, out_arg, str_arg, to_json_string, Failure,
 };
 use crate::{IngleChunkCallback, IngleClient, IngleStatus};
 use ingle_core::openai::ResponseRequest;
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn ingle_responses_stream(
 ) -> IngleStatus {
     ffi_call(|| {
         let client = client_arg(client)?;
-        let on_event = callback_arg(on_event)?;
+        let on_event = on_event.ok_or_else(|| Failure::null_argument("on_event"))?;
         let request = ResponseRequest::from_json(str_arg(request_json, "request_json")?)?;
         let mut events = client.responses.stream(&request)?;
         for event in events.by_ref() {
@@ -87,14 +87,18 @@ pub unsafe extern "C" fn ingle_responses_delete(
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
     ffi_call(|| {
+        // NULL on failure, as every out_json.
+        let out = (!out_json.is_null())
+            .then(|| out_arg(out_json, "out_json"))
+            .transpose()?;
         let client = client_arg(client)?;
         let deleted = client
             .responses
             .delete(str_arg(response_id, "response_id")?)?;
-        if out_json.is_null() {
-            return Ok(());
+        match out {
+            Some(out) => give_string(out, to_json_string(&deleted)?),
+            None => Ok(()),
         }
-        give_string(out_arg(out_json, "out_json")?, to_json_string(&deleted)?)
     })
 }
 

@@ -138,8 +138,11 @@ pub(crate) async fn responses_input_tokens(
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
-    whole(state, move |client, _stop| {
-        Ok(client.responses.input_tokens(&request)?.to_string())
+    whole(state, move |client, stop| {
+        Ok(client
+            .responses
+            .input_tokens_until(&request, stop)?
+            .to_string())
     })
     .await
 }

@@ -111,9 +111,10 @@ typedef struct {
 
 static inline int32_t collect_response_event(const char *event, size_t len, void *user_data) {
     ResponseEvents *e = (ResponseEvents *)user_data;
-    char expected[48];
-    snprintf(expected, sizeof expected, "\"sequence_number\":%d", e->events);
-    if (strlen(event) != len || !strstr(event, expected)) e->out_of_order++;
+    char comma[48], brace[48]; /* the number whole: 1 must not match 10 */
+    snprintf(comma, sizeof comma, "\"sequence_number\":%d,", e->events);
+    snprintf(brace, sizeof brace, "\"sequence_number\":%d}", e->events);
+    if (strlen(event) != len || (!strstr(event, comma) && !strstr(event, brace))) e->out_of_order++;
     e->events++;
     char *type = json_string(event, "type");
     if (type) {

@@ -1,5 +1,6 @@
 """Stored responses of `ingle serve` (SQLite): they outlive a restart, and two servers writing
-one store at once (as replicas on a shared volume would) lose nothing and damage nothing."""
+one store at once (processes on one machine, as SQLite's WAL mode allows) lose nothing and
+damage nothing."""
 
 import concurrent.futures
 import os

@@ -438,7 +438,8 @@ fn stored_responses_outlive_the_client_that_made_them() {
         .unwrap();
     // The history came from the store: the prompt holds the first turn whole.
     assert!(
-        second["usage"]["input_tokens"].as_u64() >= first["usage"]["total_tokens"].as_u64(),
+        second["usage"]["input_tokens"].as_u64().unwrap()
+            >= first["usage"]["total_tokens"].as_u64().unwrap(),
         "{second}"
     );
     client.responses.delete(id).unwrap();
@@ -548,7 +549,8 @@ fn input_tokens_counts_what_a_response_would_read() {
                            "previous_response_id": response["id"]});
     let more = client.responses.input_tokens(&request(continued)).unwrap();
     assert!(
-        more["input_tokens"].as_u64() > response["usage"]["total_tokens"].as_u64(),
+        more["input_tokens"].as_u64().unwrap()
+            > response["usage"]["total_tokens"].as_u64().unwrap(),
         "{more}"
     );
     let error = client

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, Optional, Tuple, Union
 
-from . import _arguments, _structured
+from . import _arguments, _exceptions, _structured
 from ._arguments import NOT_GIVEN
 from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
 from .types import InputTokenCountResponse, Response, ResponseInputItemList, ResponseStreamEvent
@@ -51,6 +51,22 @@ def _page(response_id: Any, after: Any, limit: Any, order: Any) -> Tuple[str, Op
     )
 
 
+def _final_or_raise(final: Optional[Response], failed: Optional[Response]) -> Response:
+    """The final response of a stream; a failed one raises the error ``create()`` raises."""
+    if failed is not None:
+        error = failed.error
+        code = error.code if error is not None else "server_error"
+        message = error.message if error is not None else "The response failed"
+        kind = "invalid_request_error" if code == "invalid_prompt" else "server_error"
+        body = {"message": message, "type": kind, "param": None, "code": code}
+        if code == "invalid_prompt":
+            raise _exceptions.BadRequestError(message, status_code=400, body=body, code=code, type=kind)
+        raise _exceptions.InternalServerError(message, status_code=500, body=body, code=code, type=kind)
+    if final is None:
+        raise RuntimeError("the stream ended without its final response")
+    return final
+
+
 class ResponseStream:
     """What ``responses.stream(...)`` gives, as the openai client's: iterate the events (in a
     ``with`` block), then ``get_final_response()``. Leaving early stops generation."""
@@ -58,11 +74,14 @@ class ResponseStream:
     def __init__(self, events: Stream[ResponseStreamEvent]) -> None:
         self._events = events
         self._final: Optional[Response] = None
+        self._failed: Optional[Response] = None
 
     def __iter__(self) -> Iterator[ResponseStreamEvent]:
         for event in self._events:
             if event.type in ("response.completed", "response.incomplete"):
                 self._final = event.response
+            elif event.type == "response.failed":
+                self._failed = event.response
             yield event
 
     def until_done(self) -> "ResponseStream":
@@ -71,11 +90,10 @@ class ResponseStream:
         return self
 
     def get_final_response(self) -> Response:
-        if self._final is None:
+        """The whole response; a failed one raises what ``create()`` would have."""
+        if self._final is None and self._failed is None:
             self.until_done()
-        if self._final is None:
-            raise RuntimeError("the stream ended without its final response")
-        return self._final
+        return _final_or_raise(self._final, self._failed)
 
     def close(self) -> None:
         self._events.close()
@@ -94,11 +112,14 @@ class AsyncResponseStream:
     def __init__(self, events: AsyncStream[ResponseStreamEvent]) -> None:
         self._events = events
         self._final: Optional[Response] = None
+        self._failed: Optional[Response] = None
 
     async def _iterate(self) -> AsyncIterator[ResponseStreamEvent]:
         async for event in self._events:
             if event.type in ("response.completed", "response.incomplete"):
                 self._final = event.response
+            elif event.type == "response.failed":
+                self._failed = event.response
             yield event
 
     def __aiter__(self) -> AsyncIterator[ResponseStreamEvent]:
@@ -110,11 +131,9 @@ class AsyncResponseStream:
         return self
 
     async def get_final_response(self) -> Response:
-        if self._final is None:
+        if self._final is None and self._failed is None:
             await self.until_done()
-        if self._final is None:
-            raise RuntimeError("the stream ended without its final response")
-        return self._final
+        return _final_or_raise(self._final, self._failed)
 
     async def close(self) -> None:
         await self._events.close()
@@ -145,7 +164,7 @@ class InputTokens(_Resource):
 
 class AsyncInputTokens(_Resource):
     async def count(self, **params: Any) -> InputTokenCountResponse:
-        text = await _in_thread(self._native.responses_input_tokens, _arguments.body(params))
+        text = await _cancellable(self._native.responses_input_tokens, _arguments.body(params))
         return InputTokenCountResponse.construct(json.loads(text))  # type: ignore[return-value]
 
 

@@ -12,7 +12,7 @@ use super::types::{
 };
 use super::CHAT_ROLES;
 use crate::error::{shown, Error, Result};
-use crate::predict::{random_id, unix_now, Annotation};
+use crate::predict::{random_id, unix_now, Annotation, GenerationOption};
 use crate::registry::Registry;
 use crate::value::Value;
 use std::collections::VecDeque;
@@ -39,6 +39,15 @@ impl Chat {
 }
 
 impl ChatCompletions {
+    /// Whether `model`'s predictor takes the generation option `option` (loading it if needed).
+    pub(crate) fn supports(&self, model: &str, option: GenerationOption) -> Result<bool> {
+        let predictor = self.registry.get(model)?;
+        Ok(predictor
+            .signature()
+            .input_annotated(&Annotation::Generation(option))
+            .is_some())
+    }
+
     /// A whole `chat.completion`. `request.stream` must not be true (use [`Self::stream`]).
     pub fn create(&self, request: &ChatCompletionRequest) -> Result<ChatCompletion> {
         self.create_until(request, || false)

@@ -22,6 +22,9 @@ pub type OutputStream = Box<dyn Iterator<Item = Result<Outputs>> + Send>;
 /// on it is in use, so a keep-alive counts its idle time from the stream's end (a predictor's
 /// own stream may not hold it: llama's holds only its scheduler's channel).
 pub fn holding(predictor: std::sync::Arc<dyn Predictor>, outputs: OutputStream) -> OutputStream {
+    // Fields drop in order: the stream first (cancelling its work), then the predictor,
+    // whose drop may wait for its threads (a llama predictor joins its scheduler), so it
+    // never waits on the generation this stream still holds.
     struct Holding {
         outputs: OutputStream,
         _predictor: std::sync::Arc<dyn Predictor>,

@@ -22,7 +22,7 @@ use crate::error::{shown, Error, ErrorKind, Result};
 use crate::openai::chat::ChatCompletions;
 use crate::openai::common::next_unless_stopped;
 use crate::openai::types::{ChatCompletionRequest, ChatMessage, StreamOptions};
-use crate::predict::{random_id, unix_now};
+use crate::predict::{random_id, unix_now, GenerationOption};
 use request::{chat_messages, chat_response_format, chat_tool_choice};
 use serde_json::{json, Value as Json};
 use std::collections::VecDeque;
@@ -80,6 +80,10 @@ impl Responses {
     }
 
     fn start(&self, request: &ResponseRequest) -> Result<ResponseStream> {
+        if request.store {
+            // A store that cannot open says so before anything is generated.
+            self.store.open()?;
+        }
         let mut conversation = Vec::new();
         if let Some(previous) = &request.previous_response_id {
             let stored = self.store.get(previous)?.ok_or_else(|| {
@@ -172,10 +176,6 @@ impl Responses {
         let mut pending = VecDeque::new();
         pending.push_back(json!({"type": "response.created", "response": response}));
         pending.push_back(json!({"type": "response.in_progress", "response": response}));
-        if request.store {
-            // A store that cannot open says so before anything is generated.
-            self.store.open()?;
-        }
         let keep = request
             .store
             .then(|| (self.clone(), request.input.clone(), conversation));
@@ -187,19 +187,42 @@ impl Responses {
     /// `{"object": "response.input_tokens", "input_tokens": N}`. Counted by the model itself,
     /// by reading the prompt and generating one token (never stored), so it is exact for every
     /// chat predictor that reports usage, and the prompt is left in the prompt cache for the
-    /// request that follows.
+    /// request that follows. A predictor that reports no usage is an error naming `model`.
     pub fn input_tokens(&self, request: &ResponseRequest) -> Result<Json> {
+        self.input_tokens_until(request, || false)
+    }
+
+    /// [`Self::input_tokens`] that asks `stop` before each token whether to go on (reading a
+    /// long prompt is the long part).
+    pub fn input_tokens_until(
+        &self,
+        request: &ResponseRequest,
+        stop: impl FnMut() -> bool,
+    ) -> Result<Json> {
+        // One token is enough, where the predictor takes a limit (a user's may not).
+        let one = self
+            .chat
+            .supports(&request.model, GenerationOption::MaxTokens)?
+            .then_some(1);
         let counting = ResponseRequest {
             store: false,
             stream: false,
-            max_output_tokens: Some(1),
+            max_output_tokens: one.or(request.max_output_tokens),
             ..request.clone()
         };
-        let response = self.create(&counting)?;
-        Ok(json!({
-            "object": "response.input_tokens",
-            "input_tokens": response["usage"]["input_tokens"],
-        }))
+        let response = self.create_until(&counting, stop)?;
+        let tokens = response["usage"]["input_tokens"].as_u64().unwrap_or(0);
+        if tokens == 0 {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "The model `{}` does not report how many tokens it reads (no usage), so its \
+                     input tokens cannot be counted",
+                    shown(&request.model)
+                ),
+            ));
+        }
+        Ok(json!({"object": "response.input_tokens", "input_tokens": tokens}))
     }
 
     /// A stored response, by id.

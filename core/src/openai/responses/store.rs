@@ -16,7 +16,7 @@ use crate::predict::unix_now;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value as Json;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// A stored response.
@@ -36,7 +36,9 @@ pub(super) struct Store {
     path: PathBuf,
     max_age_seconds: i64,
     max_bytes: i64,
-    connection: OnceLock<std::result::Result<Mutex<Connection>, String>>,
+    /// Opened on first use; a failure to open is tried again on the next call (a volume
+    /// mounted late, a directory made afterwards).
+    connection: Mutex<Option<Connection>>,
 }
 
 impl Store {
@@ -47,26 +49,29 @@ impl Store {
             max_bytes: i64::try_from(config.max_megabytes)
                 .unwrap_or(i64::MAX / (1 << 20))
                 .saturating_mul(1 << 20),
-            connection: OnceLock::new(),
+            connection: Mutex::new(None),
         }
     }
 
-    /// Runs `work` on the open connection (opening it the first time).
+    /// Runs `work` on the open connection (opening it if it is not yet).
     fn with<T>(&self, work: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T> {
-        let opened = self.connection.get_or_init(|| {
-            open(&self.path).map(Mutex::new).map_err(|e| {
-                format!(
+        let mut connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if connection.is_none() {
+            *connection = Some(open(&self.path).map_err(|e| {
+                Error::internal(format!(
                     "Cannot open the responses store {}: {e} (set `responses.store` in the \
                      config, or INGLE_RESPONSES_STORE, to another file or to :memory:)",
                     self.path.display()
-                )
-            })
-        });
-        let connection = opened
-            .as_ref()
-            .map_err(|message| Error::internal(message.clone()))?;
-        let connection = connection.lock().unwrap_or_else(PoisonError::into_inner);
-        work(&connection).map_err(|e| {
+                ))
+            })?);
+        }
+        let Some(connection) = connection.as_ref() else {
+            return Err(Error::internal("The responses store is not open"));
+        };
+        work(connection).map_err(|e| {
             Error::internal(format!(
                 "The responses store {} failed: {e}",
                 self.path.display()
@@ -135,15 +140,16 @@ impl Store {
             .execute(params![id, created_at, bytes, response, input, conversation])?;
             db.prepare_cached("DELETE FROM responses WHERE created_at < ?1")?
                 .execute(params![self.oldest_kept()])?;
-            // The oldest rows past the size bound: a running total, newest first.
+            // The oldest stored rows past the size bound: a running total, newest first (rowid
+            // is the order of storing). The row just stored stays, even alone over the bound.
             db.prepare_cached(
-                "DELETE FROM responses WHERE rowid IN (
+                "DELETE FROM responses WHERE id != ?2 AND rowid IN (
                    SELECT rowid FROM (
-                     SELECT rowid, SUM(bytes) OVER (ORDER BY created_at DESC, rowid DESC) AS total
+                     SELECT rowid, SUM(bytes) OVER (ORDER BY rowid DESC) AS total
                      FROM responses)
                    WHERE total > ?1)",
             )?
-            .execute(params![self.max_bytes])?;
+            .execute(params![self.max_bytes, id])?;
             db.commit()
         })
     }
@@ -175,7 +181,10 @@ fn open(path: &std::path::Path) -> rusqlite::Result<Connection> {
         Connection::open(path)?
     };
     connection.busy_timeout(BUSY_TIMEOUT)?;
-    // WAL: readers do not wait for a writer, and a crash mid-write loses at most that write.
+    // WAL: readers do not wait for a writer. With synchronous NORMAL a crash of the process
+    // loses nothing committed, and a power cut at most the last commits, never the file's
+    // integrity. WAL needs the processes on one machine and a local file system (SQLite's
+    // shared memory), not a network one.
     connection.pragma_update(None, "journal_mode", "WAL")?;
     connection.pragma_update(None, "synchronous", "NORMAL")?;
     connection.execute_batch(
@@ -222,6 +231,10 @@ mod tests {
             .put("recent", &response(now - 29 * 86_400, 10))
             .unwrap();
         assert!(store.get("old").unwrap().is_none());
+        let rows: i64 = store
+            .with(|db| db.query_row("SELECT COUNT(*) FROM responses", [], |row| row.get(0)))
+            .unwrap();
+        assert_eq!(rows, 1, "the old row is deleted, not only hidden");
         let recent = store.get("recent").unwrap().unwrap();
         assert_eq!(recent.conversation, vec![ChatMessage::user("Hi")]);
     }
@@ -241,6 +254,25 @@ mod tests {
         assert_eq!(kept, [false, false, true, true]);
         assert!(store.delete("c").unwrap());
         assert!(!store.delete("c").unwrap());
+        // One response over the bound alone is kept (the others go).
+        store.put("big", &response(now, 1_500_000)).unwrap();
+        assert!(store.get("big").unwrap().is_some());
+        assert!(store.get("d").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_store_that_cannot_open_is_tried_again() {
+        let dir = std::env::temp_dir().join(format!("ingle-store-retry-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::write(&dir, "a file where the directory will be").unwrap();
+        let store = Store::new(&ResponsesConfig {
+            store: Some(dir.join("responses.sqlite3")),
+            ..ResponsesConfig::default()
+        });
+        assert!(store.open().is_err());
+        std::fs::remove_file(&dir).unwrap();
+        store.open().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -95,6 +95,9 @@ impl ResponseStream {
         self.close_text();
         self.close_calls();
         self.response["status"] = json!("failed");
+        // Set by `end()` when storing is what failed: a failed response has neither.
+        self.response["completed_at"] = Json::Null;
+        self.response["incomplete_details"] = Json::Null;
         let made = std::mem::take(&mut self.output);
         if !made.is_empty() {
             self.response["output"] = Json::Array(made);
