@@ -24,6 +24,7 @@ mod body;
 mod conn;
 mod handlers;
 mod openapi;
+mod request_id;
 mod respond;
 mod upload;
 
@@ -241,6 +242,7 @@ fn router(state: AppState) -> Router {
         .nest("/v1", v1)
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
+        .layer(middleware::from_fn(request_id::with_request_id))
         .with_state(state)
 }
 

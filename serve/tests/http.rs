@@ -186,6 +186,51 @@ fn chat(extra: &str) -> String {
 }
 
 #[test]
+fn every_response_carries_its_request_id() {
+    let server = TestServer::default();
+    // The client's id comes back, on the headers and in the error object.
+    let body = br#"{"model": "@nobody/nothing", "messages": [{"role": "user", "content": "Hi"}]}"#;
+    let reply = server.request(
+        "POST",
+        "/v1/chat/completions",
+        &[
+            ("Content-Type", "application/json"),
+            ("X-Request-Id", "router-7f3a"),
+        ],
+        body,
+    );
+    assert_eq!(reply.status, 404, "{}", reply.body);
+    assert!(
+        reply.headers.contains("x-request-id: router-7f3a"),
+        "{}",
+        reply.headers
+    );
+    assert_eq!(reply.json()["error"]["request_id"], "router-7f3a");
+    assert_eq!(reply.json()["error"]["param"], "model");
+    // Without one, or with one that would not survive logs and headers, one is made.
+    for headers in [&[][..], &[("X-Request-Id", "a b")][..]] {
+        let reply = server.request("GET", "/health", headers, b"");
+        assert_eq!(reply.status, 200);
+        assert!(
+            reply.headers.contains("x-request-id: req_"),
+            "{}",
+            reply.headers
+        );
+    }
+    let unknown = server.request("GET", "/v2/nothing", &[], b"");
+    let id = unknown.json()["error"]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        id.starts_with("req_")
+            && unknown
+                .headers
+                .contains(&format!("x-request-id: {}", id.to_ascii_lowercase()))
+    );
+}
+
+#[test]
 fn health_models_and_openapi() {
     let server = TestServer::default();
     let health = server.request("GET", "/health", &[], b"");

@@ -219,3 +219,16 @@ def test_transcription_and_translation_errors(client):
             client.audio.translations.create(model=WHISPER, file=file)
     assert e.value.body["param"] == "model"
     assert words(transcribe(client).text) == BECKETT_WORDS
+
+
+def test_request_ids_as_the_sdk_reads_them(client):
+    """Every response carries X-Request-Id (the SDK's `_request_id`), the client's own when it
+    sends one (a router's), and errors carry it too."""
+    completion = client.chat.completions.create(model=CHAT, messages=[{"role": "user", "content": "Hi"}],
+                                                max_tokens=1)
+    assert completion._request_id.startswith("req_")
+    with pytest.raises(openai.NotFoundError) as error:
+        client.chat.completions.create(model="@nobody/nothing", messages=[{"role": "user", "content": "Hi"}],
+                                       extra_headers={"X-Request-Id": "trace-42"})
+    assert error.value.request_id == "trace-42"
+    assert error.value.body["request_id"] == "trace-42"

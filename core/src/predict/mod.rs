@@ -413,7 +413,7 @@ pub(crate) fn unix_now() -> i64 {
 }
 
 /// `prefix` + 24 random alphanumerics, for prediction and completion ids.
-pub(crate) fn random_id(prefix: &str) -> String {
+pub fn random_id(prefix: &str) -> String {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
