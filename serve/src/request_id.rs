@@ -1,7 +1,8 @@
 //! Request ids: each request is known by the `X-Request-Id` its client sent (a router's, say),
 //! or by one made here (`req_...`). It is returned as `X-Request-Id` on every response (the
 //! openai SDKs read it as `_request_id` / `request_id`) and as `request_id` in every error
-//! body, so one call can be followed from the client through a router to this server.
+//! body (a stream's error event included), so one call can be followed from the client through
+//! a router to this server.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -21,6 +22,17 @@ const MAX_CLIENT_ID: usize = 200;
 /// size is not an error object of ours).
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
+tokio::task_local! {
+    /// The id of the request being handled, for what its handler makes off the response path
+    /// (the error event of a stream).
+    static CURRENT: String;
+}
+
+/// The id of the request this task is handling (`None` outside a request).
+pub(crate) fn current() -> Option<String> {
+    CURRENT.try_with(Clone::clone).ok()
+}
+
 /// The request's id: its client's, if usable, else a new one.
 pub(crate) fn request_id(request: &Request) -> String {
     request
@@ -39,7 +51,7 @@ pub(crate) async fn with_request_id(mut request: Request, next: Next) -> Respons
     if let Ok(value) = HeaderValue::from_str(&id) {
         request.headers_mut().insert(REQUEST_ID, value);
     }
-    let response = next.run(request).await;
+    let response = CURRENT.scope(id.clone(), next.run(request)).await;
     let (mut parts, body) = response.into_parts();
     if let Ok(value) = HeaderValue::from_str(&id) {
         parts.headers.insert(REQUEST_ID, value);

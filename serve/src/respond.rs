@@ -82,6 +82,7 @@ where
     let (started_tx, started_rx) = oneshot::channel::<ingle::Result<()>>();
     let (events_tx, events_rx) = mpsc::channel::<Event>(8);
     let shutting_down = Arc::clone(&state.shutting_down);
+    let request_id = crate::request_id::current();
     tokio::task::spawn_blocking(move || {
         let chunks = match start(&state.client) {
             Ok(chunks) => chunks,
@@ -91,7 +92,7 @@ where
             }
         };
         let _ = started_tx.send(Ok(()));
-        produce(chunks, &events_tx, &shutting_down, framing);
+        produce(chunks, &events_tx, &shutting_down, framing, request_id);
     });
     match started_rx.await {
         Ok(Ok(())) => {
@@ -114,7 +115,15 @@ fn produce(
     events: &mpsc::Sender<Event>,
     shutting_down: &AtomicBool,
     framing: Framing,
+    request_id: Option<String>,
 ) {
+    let error_event = |error: &Error| {
+        let mut json = error.to_openai();
+        if let Some(id) = &request_id {
+            json["error"]["request_id"] = serde_json::Value::String(id.clone());
+        }
+        Event::default().data(json.to_string())
+    };
     let event = |json: String| {
         let named = (framing == Framing::Named)
             .then(|| serde_json::from_str::<serde_json::Value>(&json).ok())
@@ -164,8 +173,4 @@ pub(crate) fn pump<T, U>(
         }
     }
     true
-}
-
-fn error_event(error: &Error) -> Event {
-    Event::default().data(error.to_openai().to_string())
 }

@@ -590,6 +590,9 @@ fn shutdown_ends_in_flight_streams_with_an_error_event() {
     let error: serde_json::Value =
         serde_json::from_str(last.strip_prefix("data: ").unwrap()).unwrap();
     assert_eq!(error["error"]["code"], "server_shutdown", "{rest}");
+    // The request's id, as on its headers.
+    let id = error["error"]["request_id"].as_str().unwrap();
+    assert!(id.starts_with("req_"), "{rest}");
     assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
 }
 
