@@ -2,6 +2,7 @@ import atexit
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -25,3 +26,14 @@ def client() -> ingle.OpenAI:
     # The default model from the models cache (scripts/fetch-models), loaded once per session.
     assert "INGLE_CONFIG" not in os.environ, "the tests use the default model"
     return ingle.OpenAI()
+
+
+def wait_idle(client, timeout=10.0):
+    """Waits until the model has no running request (cancellation is asynchronous)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        metrics = client.metrics(MODEL)
+        if metrics["active_requests"] == 0 and metrics["queued_requests"] == 0:
+            return metrics
+        time.sleep(0.01)
+    raise AssertionError(f"still busy: {client.metrics(MODEL)}")

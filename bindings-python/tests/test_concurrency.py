@@ -8,7 +8,7 @@ import time
 import pytest
 
 import ingle
-from conftest import FRANCE, MODEL
+from conftest import FRANCE, MODEL, wait_idle
 
 STORY = [{"role": "user", "content": "Write a very long story about a dragon."}]
 # Greedy, the story runs to any max_tokens up to 1800 every time; a sampled one sometimes ends
@@ -23,17 +23,6 @@ def sigint_raises():
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, previous)
-
-
-def wait_idle(client, timeout=10.0):
-    """Waits until the model has no running request (cancellation is asynchronous)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        metrics = client.metrics(MODEL)
-        if metrics["active_requests"] == 0 and metrics["queued_requests"] == 0:
-            return metrics
-        time.sleep(0.01)
-    raise AssertionError(f"still busy: {client.metrics(MODEL)}")
 
 
 def long_stream(client):

@@ -3,7 +3,6 @@ events of a stream and the stream helper, a conversation continued with previous
 retrieve / input_items / delete, the async twins, parse, and errors naming the field."""
 
 import asyncio
-import time
 from typing import Iterator
 
 import pydantic
@@ -11,7 +10,7 @@ import pytest
 
 import ingle
 
-from conftest import MODEL
+from conftest import MODEL, wait_idle
 
 QUESTION = "Name the capital of France."
 
@@ -210,27 +209,17 @@ def test_huge_and_unknown_inputs_are_clear_errors(client):
     assert client.responses.create(model=MODEL, input="Hi", max_output_tokens=2).status == "incomplete"
 
 
-def _idle_metrics(client):
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        metrics = client.metrics(MODEL)
-        if metrics["active_requests"] == 0 and metrics["queued_requests"] == 0:
-            return metrics
-        time.sleep(0.01)
-    raise AssertionError(f"still busy: {client.metrics(MODEL)}")
-
-
 def test_leaving_a_response_stream_stops_generation(client):
     """`break` out of a streamed response, or leaving the helper's `with`, cancels the
     generation behind it (counted by the model's cancelled_requests), as a chat stream does."""
     long = dict(model=MODEL, input="Write a very long story about a ship.", max_output_tokens=500)
-    before = _idle_metrics(client)["cancelled_requests"]
+    before = wait_idle(client)["cancelled_requests"]
     for i, event in enumerate(client.responses.create(**long, stream=True)):
         if event.type == "response.output_text.delta" and i > 6:
             break
-    assert _idle_metrics(client)["cancelled_requests"] == before + 1
+    assert wait_idle(client)["cancelled_requests"] == before + 1
     with client.responses.stream(**long) as stream:
         for event in stream:
             if event.type == "response.output_text.delta":
                 break
-    assert _idle_metrics(client)["cancelled_requests"] == before + 2
+    assert wait_idle(client)["cancelled_requests"] == before + 2

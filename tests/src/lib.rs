@@ -37,6 +37,25 @@ pub fn shared() -> &'static Client {
     CLIENT.get_or_init(|| Client::from_config(&config()).unwrap())
 }
 
+/// A client shared by the tests of one binary that need the tools model (Qwen2.5-Coder),
+/// after checking it is cached.
+pub fn tools_client() -> &'static Client {
+    static CLIENT: OnceLock<Client> = OnceLock::new();
+    CLIENT.get_or_init(|| {
+        let config = config();
+        assert!(
+            config
+                .predictors
+                .iter()
+                .any(|p| p.tag == ingle::TOOLS_MODEL),
+            "{} is not cached: run `ingle pull {}`",
+            ingle::TOOLS_MODEL,
+            ingle::TOOLS_MODEL
+        );
+        Client::from_config(&config).unwrap()
+    })
+}
+
 /// A client of its own: its model decodes only this test's requests, so results that depend on
 /// batch composition (bit-exact seeded sampling) are reproducible.
 pub fn own_client(tweak: impl FnOnce(PredictorConfig) -> PredictorConfig) -> Client {

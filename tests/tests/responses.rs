@@ -4,9 +4,8 @@
 
 use ingle::openai::{ChatCompletionRequest, ChatMessage, ResponseRequest};
 use ingle::{Client, ErrorKind, TOOLS_MODEL};
-use ingle_tests::{config, shared, MODEL};
+use ingle_tests::{config, shared, tools_client, MODEL};
 use serde_json::{json, Value};
-use std::sync::OnceLock;
 
 fn request(body: Value) -> ResponseRequest {
     ResponseRequest::from_json(&body.to_string()).unwrap()
@@ -227,21 +226,9 @@ fn max_output_tokens_makes_it_incomplete() {
     assert_eq!(response["output"][0]["status"], "incomplete");
 }
 
-fn qwen() -> &'static Client {
-    static CLIENT: OnceLock<Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        let config = config();
-        assert!(
-            config.predictors.iter().any(|p| p.tag == TOOLS_MODEL),
-            "{TOOLS_MODEL} is not cached: run `ingle pull {TOOLS_MODEL}`"
-        );
-        Client::from_config(&config).unwrap()
-    })
-}
-
 #[test]
 fn a_function_call_and_its_output_over_two_turns() {
-    let client = qwen();
+    let client = tools_client();
     let tools = json!([{"type": "function", "name": "get_weather",
         "description": "Get the current weather in a city.",
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}},

@@ -2,23 +2,10 @@
 //! 0.5B (which can call tools) and SmolLM2 (which cannot), greedy.
 
 use ingle::openai::{ChatCompletionRequest, ChatMessage, FunctionCall, ToolCall};
-use ingle::{Client, ErrorKind, TOOLS_MODEL};
-use ingle_tests::{config, france, shared};
+use ingle::{ErrorKind, TOOLS_MODEL};
+use ingle_tests::{config, france, shared, tools_client};
 use llama_cpp_2::model::{params::LlamaModelParams, LlamaModel};
 use serde_json::{json, Value};
-use std::sync::OnceLock;
-
-fn qwen() -> &'static Client {
-    static CLIENT: OnceLock<Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        let config = config();
-        assert!(
-            config.predictors.iter().any(|p| p.tag == TOOLS_MODEL),
-            "{TOOLS_MODEL} is not cached: run `ingle pull {TOOLS_MODEL}`"
-        );
-        Client::from_config(&config).unwrap()
-    })
-}
 
 fn weather_tool() -> Value {
     json!([{"type": "function", "function": {
@@ -57,7 +44,11 @@ fn weather_arguments(call: &ToolCall) -> Value {
 
 #[test]
 fn the_weather_question_calls_the_tool() {
-    let completion = qwen().chat.completions.create(&request(PARIS)).unwrap();
+    let completion = tools_client()
+        .chat
+        .completions
+        .create(&request(PARIS))
+        .unwrap();
     let choice = &completion.choices[0];
     assert_eq!(choice.finish_reason, "tool_calls");
     assert_eq!(choice.message.content, None);
@@ -68,10 +59,19 @@ fn the_weather_question_calls_the_tool() {
 
 #[test]
 fn streamed_deltas_reassemble_to_the_same_call() {
-    let whole = qwen().chat.completions.create(&request(PARIS)).unwrap();
+    let whole = tools_client()
+        .chat
+        .completions
+        .create(&request(PARIS))
+        .unwrap();
     let whole = &whole.choices[0].message.tool_calls.as_ref().unwrap()[0];
     let (mut name, mut arguments, mut ids, mut finish) = (None, String::new(), Vec::new(), None);
-    for chunk in qwen().chat.completions.stream(&request(PARIS)).unwrap() {
+    for chunk in tools_client()
+        .chat
+        .completions
+        .stream(&request(PARIS))
+        .unwrap()
+    {
         let chunk = chunk.unwrap();
         let Some(choice) = chunk.choices.first() else {
             continue;
@@ -119,7 +119,7 @@ fn required_and_a_named_choice_call_even_for_a_haiku_and_none_never_calls() {
         json!("required"),
         json!({"type": "function", "function": {"name": "get_weather"}}),
     ] {
-        let completion = qwen()
+        let completion = tools_client()
             .chat
             .completions
             .create(&ChatCompletionRequest {
@@ -138,7 +138,7 @@ fn required_and_a_named_choice_call_even_for_a_haiku_and_none_never_calls() {
         weather_arguments(&calls[0]);
         assert_eq!(completion.choices[0].finish_reason, "tool_calls");
     }
-    let completion = qwen()
+    let completion = tools_client()
         .chat
         .completions
         .create(&ChatCompletionRequest {
@@ -154,7 +154,7 @@ fn required_and_a_named_choice_call_even_for_a_haiku_and_none_never_calls() {
 
 #[test]
 fn two_parallel_calls() {
-    let completion = qwen()
+    let completion = tools_client()
         .chat
         .completions
         .create(&ChatCompletionRequest {
@@ -191,7 +191,7 @@ fn a_tool_result_round_trip_ends_in_a_text_answer() {
     result.tool_call_id = Some("call_1".into());
     // Qwen 0.5B, greedy, answers a bare tool result by calling again; asked, it answers.
     let follow_up = "Thanks. So, what is the weather in Paris? Answer in plain words.";
-    let completion = qwen()
+    let completion = tools_client()
         .chat
         .completions
         .create(&ChatCompletionRequest {
@@ -240,7 +240,7 @@ fn json_schema_output_is_enforced_and_unsupported_keywords_are_refused() {
             "json_schema": {"name": "city", "schema": schema, "strict": true}})),
         ..ChatCompletionRequest::new(TOOLS_MODEL, vec![ChatMessage::user("Tell me about Paris.")])
     };
-    let completion = qwen().chat.completions.create(&request).unwrap();
+    let completion = tools_client().chat.completions.create(&request).unwrap();
     let value: Value = serde_json::from_str(completion.choices[0].message.text()).unwrap();
     assert!(
         value["city"].is_string() && value["population"].as_u64().is_some(),
@@ -249,7 +249,11 @@ fn json_schema_output_is_enforced_and_unsupported_keywords_are_refused() {
     assert_eq!(value.as_object().unwrap().len(), 2);
     request.response_format = Some(json!({"type": "json_schema", "json_schema": {"name": "x",
         "schema": {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": true}}}}}));
-    let err = qwen().chat.completions.create(&request).unwrap_err();
+    let err = tools_client()
+        .chat
+        .completions
+        .create(&request)
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidRequest);
     assert_eq!(
         err.param.as_deref(),
@@ -387,7 +391,7 @@ fn a_history_with_arguments_that_are_not_json_is_accepted() {
         assistant.tool_calls = Some(vec![call]);
         let mut result = ChatMessage::new("tool", "error: the arguments were cut short");
         result.tool_call_id = Some("call_1".into());
-        let completion = qwen()
+        let completion = tools_client()
             .chat
             .completions
             .create(&ChatCompletionRequest {
@@ -402,7 +406,7 @@ fn a_history_with_arguments_that_are_not_json_is_accepted() {
 
 #[test]
 fn a_call_cut_by_max_tokens_ends_with_length() {
-    let completion = qwen()
+    let completion = tools_client()
         .chat
         .completions
         .create(&ChatCompletionRequest {
@@ -423,7 +427,7 @@ fn an_unbounded_number_ends() {
         "name": {"type": "string"}, "country": {"type": "string"},
         "population": {"type": "integer"}},
         "required": ["name", "country", "population"], "additionalProperties": false});
-    let completion = qwen()
+    let completion = tools_client()
         .chat
         .completions
         .create(&ChatCompletionRequest {
@@ -460,7 +464,7 @@ fn strict_schemas_follow_openais_rules() {
         (optional, "`y` is missing"),
         (nested, "properties.p"),
     ] {
-        let err = qwen()
+        let err = tools_client()
             .chat
             .completions
             .create(&ChatCompletionRequest {
@@ -476,7 +480,7 @@ fn strict_schemas_follow_openais_rules() {
         );
         assert!(err.message.contains(problem), "{problem}: {err}");
         // The same schema without strict is enforced as given.
-        qwen()
+        tools_client()
             .chat
             .completions
             .create(&ChatCompletionRequest {
@@ -488,7 +492,7 @@ fn strict_schemas_follow_openais_rules() {
     }
     let mut tools = weather_tool();
     tools[0]["function"]["strict"] = json!(true);
-    let err = qwen()
+    let err = tools_client()
         .chat
         .completions
         .create(&ChatCompletionRequest {
@@ -531,12 +535,12 @@ fn llama_cpp_sampling_extensions_are_accepted_and_checked() {
         "model": TOOLS_MODEL, "messages": [{"role": "user", "content": "Say hi."}],
         "max_tokens": 8, "seed": 1, "top_k": 5, "min_p": 0.1, "repetition_penalty": 1.2}))
     .unwrap();
-    qwen().chat.completions.create(&given).unwrap();
+    tools_client().chat.completions.create(&given).unwrap();
     let llama_cpp: ChatCompletionRequest = serde_json::from_value(json!({
         "model": TOOLS_MODEL, "messages": [{"role": "user", "content": "Say hi."}],
         "max_tokens": 8, "repeat_penalty": 1.1}))
     .unwrap();
-    qwen().chat.completions.create(&llama_cpp).unwrap();
+    tools_client().chat.completions.create(&llama_cpp).unwrap();
     for (field, value) in [
         ("top_k", json!(-1)),
         ("min_p", json!(1.5)),
@@ -546,7 +550,11 @@ fn llama_cpp_sampling_extensions_are_accepted_and_checked() {
             "model": TOOLS_MODEL, "messages": [{"role": "user", "content": "Say hi."}],
             field: value}))
         .unwrap();
-        let err = qwen().chat.completions.create(&request).unwrap_err();
+        let err = tools_client()
+            .chat
+            .completions
+            .create(&request)
+            .unwrap_err();
         assert_eq!(err.kind, ErrorKind::InvalidRequest);
         assert_eq!(err.param.as_deref(), Some(field), "{err}");
     }
