@@ -10,6 +10,8 @@ import type {
   ResponseStreamEvent,
 } from './responses';
 export * from './responses';
+import type { Metrics } from './metrics';
+export * from './metrics';
 
 // Types of the `ingle` package. The response types have the shapes of the `openai` package's
 // (`ChatCompletion`, `ChatCompletionChunk`, `Completion`, `Model`, `Transcription`, ...), so
@@ -478,12 +480,6 @@ export interface ClientOptions {
   [option: string]: unknown;
 }
 
-export interface Metrics {
-  active_requests: number;
-  queued_requests: number;
-  generated_tokens: number;
-  cancelled_requests: number;
-}
 
 /** Every method checks its arguments before any work starts and rejects (the constructor
  * throws) with an OpenAIError: a request JSON cannot carry faithfully (NaN or ±Infinity, a

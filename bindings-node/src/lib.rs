@@ -609,18 +609,7 @@ impl NativeClient {
     #[napi(ts_return_type = "Promise<string>")]
     pub fn metrics(&self, model: String) -> Spawned<Job<Option<String>>> {
         let client = self.client.clone();
-        work(move || {
-            let m = client.metrics(&model)?;
-            Ok(Some(
-                serde_json::json!({
-                    "active_requests": m.active_requests,
-                    "queued_requests": m.queued_requests,
-                    "generated_tokens": m.generated_tokens,
-                    "cancelled_requests": m.cancelled_requests,
-                })
-                .to_string(),
-            ))
-        })
+        work(move || Ok(Some(client.metrics(&model)?.to_json().to_string())))
     }
 }
 

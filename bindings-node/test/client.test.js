@@ -38,6 +38,17 @@ test('chat create answers with the OpenAI shape', async () => {
   assert.deepEqual(Object.keys(r), ['id', 'object', 'created', 'model', 'choices', 'usage']);
 });
 
+test('metrics count what a request did', async () => {
+  await waitIdle();
+  const before = await client.metrics(model);
+  await client.chat.completions.create({ model, messages: france, max_tokens: 6, temperature: 0 });
+  const after = await client.metrics(model);
+  assert.ok(after.prompt_tokens - before.prompt_tokens >= 10);
+  assert.equal(after.time_to_first_token.count, before.time_to_first_token.count + 1);
+  assert.deepEqual(after.time_to_first_token.buckets.at(-1), [null, after.time_to_first_token.count]);
+  assert.ok(after.kv_cells_total > 0 && after.memory_bytes > 50_000_000);
+});
+
 test('chat stream equals create, with a usage chunk', async () => {
   const params = { model, messages: france, max_tokens: 12, temperature: 0.8, seed: 3 };
   const whole = await client.chat.completions.create(params);

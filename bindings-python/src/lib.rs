@@ -623,17 +623,8 @@ impl NativeClient {
 
     /// Load figures of a model, loading it if needed, as JSON.
     fn metrics(&self, py: Python<'_>, model: String) -> PyResult<String> {
-        py.detach(|| {
-            let m = self.client.metrics(&model)?;
-            Ok(serde_json::json!({
-                "active_requests": m.active_requests,
-                "queued_requests": m.queued_requests,
-                "generated_tokens": m.generated_tokens,
-                "cancelled_requests": m.cancelled_requests,
-            })
-            .to_string())
-        })
-        .map_err(py_err)
+        py.detach(|| Ok(self.client.metrics(&model)?.to_json().to_string()))
+            .map_err(py_err)
     }
 }
 

@@ -137,3 +137,16 @@ def test_version_matches_the_crate():
     cargo = pathlib.Path(__file__).resolve().parents[2] / "Cargo.toml"
     version = re.search(r'^version = "(.+)"', cargo.read_text(), re.M).group(1)
     assert ingle.__version__ == version
+
+
+def test_metrics_count_what_a_request_did(client):
+    before = client.metrics(MODEL)
+    client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=6, temperature=0)
+    after = client.metrics(MODEL)
+    assert after["prompt_tokens"] - before["prompt_tokens"] >= 10
+    assert after["generated_tokens"] > before["generated_tokens"]
+    first = after["time_to_first_token"]
+    assert first["count"] == before["time_to_first_token"]["count"] + 1
+    assert first["buckets"][-1] == [None, first["count"]] and first["sum_seconds"] > 0
+    assert after["kv_cells_total"] > 0 and after["kv_cells_used"] == 0
+    assert after["memory_bytes"] > 50_000_000

@@ -67,6 +67,16 @@ impl Client {
     pub fn metrics(&self, tag: &str) -> Result<Metrics> {
         Ok(self.registry.get(tag)?.metrics())
     }
+
+    /// Load figures of every model in memory now, by tag; loads none (what a metrics scrape
+    /// reads). A model being loaded is left out until it is in.
+    pub fn loaded_metrics(&self) -> Vec<(String, Metrics)> {
+        self.registry
+            .loaded()
+            .into_iter()
+            .map(|(tag, predictor)| (tag, predictor.metrics()))
+            .collect()
+    }
 }
 
 /// `client.predictions`: run any predictor by tag with named inputs.

@@ -94,6 +94,7 @@ impl Predictor for ExternalPredictor {
             queued_requests: 0,
             generated_tokens: self.counters.outputs.load(Ordering::Relaxed),
             cancelled_requests: self.counters.cancelled.load(Ordering::Relaxed),
+            ..Metrics::default()
         }
     }
 }

@@ -208,6 +208,18 @@ impl Registry {
         self.entry(tag).ok()?.voice_aliases.get(name).cloned()
     }
 
+    /// The predictors in memory now, by tag (one being loaded is left out).
+    pub fn loaded(&self) -> Vec<(String, Arc<dyn Predictor>)> {
+        let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
+        entries
+            .iter()
+            .filter_map(|entry| {
+                let loaded = entry.loaded.try_lock().ok()?;
+                Some((entry.tag.clone(), Arc::clone(loaded.as_ref()?)))
+            })
+            .collect()
+    }
+
     pub fn list(&self) -> Vec<ModelInfo> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
         entries

@@ -215,9 +215,13 @@ class OpenAI:
         self.models = Models(self._native)
         self.predictions = Predictions(self._native)
 
-    def metrics(self, model: str = REQUIRED) -> Dict[str, int]:
-        """Load figures of a model: ``active_requests``, ``queued_requests``,
-        ``generated_tokens``, ``cancelled_requests``."""
+    def metrics(self, model: str = REQUIRED) -> Dict[str, Any]:
+        """Load figures of a model, counted since it loaded: ``active_requests``,
+        ``queued_requests``, ``generated_tokens``, ``prompt_tokens``, ``cancelled_requests``,
+        ``kv_cells_used`` / ``kv_cells_total``, ``audio_input_seconds``,
+        ``audio_output_seconds``, ``memory_bytes``, and the histograms ``queue_wait``,
+        ``time_to_first_token``, ``time_per_output_token`` (``count``, ``sum_seconds``,
+        ``buckets``: ``[le, cumulative]``, ``le`` None for +Inf)."""
         return json.loads(self._native.metrics(_arguments.text("model", model)))  # type: ignore[no-any-return]
 
     def close(self) -> None:
@@ -346,7 +350,7 @@ class AsyncOpenAI:
         self.models = AsyncModels(self._native)
         self.predictions = AsyncPredictions(self._native)
 
-    async def metrics(self, model: str = REQUIRED) -> Dict[str, int]:
+    async def metrics(self, model: str = REQUIRED) -> Dict[str, Any]:
         text = await _in_thread(self._native.metrics, _arguments.text("model", model))
         return json.loads(text)  # type: ignore[no-any-return]
 

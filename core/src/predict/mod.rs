@@ -1,9 +1,11 @@
 //! Predictors, predictions, and the create / stream ways of running them.
 
 mod declare;
+mod metrics;
 mod signature;
 
 pub use declare::Declaration;
+pub use metrics::{AtomicHistogram, Histogram, Metrics, HISTOGRAM_BOUNDS};
 pub(crate) use signature::same_choice;
 pub use signature::{Annotation, GenerationOption, Inputs, Parameter, Signature};
 
@@ -48,19 +50,6 @@ pub enum PredictorKind {
     Eager,
     /// Yields any number of partial outputs.
     Generator,
-}
-
-/// Load figures of a predictor, for monitoring and for tests that must see cancellation.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Metrics {
-    /// Predictions running now.
-    pub active_requests: usize,
-    /// Predictions waiting for a free slot.
-    pub queued_requests: usize,
-    /// Tokens (or steps) produced since the predictor loaded.
-    pub generated_tokens: u64,
-    /// Predictions stopped because their consumer went away.
-    pub cancelled_requests: u64,
 }
 
 /// A unit of work: a tagged function with a typed signature.

@@ -33,7 +33,9 @@ pub use super::cores::{capped_threads, default_threads};
 use crate::chat::tool_calls::{ToolCallDeltas, ToolCallParser, ToolFormat, HERMES};
 use crate::config::PredictorConfig;
 use crate::error::{Error, Result};
-use crate::predict::{Inputs, Metrics, OutputStream, Predictor, PredictorKind, Signature};
+use crate::predict::{
+    AtomicHistogram, Inputs, Metrics, OutputStream, Predictor, PredictorKind, Signature,
+};
 use crate::value::Value;
 use constrain::{Grammars, ToolSpec};
 use llama_cpp_2::llama_backend::LlamaBackend;
@@ -89,7 +91,16 @@ struct Counters {
     active: AtomicUsize,
     queued: AtomicUsize,
     generated: AtomicU64,
+    prompt: AtomicU64,
     cancelled: AtomicU64,
+    /// KV cells held by the running sequences (their positions), updated every step.
+    kv_used: AtomicU64,
+    /// The context's cells (`n_ctx` × `parallel`) and the weights plus KV cache, in bytes.
+    kv_total: u64,
+    memory_bytes: u64,
+    queue_wait: AtomicHistogram,
+    time_to_first_token: AtomicHistogram,
+    time_per_output_token: AtomicHistogram,
 }
 
 /// A GGUF model served by llama.cpp.
@@ -188,7 +199,11 @@ impl LlamaPredictor {
             .unwrap_or(1)
             .max(1);
         let model = Arc::new(model);
-        let counters = Arc::new(Counters::default());
+        let counters = Arc::new(Counters {
+            kv_total: n_ctx as u64 * parallel as u64,
+            memory_bytes: model.size() + kv_bytes(&model, n_ctx, parallel),
+            ..Counters::default()
+        });
         let (jobs, job_rx) = mpsc::channel();
         let (ready_tx, ready_rx) = mpsc::sync_channel(1);
         let scheduler = Scheduler {
@@ -522,6 +537,7 @@ impl Predictor for LlamaPredictor {
             logprobs: options.logprobs,
             events,
             cancelled: Arc::clone(&cancelled),
+            arrived: std::time::Instant::now(),
         };
         self.counters.queued.fetch_add(1, Ordering::Relaxed);
         self.jobs.send(job).map_err(|_| {
@@ -545,7 +561,16 @@ impl Predictor for LlamaPredictor {
             active_requests: self.counters.active.load(Ordering::Relaxed),
             queued_requests: self.counters.queued.load(Ordering::Relaxed),
             generated_tokens: self.counters.generated.load(Ordering::Relaxed),
+            prompt_tokens: self.counters.prompt.load(Ordering::Relaxed),
             cancelled_requests: self.counters.cancelled.load(Ordering::Relaxed),
+            kv_cells_used: self.counters.kv_used.load(Ordering::Relaxed),
+            kv_cells_total: self.counters.kv_total,
+            memory_bytes: self.counters.memory_bytes,
+            queue_wait: self.counters.queue_wait.snapshot(),
+            time_to_first_token: self.counters.time_to_first_token.snapshot(),
+            time_per_output_token: self.counters.time_per_output_token.snapshot(),
+            audio_input_ms: 0,
+            audio_output_ms: 0,
         }
     }
 }

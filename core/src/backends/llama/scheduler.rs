@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
+use std::time::Instant;
 
 use super::sampling::LogitsSummary;
 use super::stream::{Event, Finish};
@@ -36,6 +37,8 @@ pub(super) struct Job {
     pub(super) events: mpsc::Sender<Result<Event>>,
     /// Set when the consumer drops its stream: the scheduler frees the sequence at its next step.
     pub(super) cancelled: Arc<AtomicBool>,
+    /// When the request came in (queue wait, time to first token).
+    pub(super) arrived: Instant,
 }
 
 /// A grammar that constrains the output from the moment it ends with `trigger` (the model
@@ -75,6 +78,8 @@ pub(super) struct Sequence {
     pub(super) follows: Option<(usize, Arc<AtomicBool>)>,
     /// Prompt tokens found in the slot's cache instead of computed.
     pub(super) cached_tokens: usize,
+    /// When its first token was sampled (time per output token).
+    pub(super) first_token_at: Option<Instant>,
 }
 
 impl Sequence {
@@ -181,6 +186,10 @@ impl Scheduler {
                     let slot = &mut slots[id];
                     self.counters.queued.fetch_sub(1, Ordering::Relaxed);
                     self.counters.active.fetch_add(1, Ordering::Relaxed);
+                    self.counters.queue_wait.record(job.arrived.elapsed());
+                    self.counters
+                        .prompt
+                        .fetch_add(job.prompt.len() as u64, Ordering::Relaxed);
                     let grammar = job.grammar.take();
                     slots_view.push((id, job.prompt.clone(), Arc::clone(&job.cancelled)));
                     *slot = Some(Sequence {
@@ -199,10 +208,12 @@ impl Scheduler {
                         logits_index: None,
                         completion_tokens: 0,
                         utf8: Utf8Assembler::default(),
+                        first_token_at: None,
                     });
                 }
             }
             if slots.iter().all(Option::is_none) {
+                self.counters.kv_used.store(0, Ordering::Relaxed);
                 if !open {
                     return;
                 }
@@ -224,6 +235,8 @@ impl Scheduler {
             }
             share_prefills(&mut slots, &mut ctx);
             self.sample(&mut slots, &mut ctx);
+            let cells: usize = slots.iter().flatten().map(|seq| seq.n_past).sum();
+            self.counters.kv_used.store(cells as u64, Ordering::Relaxed);
         }
     }
 
@@ -308,6 +321,12 @@ impl Scheduler {
                     continue;
                 }
             };
+            if seq.first_token_at.is_none() {
+                seq.first_token_at = Some(Instant::now());
+                self.counters
+                    .time_to_first_token
+                    .record(seq.job.arrived.elapsed());
+            }
             let mut text = String::new();
             let mut reason = None;
             // On a stop sequence the held-back text is dropped; on any other end it is flushed.
@@ -432,6 +451,16 @@ impl Scheduler {
         seq.job.prompt.truncate(seq.prefilled);
         self.kept[id] = std::mem::take(&mut seq.job.prompt);
         self.counters.active.fetch_sub(1, Ordering::Relaxed);
+        if let (Some(first), Some(after_first)) = (
+            seq.first_token_at,
+            (seq.completion_tokens as u32)
+                .checked_sub(1)
+                .filter(|&n| n > 0),
+        ) {
+            self.counters
+                .time_per_output_token
+                .record(first.elapsed() / after_first);
+        }
         Some(seq)
     }
 

@@ -107,6 +107,8 @@ pub struct EmbeddingPredictor {
     active: AtomicUsize,
     /// Texts embedded since load.
     embedded: AtomicU64,
+    /// Input tokens embedded since load.
+    prompt_tokens: AtomicU64,
 }
 
 impl EmbeddingPredictor {
@@ -164,6 +166,7 @@ impl EmbeddingPredictor {
             model,
             active: AtomicUsize::new(0),
             embedded: AtomicU64::new(0),
+            prompt_tokens: AtomicU64::new(0),
         })
     }
 
@@ -576,6 +579,8 @@ impl Predictor for EmbeddingPredictor {
         let (matrix, tokens) = self.model.embed(&texts, dims)?;
         self.embedded
             .fetch_add(texts.len() as u64, Ordering::Relaxed);
+        self.prompt_tokens
+            .fetch_add(tokens as u64, Ordering::Relaxed);
         let tensor = Tensor::from_f32(vec![texts.len(), dims], &matrix)?;
         let usage = Value::Dict(crate::value::Dict::from([(
             "prompt_tokens".to_string(),
@@ -592,7 +597,8 @@ impl Predictor for EmbeddingPredictor {
             active_requests: self.active.load(Ordering::Relaxed),
             queued_requests: lock(&self.model.batching).queue.len(),
             generated_tokens: self.embedded.load(Ordering::Relaxed),
-            cancelled_requests: 0,
+            prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
+            ..Metrics::default()
         }
     }
 }

@@ -106,6 +106,8 @@ pub struct SpeechPredictor {
     active: Arc<AtomicUsize>,
     sentences: Arc<AtomicU64>,
     cancelled: Arc<AtomicU64>,
+    /// Milliseconds of audio made since load.
+    audio_ms: Arc<AtomicU64>,
 }
 
 /// Where a voice's config is: `predictor.voice_config`, else the model path + `.json`.
@@ -215,6 +217,7 @@ impl SpeechPredictor {
             active: Arc::default(),
             sentences: Arc::default(),
             cancelled: Arc::default(),
+            audio_ms: Arc::default(),
         })
     }
 
@@ -516,6 +519,7 @@ impl Predictor for SpeechPredictor {
             active: Arc::clone(&self.active),
             counted: Arc::clone(&self.sentences),
             cancelled: Arc::clone(&self.cancelled),
+            audio_ms: Arc::clone(&self.audio_ms),
         }))
     }
 
@@ -525,6 +529,8 @@ impl Predictor for SpeechPredictor {
             queued_requests: 0,
             generated_tokens: self.sentences.load(Ordering::Relaxed),
             cancelled_requests: self.cancelled.load(Ordering::Relaxed),
+            audio_output_ms: self.audio_ms.load(Ordering::Relaxed),
+            ..Metrics::default()
         }
     }
 }
@@ -541,6 +547,7 @@ struct Synthesis {
     active: Arc<AtomicUsize>,
     counted: Arc<AtomicU64>,
     cancelled: Arc<AtomicU64>,
+    audio_ms: Arc<AtomicU64>,
 }
 
 impl Iterator for Synthesis {
@@ -559,6 +566,9 @@ impl Iterator for Synthesis {
             }
         };
         self.counted.fetch_add(1, Ordering::Relaxed);
+        let sample_rate = self.model.config.audio.sample_rate.max(1) as u64;
+        self.audio_ms
+            .fetch_add(samples.len() as u64 * 1000 / sample_rate, Ordering::Relaxed);
         self.input_tokens += ids.len();
         self.output_tokens += samples.len().div_ceil(HOP_LENGTH);
         let last = self.sentences.len() == 0;

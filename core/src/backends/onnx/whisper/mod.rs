@@ -65,6 +65,8 @@ pub struct TranscriptionPredictor {
     active: Arc<AtomicUsize>,
     windows: Arc<AtomicU64>,
     cancelled: Arc<AtomicU64>,
+    /// Milliseconds of audio taken in since load.
+    audio_ms: AtomicU64,
 }
 
 /// The signature of a Whisper predictor.
@@ -140,6 +142,7 @@ impl TranscriptionPredictor {
             active: Arc::default(),
             windows: Arc::default(),
             cancelled: Arc::default(),
+            audio_ms: AtomicU64::new(0),
         })
     }
 }
@@ -214,6 +217,10 @@ impl Predictor for TranscriptionPredictor {
         };
         let transcriber = transcribe::Transcriber::new(Arc::clone(&self.model), samples, options);
         self.active.fetch_add(1, Ordering::Relaxed);
+        self.audio_ms.fetch_add(
+            (transcriber.duration() * 1000.0).round() as u64,
+            Ordering::Relaxed,
+        );
         Ok(Box::new(Transcription {
             duration: transcriber.duration(),
             transcriber,
@@ -231,6 +238,8 @@ impl Predictor for TranscriptionPredictor {
             queued_requests: 0,
             generated_tokens: self.windows.load(Ordering::Relaxed),
             cancelled_requests: self.cancelled.load(Ordering::Relaxed),
+            audio_input_ms: self.audio_ms.load(Ordering::Relaxed),
+            ..Metrics::default()
         }
     }
 }
