@@ -168,7 +168,28 @@ enum Command {
         /// ~/.local/share/ingle/responses.sqlite3). Several servers may share one file.
         #[arg(long)]
         responses_store: Option<PathBuf>,
+        /// Models to load before /ready answers 200: `all` (every model the config has files
+        /// for), or tags separated by commas. Others load on their first request.
+        #[arg(long, value_delimiter = ',')]
+        preload: Vec<String>,
+        /// Seconds a drain (SIGTERM, POST /drain) lets in-flight requests run before it ends
+        /// them with an error event.
+        #[arg(long, default_value_t = 30.0, value_parser = seconds)]
+        drain_timeout: f64,
+        /// Serve GET /metrics (Prometheus text; behind --api-key when one is set).
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        metrics: bool,
+        /// Request logs on stderr: `text` (readable), `json` (one object a line), or `off`.
+        #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+        log_format: LogFormat,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+    Off,
 }
 
 #[derive(Clone, Copy)]
@@ -224,7 +245,10 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let cli = Cli::parse();
-    init_logging();
+    init_logging(match &cli.command {
+        Command::Serve { log_format, .. } => Some(*log_format),
+        _ => None,
+    });
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -234,19 +258,25 @@ fn main() -> ExitCode {
     }
 }
 
-/// llama.cpp's and ingle's logs go to stderr only when INGLE_LOG is set (e.g. `INGLE_LOG=debug`).
-fn init_logging() {
-    let Some(filter) = std::env::var("INGLE_LOG").ok().filter(|v| !v.is_empty()) else {
-        return;
+/// llama.cpp's and ingle's logs go to stderr only when INGLE_LOG is set (e.g. `INGLE_LOG=debug`);
+/// `ingle serve` logs its requests (`ingle::serve` at info) unless `--log-format off`.
+fn init_logging(serve: Option<LogFormat>) {
+    let asked = std::env::var("INGLE_LOG").ok().filter(|v| !v.is_empty());
+    let filter = match (asked.as_deref(), serve) {
+        (_, Some(LogFormat::Off)) => return,
+        (Some("1" | "true"), _) => "info".to_string(),
+        (Some(other), _) => other.to_string(),
+        (None, Some(_)) => "ingle::serve=info".to_string(),
+        (None, None) => return,
     };
-    let filter = match filter.as_str() {
-        "1" | "true" => "info".to_string(),
-        other => other.to_string(),
-    };
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .init();
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter));
+    if serve == Some(LogFormat::Json) {
+        logs.json().flatten_event(true).init();
+    } else {
+        logs.init();
+    }
 }
 
 fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
@@ -288,6 +318,10 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             max_connections,
             keep_alive,
             responses_store: _,
+            preload,
+            drain_timeout,
+            metrics,
+            log_format: _,
         } => {
             let duration = std::time::Duration::from_secs_f64;
             let options = ingle_serve::Options {
@@ -300,9 +334,22 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 write_timeout: duration(write_timeout),
                 max_connections: max_connections as usize,
                 keep_alive: keep_alive.0.map(duration),
+                preload: if preload.iter().any(|m| m == "all") {
+                    client
+                        .models
+                        .list()
+                        .data
+                        .into_iter()
+                        .map(|m| m.id)
+                        .collect()
+                } else {
+                    preload
+                },
+                drain_timeout: duration(drain_timeout),
+                metrics,
             };
             ingle_serve::serve_until_signal(client, (host, port).into(), options, |addr| {
-                eprintln!("ingle: serving the OpenAI API on http://{addr}/v1 (Ctrl-C stops)");
+                eprintln!("ingle: serving the OpenAI API on http://{addr}/v1 (Ctrl-C stops; SIGTERM drains)");
             })?;
         }
         Command::Speak {

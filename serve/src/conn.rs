@@ -196,27 +196,53 @@ impl Drop for TrackedBody {
     }
 }
 
-/// Accepts connections until `shutdown` completes, then lets in-flight ones finish (their
-/// handlers see the shutdown flag) for at most `grace`.
-pub(crate) async fn serve(
+/// How serving ends.
+pub(crate) struct Stop<Now, Drain> {
+    /// Completes to stop at once: `flag` is set, so in-flight streams end with an error event
+    /// and whole requests stop; connections then have `grace` to close.
+    pub(crate) now: Now,
+    /// Completes to drain: no new connections, in-flight requests run to their end for up to
+    /// `Options::drain_timeout` (or until `now`), then it goes as `now` does.
+    pub(crate) drain: Drain,
+    pub(crate) flag: Arc<std::sync::atomic::AtomicBool>,
+    pub(crate) grace: Duration,
+}
+
+/// Accepts connections until `stop` says, then ends as it says.
+pub(crate) async fn serve<Now, Drain>(
     listener: TcpListener,
     router: Router,
     options: Arc<Options>,
-    shutdown: impl std::future::Future<Output = ()>,
-    grace: Duration,
-) -> io::Result<()> {
+    stop: Stop<Now, Drain>,
+) -> io::Result<()>
+where
+    Now: std::future::Future<Output = ()>,
+    Drain: std::future::Future<Output = ()>,
+{
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let open = Arc::new(AtomicUsize::new(0));
     let refusing = Arc::new(AtomicUsize::new(0));
-    tokio::pin!(shutdown);
+    let Stop {
+        now,
+        drain,
+        flag,
+        grace,
+    } = stop;
+    tokio::pin!(now);
+    tokio::pin!(drain);
+    let mut draining = false;
     loop {
         let (tcp, _peer) = tokio::select! {
-            _ = &mut shutdown => break,
+            _ = &mut now => break,
+            _ = &mut drain => {
+                draining = true;
+                break;
+            }
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
                     // Out of file descriptors and the like: the listener is fine, wait a bit.
-                    eprintln!("ingle serve: cannot accept a connection: {error}");
+                    tracing::warn!(target: "ingle::serve", %error, "cannot accept a connection");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -265,10 +291,33 @@ pub(crate) async fn serve(
             open.fetch_sub(1, Ordering::AcqRel);
         });
     }
+    // No new connections: a router's next attempt is refused, and goes to another replica.
     drop(listener);
-    // In-flight streams end with an error event and whole requests stop (the shutdown flag);
-    // idle connections close at once.
-    let _ = tokio::time::timeout(grace, graceful.shutdown()).await;
+    // Idle connections close at once; busy ones after their response (no keep-alive).
+    let closed = graceful.shutdown();
+    tokio::pin!(closed);
+    if draining {
+        let started = std::time::Instant::now();
+        let finished = tokio::select! {
+            _ = &mut closed => true,
+            _ = tokio::time::sleep(options.drain_timeout) => false,
+            _ = &mut now => false,
+        };
+        let in_flight = open.load(Ordering::Acquire);
+        tracing::info!(
+            target: "ingle::serve",
+            seconds = started.elapsed().as_secs_f64(),
+            finished,
+            connections_left = in_flight,
+            "drained"
+        );
+        if finished {
+            return Ok(());
+        }
+    }
+    // In-flight streams end with an error event and whole requests stop (the shutdown flag).
+    flag.store(true, Ordering::Release);
+    let _ = tokio::time::timeout(grace, closed).await;
     Ok(())
 }
 

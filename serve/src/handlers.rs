@@ -2,6 +2,7 @@
 //! with [`crate::respond`].
 
 use crate::body::parse_body;
+use crate::lifecycle::refuse_if_loading;
 use crate::respond::{pump, streamed, streamed_events, whole, whole_typed, Framing};
 use crate::upload::{parse_upload, Upload};
 use crate::{core_error, error_response, AppState};
@@ -78,6 +79,9 @@ pub(crate) async fn chat_completions(State(state): State<AppState>, request: Req
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Some(refusal) = refuse_if_loading(&state, &request.model) {
+        return refusal;
+    }
     if request.stream == Some(true) {
         streamed(state, move |client| {
             Ok(json_texts(client.chat.completions.stream(&request)?))
@@ -96,6 +100,9 @@ pub(crate) async fn completions(State(state): State<AppState>, request: Request)
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Some(refusal) = refuse_if_loading(&state, &request.model) {
+        return refusal;
+    }
     if request.stream == Some(true) {
         streamed(state, move |client| {
             Ok(json_texts(client.completions.stream(&request)?))
@@ -116,6 +123,9 @@ pub(crate) async fn responses_create(State(state): State<AppState>, request: Req
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Some(refusal) = refuse_if_loading(&state, &request.model) {
+        return refusal;
+    }
     if request.stream {
         streamed_events(state, Framing::Named, move |client| {
             Ok(json_texts(client.responses.stream(&request)?))
@@ -138,6 +148,9 @@ pub(crate) async fn responses_input_tokens(
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Some(refusal) = refuse_if_loading(&state, &request.model) {
+        return refusal;
+    }
     whole(state, move |client, stop| {
         Ok(client
             .responses
@@ -234,6 +247,9 @@ pub(crate) async fn embeddings(State(state): State<AppState>, request: Request) 
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Some(refusal) = refuse_if_loading(&state, &request.model) {
+        return refusal;
+    }
     whole(state, move |client, _stop| {
         to_json_text(&client.embeddings.create(&request)?)
     })
@@ -250,6 +266,9 @@ pub(crate) async fn audio_speech(State(state): State<AppState>, request: Request
         Ok(request) => request,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Some(refusal) = refuse_if_loading(&state, &request.model) {
+        return refusal;
+    }
     type Started = ingle::Result<(&'static str, Vec<u8>)>;
     let (started_tx, started_rx) = oneshot::channel::<Started>();
     let (chunks_tx, chunks_rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
@@ -313,6 +332,9 @@ pub(crate) async fn audio_transcriptions(
         Ok(upload) => upload,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Some(refusal) = refuse_if_loading(&state, &request.model) {
+        return refusal;
+    }
     if request.stream == Some(true) {
         streamed_events(state, Framing::Typed, move |client| {
             let events = client.audio.transcriptions.stream(&request, audio)?;
@@ -343,6 +365,9 @@ pub(crate) async fn audio_translations(
         Ok(upload) => upload,
         Err(refusal) => return refusal.into_response(),
     };
+    if let Some(refusal) = refuse_if_loading(&state, &request.model) {
+        return refusal;
+    }
     whole_typed(state, move |client, _stop| {
         let response = client.audio.translations.create(&request, audio)?;
         Ok((response.content_type, response.body))

@@ -8,8 +8,12 @@
 //! - A stream's producer checks before every chunk whether the client is still there, and drops
 //!   the core stream (which stops generation) as soon as it is not. A non-streamed request whose
 //!   connection goes away stops at the next token too (`create_until` with a flag set on drop).
-//! - Shutdown (SIGINT, SIGTERM, or the future given to [`Server::run`]) ends in-flight streams
-//!   with an error event and stops whole requests, so nothing hangs.
+//! - Shutdown (SIGINT, or the future given to [`Server::run`]) ends in-flight streams with an
+//!   error event and stops whole requests, so nothing hangs. A drain (SIGTERM, `POST /drain`)
+//!   first stops taking connections and lets in-flight requests finish, for up to
+//!   [`Options::drain_timeout`] (`lifecycle`).
+//! - Operators read `/health`, `/ready` and `/metrics`, and one log line a request
+//!   (`telemetry`; docs/operations.md).
 //! - Hostile or slow clients cannot hold the server: header, body, idle and write timeouts, a
 //!   body limit enforced while reading (a larger one for audio uploads), and a cap on open
 //!   connections ([`Options`], `conn`).
@@ -23,9 +27,11 @@ mod auth;
 mod body;
 mod conn;
 mod handlers;
+mod lifecycle;
 mod openapi;
 mod request_id;
 mod respond;
+mod telemetry;
 mod upload;
 
 use axum::http::{Method, StatusCode, Uri};
@@ -36,7 +42,7 @@ use axum::Router;
 use ingle::{Client, Error, ErrorKind};
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -76,6 +82,14 @@ pub struct Options {
     /// A model no request has used for this long, and none is using, is unloaded (its memory
     /// freed) and loads again on the next request, as Ollama's keep-alive. None: models stay.
     pub keep_alive: Option<Duration>,
+    /// Models loaded when the server starts, before `/ready` answers 200; a request for one
+    /// still loading is answered 503 with `Retry-After`. Others load on their first request.
+    pub preload: Vec<String>,
+    /// How long a drain (SIGTERM, `POST /drain`) lets in-flight requests run before it ends
+    /// them with the shutdown error event (default 30 s).
+    pub drain_timeout: Duration,
+    /// Serve `GET /metrics` (Prometheus text; behind the API key when one is set).
+    pub metrics: bool,
 }
 
 impl Default for Options {
@@ -90,6 +104,9 @@ impl Default for Options {
             write_timeout: Duration::from_secs(30),
             max_connections: 512,
             keep_alive: None,
+            preload: Vec::new(),
+            drain_timeout: Duration::from_secs(30),
+            metrics: true,
         }
     }
 }
@@ -103,6 +120,8 @@ pub(crate) struct AppState {
     pub(crate) body_timeout: Duration,
     /// Set when the server shuts down: streams end with an error event, whole requests stop.
     pub(crate) shutting_down: Arc<AtomicBool>,
+    pub(crate) lifecycle: Arc<lifecycle::Lifecycle>,
+    pub(crate) telemetry: Arc<telemetry::Telemetry>,
 }
 
 /// A bound server, ready to run.
@@ -112,6 +131,17 @@ pub struct Server {
     router: Router,
     options: Arc<Options>,
     shutting_down: Arc<AtomicBool>,
+    lifecycle: Arc<lifecycle::Lifecycle>,
+}
+
+/// Asks a running [`Server`] to drain (what SIGTERM and `POST /drain` do).
+#[derive(Clone)]
+pub struct Drainer(Arc<lifecycle::Lifecycle>);
+
+impl Drainer {
+    pub fn drain(&self) {
+        self.0.start_drain();
+    }
 }
 
 impl Server {
@@ -119,6 +149,7 @@ impl Server {
     pub async fn bind(client: Client, addr: SocketAddr, options: Options) -> std::io::Result<Self> {
         let listener = TcpListener::bind(addr).await?;
         let shutting_down = Arc::new(AtomicBool::new(false));
+        let lifecycle = Arc::new(lifecycle::Lifecycle::new(&options.preload));
         let state = AppState {
             client: client.clone(),
             api_key: options.api_key.clone().map(Arc::from),
@@ -126,14 +157,22 @@ impl Server {
             upload_limit: options.upload_limit,
             body_timeout: options.body_timeout,
             shutting_down: Arc::clone(&shutting_down),
+            lifecycle: Arc::clone(&lifecycle),
+            telemetry: Arc::new(telemetry::Telemetry::new(client.clone())),
         };
         Ok(Server {
             client,
             listener,
-            router: router(state),
+            router: router(state, options.metrics),
             options: Arc::new(options),
             shutting_down,
+            lifecycle,
         })
+    }
+
+    /// A handle that makes the running server drain.
+    pub fn drainer(&self) -> Drainer {
+        Drainer(Arc::clone(&self.lifecycle))
     }
 
     /// The address it listens on.
@@ -142,16 +181,19 @@ impl Server {
     }
 
     /// Serves until `shutdown` completes, then ends in-flight work and returns once every
-    /// connection is closed.
+    /// connection is closed; or until a drain is asked for ([`Server::drainer`], `POST
+    /// /drain`), then stops accepting, lets in-flight requests finish for up to
+    /// `drain_timeout` (or until `shutdown` completes), ends the rest, and returns.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let flag = self.shutting_down;
-        let shutdown = async move {
-            shutdown.await;
-            flag.store(true, Ordering::Release);
+        let preload = {
+            let (lifecycle, client) = (Arc::clone(&self.lifecycle), self.client.clone());
+            tokio::spawn(async move { lifecycle.load(&client).await })
         };
+        let lifecycle = Arc::clone(&self.lifecycle);
+        let drain = async move { lifecycle.drain_requested().await };
         // In-flight work sees the flag at its next token; this only bounds a client that
         // stops reading its last events.
         let grace = Duration::from_secs(10);
@@ -168,21 +210,39 @@ impl Server {
                     let unloaded =
                         tokio::task::spawn_blocking(move || client.models.unload_idle(idle)).await;
                     for tag in unloaded.unwrap_or_default() {
-                        eprintln!("ingle: keep-alive: unloaded {tag} (idle for {idle:?})");
+                        tracing::info!(target: "ingle::serve", model = %tag, idle_seconds = idle.as_secs_f64(), "keep-alive: unloaded");
                     }
                 }
             })
         });
-        let served = conn::serve(self.listener, self.router, self.options, shutdown, grace).await;
+        let stop = conn::Stop {
+            now: shutdown,
+            drain,
+            flag: self.shutting_down,
+            grace,
+        };
+        let served = conn::serve(self.listener, self.router, self.options, stop).await;
         if let Some(task) = keep_alive {
             task.abort();
         }
+        preload.abort();
         served
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Signal {
+    Interrupt,
+    Terminate,
+}
+
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
 pub async fn shutdown_signal() {
+    first_signal().await;
+}
+
+/// The next SIGINT or SIGTERM.
+async fn first_signal() -> Signal {
     let interrupt = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -198,12 +258,12 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     let terminate = std::future::pending::<()>();
     tokio::select! {
-        _ = interrupt => {},
-        _ = terminate => {},
+        _ = interrupt => Signal::Interrupt,
+        _ = terminate => Signal::Terminate,
     }
 }
 
-fn router(state: AppState) -> Router {
+fn router(state: AppState, metrics: bool) -> Router {
     let v1 = Router::new()
         .route("/models", get(handlers::models_list))
         .route("/models/{*model}", get(handlers::models_retrieve))
@@ -231,14 +291,33 @@ fn router(state: AppState) -> Router {
         .route("/audio/translations", post(handlers::audio_translations))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
+            lifecycle::refuse_while_draining,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
             auth::authorize,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            telemetry::observe,
         ));
+    // What only the operator may do or see: behind the API key too.
+    let mut operator = Router::new().route("/drain", post(lifecycle::drain));
+    if metrics {
+        operator = operator.route("/metrics", get(telemetry::metrics));
+    }
+    let operator = operator.route_layer(middleware::from_fn_with_state(
+        state.clone(),
+        auth::authorize,
+    ));
     Router::new()
         .route(
             "/health",
             get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),
         )
+        .route("/ready", get(lifecycle::ready))
         .route("/openapi.json", get(|| async { axum::Json(openapi()) }))
+        .merge(operator)
         .nest("/v1", v1)
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
@@ -275,8 +354,9 @@ async fn unknown_route(method: Method, uri: Uri) -> Response {
     error_response(StatusCode::NOT_FOUND, &error)
 }
 
-/// Runs a server on a runtime of its own until SIGINT or SIGTERM (what `ingle serve` does);
-/// `ready` is told the bound address first.
+/// Runs a server on a runtime of its own (what `ingle serve` does): SIGTERM drains it (see
+/// [`Server::run`]), SIGINT (Ctrl-C) stops it at once, as does a second signal during a
+/// drain. `ready` is told the bound address first.
 pub fn serve_until_signal(
     client: Client,
     addr: SocketAddr,
@@ -289,6 +369,14 @@ pub fn serve_until_signal(
     runtime.block_on(async {
         let server = Server::bind(client, addr, options).await?;
         ready(server.local_addr()?);
-        server.run(shutdown_signal()).await
+        let drainer = server.drainer();
+        let now = async move {
+            let first = first_signal().await;
+            if first == Signal::Terminate {
+                drainer.drain();
+                first_signal().await;
+            }
+        };
+        server.run(now).await
     })
 }
