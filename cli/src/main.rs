@@ -179,6 +179,10 @@ enum Command {
         /// Serve GET /metrics (Prometheus text; behind --api-key when one is set).
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
         metrics: bool,
+        /// Serve /metrics without --api-key (for scrapers that cannot send a key, such as the
+        /// Gateway API Inference Extension's endpoint picker).
+        #[arg(long)]
+        public_metrics: bool,
         /// Request logs on stderr: `text` (readable), `json` (one object a line), or `off`.
         #[arg(long, value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
@@ -321,6 +325,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             preload,
             drain_timeout,
             metrics,
+            public_metrics,
             log_format: _,
         } => {
             let duration = std::time::Duration::from_secs_f64;
@@ -347,6 +352,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 },
                 drain_timeout: duration(drain_timeout),
                 metrics,
+                metrics_public: public_metrics,
             };
             ingle_serve::serve_until_signal(client, (host, port).into(), options, |addr| {
                 eprintln!("ingle: serving the OpenAI API on http://{addr}/v1 (Ctrl-C stops; SIGTERM drains)");

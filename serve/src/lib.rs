@@ -90,6 +90,9 @@ pub struct Options {
     pub drain_timeout: Duration,
     /// Serve `GET /metrics` (Prometheus text; behind the API key when one is set).
     pub metrics: bool,
+    /// Serve `/metrics` without the API key, for scrapers that cannot send one (the Gateway
+    /// API Inference Extension's endpoint picker).
+    pub metrics_public: bool,
 }
 
 impl Default for Options {
@@ -107,6 +110,7 @@ impl Default for Options {
             preload: Vec::new(),
             drain_timeout: Duration::from_secs(30),
             metrics: true,
+            metrics_public: false,
         }
     }
 }
@@ -163,7 +167,7 @@ impl Server {
         Ok(Server {
             client,
             listener,
-            router: router(state, options.metrics),
+            router: router(state, &options),
             options: Arc::new(options),
             shutting_down,
             lifecycle,
@@ -263,7 +267,7 @@ async fn first_signal() -> Signal {
     }
 }
 
-fn router(state: AppState, metrics: bool) -> Router {
+fn router(state: AppState, options: &Options) -> Router {
     let v1 = Router::new()
         .route("/models", get(handlers::models_list))
         .route("/models/{*model}", get(handlers::models_retrieve))
@@ -303,14 +307,17 @@ fn router(state: AppState, metrics: bool) -> Router {
         ));
     // What only the operator may do or see: behind the API key too.
     let mut operator = Router::new().route("/drain", post(lifecycle::drain));
-    if metrics {
-        operator = operator.route("/metrics", get(telemetry::metrics));
+    let mut public = Router::new();
+    match (options.metrics, options.metrics_public) {
+        (true, false) => operator = operator.route("/metrics", get(telemetry::metrics)),
+        (true, true) => public = public.route("/metrics", get(telemetry::metrics)),
+        (false, _) => {}
     }
     let operator = operator.route_layer(middleware::from_fn_with_state(
         state.clone(),
         auth::authorize,
     ));
-    Router::new()
+    public
         .route(
             "/health",
             get(|| async { axum::Json(serde_json::json!({"status": "ok"})) }),

@@ -327,7 +327,7 @@ impl Collector for ModelCollector {
                 |m| m.kv_cells_used as f64 / m.kv_cells_total.max(1) as f64,
             ),
             (
-                ("ingle_model_memory", "Memory the model takes: weights, plus the KV cache of a chat model (0: not known)", Some(Unit::Bytes), MetricType::Gauge),
+                ("ingle_model_memory", "Memory the model takes: a chat model's weights and KV cache, an ONNX model's weights file", Some(Unit::Bytes), MetricType::Gauge),
                 |m| m.memory_bytes as f64,
             ),
             (

@@ -172,11 +172,20 @@ fn metrics_and_drain_sit_behind_the_api_key_and_health_and_ready_do_not() {
         (200, Some("ready"))
     );
 
+    drop(server);
+    let public = Options {
+        api_key: Some("sk-ops".into()),
+        metrics_public: true,
+        ..Options::default()
+    };
+    let server = TestServer::start(Config::default(), public);
+    assert_eq!(scrape(&server, &[]).status, 200);
+    assert_eq!(server.request("POST", "/drain", &[], b"").status, 401);
+    drop(server);
     let off = Options {
         metrics: false,
         ..Options::default()
     };
-    drop(server);
     let server = TestServer::start(Config::default(), off);
     assert_eq!(scrape(&server, &[]).status, 404);
 }

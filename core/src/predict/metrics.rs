@@ -25,7 +25,8 @@ pub struct Metrics {
     /// Milliseconds of audio taken in (transcription) and made (speech).
     pub audio_input_ms: u64,
     pub audio_output_ms: u64,
-    /// Bytes the model's weights take in memory (0: not known).
+    /// Bytes the model takes in memory: a chat model's weights and KV cache, an ONNX model's
+    /// weights file (0: not known).
     pub memory_bytes: u64,
     /// From a request's arrival to its start (a free sequence slot).
     pub queue_wait: Histogram,

@@ -109,6 +109,8 @@ pub struct EmbeddingPredictor {
     embedded: AtomicU64,
     /// Input tokens embedded since load.
     prompt_tokens: AtomicU64,
+    /// The weights file's size: what the session holds in memory, roughly.
+    weights_bytes: u64,
 }
 
 impl EmbeddingPredictor {
@@ -167,6 +169,7 @@ impl EmbeddingPredictor {
             active: AtomicUsize::new(0),
             embedded: AtomicU64::new(0),
             prompt_tokens: AtomicU64::new(0),
+            weights_bytes: super::file_bytes(&model_path),
         })
     }
 
@@ -598,6 +601,7 @@ impl Predictor for EmbeddingPredictor {
             queued_requests: lock(&self.model.batching).queue.len(),
             generated_tokens: self.embedded.load(Ordering::Relaxed),
             prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
+            memory_bytes: self.weights_bytes,
             ..Metrics::default()
         }
     }

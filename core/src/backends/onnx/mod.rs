@@ -124,6 +124,11 @@ pub(crate) fn ort_error<E: std::fmt::Display>(
     move |e| Error::model(format!("{doing}: {e}"))
 }
 
+/// A file's size in bytes (0 when it cannot be read): a loaded model's weights, for metrics.
+pub(crate) fn file_bytes(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
 /// A model file `tag` needs: an error naming it when it is missing or a directory.
 pub(crate) fn check_file(what: &str, path: &Path, tag: &str) -> Result<()> {
     if path.is_dir() {

@@ -108,6 +108,8 @@ pub struct SpeechPredictor {
     cancelled: Arc<AtomicU64>,
     /// Milliseconds of audio made since load.
     audio_ms: Arc<AtomicU64>,
+    /// The weights file's size: what the session holds in memory, roughly.
+    weights_bytes: u64,
 }
 
 /// Where a voice's config is: `predictor.voice_config`, else the model path + `.json`.
@@ -218,6 +220,7 @@ impl SpeechPredictor {
             sentences: Arc::default(),
             cancelled: Arc::default(),
             audio_ms: Arc::default(),
+            weights_bytes: super::file_bytes(&model_path),
         })
     }
 
@@ -530,6 +533,7 @@ impl Predictor for SpeechPredictor {
             generated_tokens: self.sentences.load(Ordering::Relaxed),
             cancelled_requests: self.cancelled.load(Ordering::Relaxed),
             audio_output_ms: self.audio_ms.load(Ordering::Relaxed),
+            memory_bytes: self.weights_bytes,
             ..Metrics::default()
         }
     }

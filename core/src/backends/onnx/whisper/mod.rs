@@ -67,6 +67,8 @@ pub struct TranscriptionPredictor {
     cancelled: Arc<AtomicU64>,
     /// Milliseconds of audio taken in since load.
     audio_ms: AtomicU64,
+    /// The weights file's size: what the sessions hold in memory, roughly.
+    weights_bytes: u64,
 }
 
 /// The signature of a Whisper predictor.
@@ -143,6 +145,7 @@ impl TranscriptionPredictor {
             windows: Arc::default(),
             cancelled: Arc::default(),
             audio_ms: AtomicU64::new(0),
+            weights_bytes: super::file_bytes(&model_path),
         })
     }
 }
@@ -239,6 +242,7 @@ impl Predictor for TranscriptionPredictor {
             generated_tokens: self.windows.load(Ordering::Relaxed),
             cancelled_requests: self.cancelled.load(Ordering::Relaxed),
             audio_input_ms: self.audio_ms.load(Ordering::Relaxed),
+            memory_bytes: self.weights_bytes,
             ..Metrics::default()
         }
     }
