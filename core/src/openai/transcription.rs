@@ -492,9 +492,13 @@ impl Transcriptions {
         }
         let mut fields = vec![(audio_param.name.clone(), "file")];
         let mut inputs = Inputs::new();
-        let optional = [
+        // Each option's annotation as a test (`matches!`), not an `Annotation` value compared
+        // with `==`: a unit variant built on the stack leaves its payload bytes unset, which
+        // the optimised comparison reads (harmless, but valgrind reports it).
+        type Is = fn(&Annotation) -> bool;
+        let optional: [(Is, &str, Option<Value>); 4] = [
             (
-                Annotation::TranscriptionLanguage,
+                |a| matches!(a, Annotation::TranscriptionLanguage),
                 "language",
                 request
                     .language
@@ -503,7 +507,7 @@ impl Transcriptions {
                     .map(Value::from),
             ),
             (
-                Annotation::TranscriptionPrompt,
+                |a| matches!(a, Annotation::TranscriptionPrompt),
                 "prompt",
                 request
                     .prompt
@@ -512,22 +516,22 @@ impl Transcriptions {
                     .map(Value::from),
             ),
             (
-                Annotation::Generation(GenerationOption::Temperature),
+                |a| matches!(a, Annotation::Generation(GenerationOption::Temperature)),
                 "temperature",
                 request.temperature.map(Value::Float),
             ),
             (
-                Annotation::TranscriptionWordTimestamps,
+                |a| matches!(a, Annotation::TranscriptionWordTimestamps),
                 "timestamp_granularities",
                 want_words.then_some(Value::Bool(true)),
             ),
         ];
-        for (annotation, field, value) in optional {
+        for (is, field, value) in optional {
             let Some(value) = value else { continue };
             let param = signature
                 .inputs
                 .iter()
-                .find(|p| p.annotation == annotation)
+                .find(|p| is(&p.annotation))
                 .ok_or_else(|| {
                     Error::invalid(
                         field,
