@@ -83,6 +83,8 @@ where
     let (events_tx, events_rx) = mpsc::channel::<Event>(8);
     let shutting_down = Arc::clone(&state.shutting_down);
     let request_id = crate::request_id::current();
+    let made = Arc::new(AtomicBool::new(false));
+    let made_here = Arc::clone(&made);
     tokio::task::spawn_blocking(move || {
         let chunks = match start(&state.client) {
             Ok(chunks) => chunks,
@@ -92,7 +94,14 @@ where
             }
         };
         let _ = started_tx.send(Ok(()));
-        produce(chunks, &events_tx, &shutting_down, framing, request_id);
+        produce(
+            chunks,
+            &events_tx,
+            &shutting_down,
+            framing,
+            request_id,
+            &made_here,
+        );
     });
     match started_rx.await {
         Ok(Ok(())) => {
@@ -101,7 +110,11 @@ where
                     .await
                     .map(|event| (Ok::<_, Infallible>(event), rx))
             });
-            Sse::new(events).into_response()
+            let mut response = Sse::new(events).into_response();
+            response
+                .extensions_mut()
+                .insert(crate::telemetry::StreamMade(made));
+            response
         }
         Ok(Err(error)) => core_error(error),
         Err(_) => core_error(Error::internal("The request stopped before it started")),
@@ -116,6 +129,7 @@ fn produce(
     shutting_down: &AtomicBool,
     framing: Framing,
     request_id: Option<String>,
+    made: &AtomicBool,
 ) {
     let error_event = |error: &Error| {
         let mut json = error.to_openai();
@@ -135,6 +149,9 @@ fn produce(
         }
     };
     let ended = pump(chunks, events, shutting_down, event, error_event);
+    // Before the last event goes: a client that closes as soon as it has it must not race
+    // the request's log line into saying the answer was cut.
+    made.store(ended, Ordering::Release);
     if ended && framing == Framing::Done {
         let _ = events.blocking_send(Event::default().data("[DONE]"));
     }

@@ -128,6 +128,12 @@ fn surface_of(path: &str) -> &'static str {
     }
 }
 
+/// On a streamed response: set once the stream has been made to its end (its last event
+/// handed to the connection), so the log line says `completed` even when the client closes
+/// the connection on the last event before the body is polled to its end.
+#[derive(Clone)]
+pub(crate) struct StreamMade(pub(crate) std::sync::Arc<std::sync::atomic::AtomicBool>);
+
 tokio::task_local! {
     /// The model a request names, set by its handler once the body is parsed.
     static MODEL: RefCell<Option<String>>;
@@ -174,6 +180,7 @@ pub(crate) async fn observe(
     telemetry.in_flight.get_or_create(&labels).inc();
     let status = response.status().as_u16();
     let stream = is_stream(response.headers());
+    let made = response.extensions().get::<StreamMade>().cloned();
     let done = Done {
         telemetry,
         labels,
@@ -183,6 +190,7 @@ pub(crate) async fn observe(
         path,
         id,
         stream,
+        made,
     };
     let (parts, body) = response.into_parts();
     Response::from_parts(
@@ -210,10 +218,16 @@ struct Done {
     path: String,
     id: String,
     stream: bool,
+    made: Option<StreamMade>,
 }
 
 impl Done {
     fn record(self, completed: bool) {
+        let completed = completed
+            || self
+                .made
+                .as_ref()
+                .is_some_and(|m| m.0.load(std::sync::atomic::Ordering::Acquire));
         let seconds = self.started.elapsed().as_secs_f64();
         let t = &self.telemetry;
         t.in_flight.get_or_create(&self.labels).dec();
