@@ -162,8 +162,10 @@ test('bad requests name the field; an abort stops generation', async () => {
   await assert.rejects(client.responses.inputItems.list('resp_x', { limit: 'ten' }),
     (error) => error instanceof BadRequestError && error.param === 'limit');
   const controller = new AbortController();
-  const started = client.responses.create({ model: smol, input: 'Count to a hundred.', max_output_tokens: 500 },
-    { signal: controller.signal });
+  // Greedy on this prompt, the answer runs to max_output_tokens (seconds): the abort lands while
+  // it generates (a sampled answer to a short prompt could end before it).
+  const started = client.responses.create({ model: smol, input: 'Write a very long story about a dragon.',
+    max_output_tokens: 500, temperature: 0 }, { signal: controller.signal });
   setTimeout(() => controller.abort(), 200);
   await assert.rejects(started, APIUserAbortError);
   const after = await client.responses.create({ model: smol, input: 'Hi', max_output_tokens: 3, store: false });
