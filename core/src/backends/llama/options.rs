@@ -280,6 +280,15 @@ fn response_format(value: &Value) -> Result<Option<JsonFormat>> {
     }
 }
 
+/// A `logit_bias` key as OpenAI writes token ids: decimal digits, no sign, no spaces, no leading
+/// zero (`" 5"`, `"+5"` and `"0005"` are not token 5: they are refused, not guessed at).
+fn token_id(key: &str) -> Option<i64> {
+    let canonical = !key.is_empty()
+        && key.bytes().all(|b| b.is_ascii_digit())
+        && (key == "0" || !key.starts_with('0'));
+    canonical.then(|| key.parse().ok()).flatten()
+}
+
 fn logit_bias(value: &Value, n_vocab: i32) -> Result<Vec<LlamaLogitBias>> {
     let map = value
         .as_dict()
@@ -287,10 +296,7 @@ fn logit_bias(value: &Value, n_vocab: i32) -> Result<Vec<LlamaLogitBias>> {
     let mut biases = Vec::with_capacity(map.len());
     for (key, bias) in map {
         let field = format!("logit_bias.{}", shown(key));
-        let token = key
-            .trim()
-            .parse::<i64>()
-            .ok()
+        let token = token_id(key)
             .filter(|t| (0..n_vocab as i64).contains(t))
             .ok_or_else(|| {
                 Error::invalid(
@@ -320,4 +326,31 @@ fn logit_bias(value: &Value, n_vocab: i32) -> Result<Vec<LlamaLogitBias>> {
         biases.push(LlamaLogitBias::new(LlamaToken(token as i32), bias));
     }
     Ok(biases)
+}
+
+#[cfg(test)]
+mod token_id_tests {
+    use super::token_id;
+
+    #[test]
+    fn a_logit_bias_key_is_a_token_id_only_as_decimal_digits() {
+        assert_eq!(token_id("0"), Some(0));
+        assert_eq!(token_id("5"), Some(5));
+        assert_eq!(token_id("151643"), Some(151643));
+        for bad in [
+            " 5",
+            "5 ",
+            "+5",
+            "-5",
+            "0005",
+            "05",
+            "",
+            "5.0",
+            "1e3",
+            "٥",
+            "99999999999999999999",
+        ] {
+            assert_eq!(token_id(bad), None, "{bad:?}");
+        }
+    }
 }
