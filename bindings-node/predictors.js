@@ -12,6 +12,8 @@
 const { AsyncLocalStorage } = require('async_hooks');
 const util = require('util');
 const native = require('./native.js');
+const { toJson } = require('./request.js');
+const { BadRequestError } = require('./errors.js');
 
 /** A predictor's declaration breaks a rule: `functionName` and `param` name the culprit. */
 class PredictorDefinitionError extends TypeError {
@@ -388,7 +390,16 @@ function outputsOf(p, value) {
       }
       values = value.map((v, i) => toEngine(v, p.outputs[i], buffers));
     }
-    return { json: JSON.stringify(values), buffers };
+    // toJson, not JSON.stringify: NaN would become null, a cycle a bare TypeError.
+    const names = p.chat ? ['text', 'finish_reason', 'usage'] : p.outputs.map((o) => o.name);
+    let json;
+    try {
+      json = `[${values.map((v, i) => toJson(v === undefined ? null : v, names[i])).join(',')}]`;
+    } catch (err) {
+      if (!(err instanceof BadRequestError)) throw err;
+      throw new OutputError(`is not JSON data: ${err.message}`);
+    }
+    return { json, buffers };
   } catch (err) {
     if (err instanceof OutputError) {
       throw new OutputError(`The predictor \`${p.tag}\` returned a value that breaks its signature: ${err.message.replace(/^is /, 'it is ')}`);

@@ -70,8 +70,9 @@ function lonelySurrogate(text) {
  * null (so `max_tokens: NaN` means "no limit"), drop functions and symbols silently, write
  * `undefined` in an array as null, Maps and Sets as `{}`, throw a bare TypeError on a BigInt
  * or a cycle, and overflow the stack on deep nesting. Paths are relative to the request body
- * (or to `inputs`, as the engine names them): `max_tokens`, `messages[0].content`. */
-function toJson(value) {
+ * (or to `inputs`, as the engine names them): `max_tokens`, `messages[0].content`, or start
+ * at `root` (a predictor's output). */
+function toJson(value, root = '') {
   // The objects being written, innermost last, and their paths: JSON.stringify calls `check`
   // depth-first with the object being written as `this`, so whatever lies above `this` on the
   // stack is finished.
@@ -82,7 +83,8 @@ function toJson(value) {
     let path = '';
     if (open.length === 0) {
       open.push(this);
-      paths.push('');
+      paths.push(root);
+      path = root;
     } else {
       while (open.length > 1 && open[open.length - 1] !== this) {
         onStack.delete(open.pop());

@@ -300,6 +300,26 @@ test('outputs that break the signature fail clearly', async () => {
   await assert.rejects(client.audio.speech.create({ model: '@test/wrong-type', voice: 'a', input: 'x' }), (e) => e instanceof InternalServerError && /@test\/wrong-type/.test(e.message) && /Float64Array/.test(e.message));
 });
 
+test('outputs JSON cannot carry (NaN, a cycle, deep nesting) fail the prediction, naming where', async () => {
+  const shaped = predictor({ tag: '@test/shaped', inputs: [Parameter.Generic({ name: 'kind', type: 'string' })], outputs: [Parameter.Generic({ name: 'value', type: 'object' })] },
+    ({ kind }) => {
+      if (kind === 'nan') return { x: [1, NaN] };
+      if (kind === 'inf') return { x: -Infinity };
+      if (kind === 'cycle') { const o = {}; o.self = o; return o; }
+      if (kind === 'deep') { let v = []; for (let i = 0; i < 10000; i++) v = [v]; return { v }; }
+      return { ok: [1, 2.5] };
+    });
+  client.predictors.register(shaped);
+  const cases = { nan: /`value\.x\[1\]` must be a finite number, not NaN/, inf: /`value\.x` must be a finite number, not -Infinity/, cycle: /`value\.self` refers back/, deep: /nested more than \d+ levels deep/ };
+  for (const [kind, message] of Object.entries(cases)) {
+    const p = await client.predictions.create({ tag: '@test/shaped', inputs: { kind } });
+    assert.equal(p.results, null, kind);
+    assert.match(p.error.message, /`@test\/shaped`/, kind);
+    assert.match(p.error.message, message, kind);
+  }
+  assert.deepEqual((await client.predictions.create({ tag: '@test/shaped', inputs: { kind: 'ok' } })).results, [{ ok: [1, 2.5] }]);
+});
+
 test('registration rules name the function and the parameter', () => {
   const rejected = (spec, fn) => {
     try {

@@ -140,6 +140,25 @@ fn to_python(py: Python<'_>, value: &Value) -> PyResult<Py<PyAny>> {
 /// A Python object as a core value; `what` names it in errors. `ingle._predictors` has
 /// already turned arrays, enums and response objects into what this takes.
 fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
+    nested_from_python(object, what, 0)
+}
+
+/// `from_python` at `depth` lists and dicts down. The depth is bounded (as JSON parsers bound
+/// it), which also stops a list or dict that contains itself before the stack overflows.
+fn nested_from_python(
+    object: &Bound<'_, PyAny>,
+    what: &str,
+    depth: usize,
+) -> Result<Value, String> {
+    let nested = object.is_instance_of::<PyList>()
+        || object.is_instance_of::<PyTuple>()
+        || object.is_instance_of::<PyDict>();
+    if nested && depth >= ingle::MAX_NESTING {
+        return Err(format!(
+            "{what} nests lists and dicts more than {} deep, or contains itself",
+            ingle::MAX_NESTING
+        ));
+    }
     if object.is_none() {
         return Ok(Value::Null);
     }
@@ -165,7 +184,11 @@ fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
         let mut items = Vec::new();
         for (i, item) in object.try_iter().map_err(|e| e.to_string())?.enumerate() {
             let item = item.map_err(|e| e.to_string())?;
-            items.push(from_python(&item, &format!("{what}[{i}]"))?);
+            items.push(nested_from_python(
+                &item,
+                &format!("{what}[{i}]"),
+                depth + 1,
+            )?);
         }
         return Ok(Value::List(items));
     }
@@ -175,7 +198,7 @@ fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
             let key: String = k
                 .extract()
                 .map_err(|_| format!("{what} is a dict with a key that is not a string"))?;
-            let value = from_python(&v, &format!("{what}[{key:?}]"))?;
+            let value = nested_from_python(&v, &format!("{what}[{key:?}]"), depth + 1)?;
             map.insert(key, value);
         }
         return Ok(Value::Dict(map));
@@ -219,6 +242,19 @@ fn from_python(object: &Bound<'_, PyAny>, what: &str) -> Result<Value, String> {
 fn predictor_error(py: Python<'_>, error: PyErr, tag: &str) -> Error {
     if error.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
         return Error::cancelled(format!("The predictor `{tag}` was interrupted"));
+    }
+    if error.is_instance_of::<pyo3::exceptions::PySystemExit>(py) {
+        // Its message is only the exit code ("3"): say what happened.
+        let code = error
+            .value(py)
+            .getattr("code")
+            .and_then(|c| c.repr())
+            .map(|r| r.to_string())
+            .unwrap_or_default();
+        return Error::model(format!(
+            "The predictor `{tag}` raised SystemExit({code}) (it called sys.exit); the \
+             prediction failed and the process goes on"
+        ));
     }
     let message = error
         .value(py)

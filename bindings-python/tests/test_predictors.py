@@ -6,6 +6,7 @@ import enum
 import gc
 import io
 import json
+import sys
 import threading
 import time
 import wave
@@ -138,7 +139,7 @@ def dominant_frequency(samples: np.ndarray, rate: int) -> float:
 def users(client):
     """The session client, with this module's predictors registered once."""
     client.predictors.register(echo, chunks, embed, tone, listen, add, count, late, async_add,
-                               async_count, wrong_shape, wrong_dtype, persona, fails)
+                               async_count, wrong_shape, wrong_dtype, persona, fails, shaped)
     return client
 
 
@@ -454,6 +455,19 @@ def fails(after: int) -> Iterator[int]:
         raise ValueError(f"failed after {after}")
 
 
+@predictor(tag="@test/exits")
+def exits(code: int) -> int:
+    sys.exit(code)
+
+
+def test_sys_exit_in_a_predictor_fails_its_prediction_and_says_so(users):
+    users.predictors.register(exits)
+    p = users.predictions.create(tag="@test/exits", inputs={"code": 3})
+    assert p.error["message"] == ("The predictor `@test/exits` raised SystemExit(3) (it called "
+                                  "sys.exit); the prediction failed and the process goes on")
+    assert users.predictions.create(tag="@test/add", inputs={"a": 1}).results == [2]
+
+
 @predictor(tag="@test/wrong-shape")
 def wrong_shape(texts: Annotated[list[str], Parameter.Embedding()]) -> Annotated[np.ndarray, Parameter.Embedding()]:
     return np.zeros((len(texts) + 1, 4), dtype=np.float32)
@@ -500,6 +514,39 @@ def test_outputs_that_break_the_signature_fail_clearly(users):
         users.audio.speech.create(model="@test/wrong-dtype", voice="a", input="x")
     assert "@test/wrong-dtype" in str(e.value) and "float64" in str(e.value)
     assert users.predictions.create(tag="@test/add", inputs={"a": 1}).results == [2]
+
+
+@predictor(tag="@test/shaped")
+def shaped(kind: str) -> dict:
+    if kind == "nan":
+        return {"x": [1.0, float("nan")]}
+    if kind == "inf":
+        return {"x": float("-inf")}
+    if kind == "cycle":
+        cyclic: dict = {}
+        cyclic["self"] = cyclic
+        return cyclic
+    if kind == "deep":
+        deep: list = []
+        for _ in range(10_000):
+            deep = [deep]
+        return {"v": deep}
+    return {"ok": [1, 2.5]}
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("nan", 'NaN, which JSON cannot carry (NaN and infinity are not JSON numbers), in `'),
+    ("inf", '-inf, which JSON cannot carry'),
+    ("cycle", "nests lists and dicts more than 128 deep, or contains itself"),
+    ("deep", "nests lists and dicts more than 128 deep, or contains itself"),
+])
+def test_outputs_json_cannot_carry_fail_the_prediction(users, kind, message):
+    """A cycle or 10,000 levels crashed the process (the conversion recursed without bound);
+    NaN became ``None``."""
+    p = users.predictions.create(tag="@test/shaped", inputs={"kind": kind})
+    assert p.results is None
+    assert "`@test/shaped`" in p.error["message"] and message in p.error["message"], p.error
+    assert users.predictions.create(tag="@test/shaped", inputs={"kind": "ok"}).results == [{"ok": [1, 2.5]}]
 
 
 def definition_error(function, tag="@test/bad"):

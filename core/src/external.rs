@@ -151,6 +151,9 @@ impl Checked {
                     param.value_type.name()
                 )));
             }
+            if let Some(problem) = unrepresentable(value, name) {
+                return Err(self.wrong(format!("gave {problem}")));
+            }
             match (&param.annotation, value) {
                 (Annotation::Embedding, Value::Tensor(t)) => {
                     if t.dtype != Dtype::F32 || t.shape.len() != 2 {
@@ -221,6 +224,44 @@ impl Checked {
         }
         Ok(())
     }
+}
+
+/// What in an output value has no JSON form, which every caller (HTTP, C, the other
+/// languages) would meet: a NaN or infinite number, or nesting deeper than
+/// [`crate::MAX_NESTING`]. Worded as "X in `name[path]`".
+fn unrepresentable(value: &Value, name: &str) -> Option<String> {
+    let (problem, path) = unrepresentable_at(value, 0)?;
+    Some(format!("{problem} in `{name}{path}`"))
+}
+
+/// The problem and its path below `value` (built only on the way back from a problem).
+fn unrepresentable_at(value: &Value, depth: usize) -> Option<(String, String)> {
+    let (problem, mut path, segment) = match value {
+        Value::Float(x) if !x.is_finite() => {
+            return Some((
+                format!("{x}, which JSON cannot carry (NaN and infinity are not JSON numbers),"),
+                String::new(),
+            ))
+        }
+        Value::List(_) | Value::Dict(_) if depth >= crate::MAX_NESTING => {
+            return Some((
+                format!(
+                    "lists and dicts nested more than {} deep",
+                    crate::MAX_NESTING
+                ),
+                String::new(),
+            ))
+        }
+        Value::List(items) => items.iter().enumerate().find_map(|(i, v)| {
+            unrepresentable_at(v, depth + 1).map(|(p, path)| (p, path, format!("[{i}]")))
+        })?,
+        Value::Dict(map) => map.iter().find_map(|(k, v)| {
+            unrepresentable_at(v, depth + 1).map(|(p, path)| (p, path, format!("[{k:?}]")))
+        })?,
+        _ => return None,
+    };
+    path.insert_str(0, &segment);
+    Some((problem, path))
 }
 
 impl Iterator for Checked {

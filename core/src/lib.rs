@@ -46,7 +46,7 @@ pub use predict::{
     Metrics, OutputStream, Outputs, Parameter, Prediction, PredictionStream, Predictor,
     PredictorKind, Signature,
 };
-pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType};
+pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType, MAX_NESTING};
 
 /// The version of ingle.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -97,6 +97,11 @@ pub struct Audio {
     pub channels: u16,
 }
 
+/// How deep lists and dicts may nest in a value that crosses from another language, as JSON
+/// parsers bound it (serde_json's limit): deeper values, and values that contain themselves,
+/// are refused where they enter, before a recursive walk could overflow the stack.
+pub const MAX_NESTING: usize = 128;
+
 /// A value passed to or returned by a predictor.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
