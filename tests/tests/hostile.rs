@@ -80,3 +80,40 @@ fn a_kv_cache_larger_than_memory_is_refused_naming_the_settings() {
         "{error:?}"
     );
 }
+
+#[test]
+fn more_choices_than_the_model_decodes_at_once_are_refused_naming_n() {
+    // n = 8 on 4 sequences: the stream blocked on a queued choice, generation ran on for 80 s
+    // after the client left, and every other request waited.
+    let err = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            n: Some(8),
+            max_tokens: Some(4),
+            ..ask("Say hi")
+        })
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidRequest, "{err}");
+    assert_eq!(err.param.as_deref(), Some("n"));
+    assert!(err.message.contains("so `n` must be at most"), "{err}");
+    let err = shared()
+        .completions
+        .create(&CompletionRequest {
+            n: Some(8),
+            max_tokens: Some(4),
+            ..CompletionRequest::new(MODEL, "Once")
+        })
+        .unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("n"), "{err}");
+    let two = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            n: Some(2),
+            max_tokens: Some(4),
+            ..ask("Say hi")
+        })
+        .unwrap();
+    assert_eq!(two.choices.len(), 2);
+}

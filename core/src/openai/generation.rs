@@ -137,6 +137,22 @@ pub(super) fn start_choices(
     options: SamplingRequest,
     n: usize,
 ) -> Result<Vec<Generation>> {
+    // Choices beyond the sequences the model decodes at once would wait for one of their own
+    // siblings to end, and a stream blocked on a waiting choice cannot see its client leave:
+    // n = 8 on 4 sequences kept the model busy for 80 s after the client went.
+    if n > 1 && !model.is_empty() {
+        if let Some(limit) = registry.get(model)?.concurrency().filter(|&l| n > l) {
+            return Err(Error::invalid(
+                "n",
+                format!(
+                    "Invalid value for `n`: {n}; the model `{}` generates at most {limit} \
+                     sequences at once (its `parallel`), so `n` must be at most {limit}. Raise \
+                     `parallel` in the model's config for more choices.",
+                    shown(model)
+                ),
+            ));
+        }
+    }
     (0..n)
         .map(|i| {
             let mut options = options.clone();

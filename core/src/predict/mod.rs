@@ -70,6 +70,10 @@ pub trait Predictor: Send + Sync {
     fn metrics(&self) -> Metrics {
         Metrics::default()
     }
+    /// How many predictions run at once; more wait in a queue (`None`: no fixed bound).
+    fn concurrency(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Most bytes of logs a prediction keeps; later text is dropped, and the logs say so.

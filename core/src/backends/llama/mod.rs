@@ -116,6 +116,8 @@ pub struct LlamaPredictor {
     grammars: Grammars,
     /// Context available to each request, in tokens.
     n_ctx: u32,
+    /// Sequences decoded at once; more requests wait for a free one.
+    parallel: u32,
     /// Bytes of the longest token piece (special tokens included).
     max_piece_bytes: usize,
     jobs: mpsc::Sender<Job>,
@@ -232,6 +234,7 @@ impl LlamaPredictor {
             sampling,
             grammars: Grammars::default(),
             n_ctx,
+            parallel,
             max_piece_bytes,
             jobs,
             scheduler: Some(scheduler),
@@ -554,6 +557,10 @@ impl Predictor for LlamaPredictor {
             calls,
             logprobs: options.logprobs.is_some(),
         }))
+    }
+
+    fn concurrency(&self) -> Option<usize> {
+        Some(self.parallel as usize)
     }
 
     fn metrics(&self) -> Metrics {
