@@ -672,3 +672,70 @@ fn broken_model_files_are_model_errors() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn bad_options_are_refused_before_the_audio_is_decoded() {
+    // Undecodable bytes: had decoding come first, each error would be about `file`.
+    let garbage = || TranscriptionAudio::file(vec![7u8; 5000], None);
+    let transcriptions = &shared().audio.transcriptions;
+    let cases = [
+        (TranscriptionRequest::new(MODEL).language("fr"), "language"),
+        (
+            TranscriptionRequest::new(MODEL).temperature(5.0),
+            "temperature",
+        ),
+    ];
+    for (request, param) in cases {
+        let error = transcriptions.create(&request, garbage()).unwrap_err();
+        assert_eq!(error.param.as_deref(), Some(param), "{error}");
+        let error = transcriptions.stream(&request, garbage()).err().unwrap();
+        assert_eq!(error.param.as_deref(), Some(param), "{error}");
+    }
+}
+
+#[test]
+fn a_transcription_stops_while_decoding_when_its_caller_goes() {
+    // The caller says stop once, while the audio decodes (the first time it is asked); had
+    // decoding not asked, the windows would have run to the end.
+    let wav = ingle::audio::encode(
+        ingle::audio::AudioFormat::Wav,
+        16_000,
+        &vec![0.0; 16_000 * 60],
+    )
+    .unwrap();
+    let mut asked = 0;
+    let error = shared()
+        .audio
+        .transcriptions
+        .create_until(
+            &TranscriptionRequest::new(MODEL),
+            TranscriptionAudio::file(wav, Some("a.wav")),
+            || {
+                asked += 1;
+                asked == 1
+            },
+        )
+        .unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Cancelled, "{error}");
+}
+
+#[test]
+fn silence_is_skipped_not_heard_as_you() {
+    // Whisper's no-speech test keeps tiny.en's " you" on digital silence (no-speech 0.95 but an
+    // average log-probability of -0.3); windows below -80 dBFS are skipped before the encoder.
+    let silence = TranscriptionAudio::samples(vec![0.0; 16_000 * 95], 16_000, 1);
+    let v = verbose(MODEL, silence, &["segment"]);
+    assert_eq!(v["text"], "", "{v}");
+    assert_eq!(v["duration"], 95.0);
+    // Speech between long silences is still heard, at its time.
+    let bytes = std::fs::read(recording("beckett.wav")).unwrap();
+    let speech = ingle::audio::decode_to_mono(&bytes, None, 16_000).unwrap().samples;
+    let mut samples = vec![0.0; 16_000 * 40];
+    samples.extend(&speech);
+    samples.extend(vec![0.0; 16_000 * 50]);
+    let v = verbose(MODEL, TranscriptionAudio::samples(samples, 16_000, 1), &["segment"]);
+    let text = v["text"].as_str().unwrap();
+    assert!(word_errors(&normalise(text), &normalise(BECKETT)) <= 2, "{text}");
+    let first = v["segments"][0]["start"].as_f64().unwrap();
+    assert!((30.0..=41.0).contains(&first), "{v}");
+}

@@ -15,6 +15,7 @@ mod generation;
 mod models;
 mod responses;
 mod rules;
+mod slots;
 mod speech;
 mod transcription;
 mod types;

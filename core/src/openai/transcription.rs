@@ -11,7 +11,7 @@
 //! gives `transcript.text.delta` events (one per segment) and a `transcript.text.done`.
 
 use super::OtherFields;
-use crate::audio::decode_to_mono;
+use crate::audio::decode_to_mono_until;
 use crate::error::{shown, Error, Result};
 use crate::predict::{Annotation, GenerationOption, Inputs, OutputStream, Signature};
 use crate::registry::Registry;
@@ -229,6 +229,8 @@ struct Run {
     /// Nothing sent yet: the first text loses its leading space (Whisper's segments start
     /// with one; OpenAI's text does not).
     at_start: bool,
+    /// One of the process's transcription slots, held until the run is dropped.
+    _slot: super::slots::Slot,
 }
 
 impl Run {
@@ -348,7 +350,7 @@ impl Transcriptions {
         }
         let format = request.format()?.to_string();
         let (want_segments, want_words) = request.granularities(&format)?;
-        let mut run = self.start(request, audio, &format, want_words)?;
+        let mut run = self.start(request, audio, &format, want_words, &mut stop)?;
         let mut text = String::new();
         let mut segments = Vec::new();
         loop {
@@ -428,7 +430,7 @@ impl Transcriptions {
             ));
         }
         request.granularities(&format)?;
-        let run = self.start(request, audio, &format, false)?;
+        let run = self.start(request, audio, &format, false, &mut || false)?;
         Ok(TranscriptionStream {
             run: Some(run),
             text: String::new(),
@@ -443,6 +445,7 @@ impl Transcriptions {
         audio: TranscriptionAudio,
         format: &str,
         want_words: bool,
+        stop: &mut dyn FnMut() -> bool,
     ) -> Result<Run> {
         if let Some((field, _)) = request.other.iter().find(|(_, v)| !v.is_null()) {
             return Err(Error::invalid(
@@ -541,12 +544,23 @@ impl Transcriptions {
             fields.push((param.name.clone(), field));
             inputs.insert(param.name.clone(), value);
         }
-        // Bad requests fail before the audio is decoded.
+        // Bad requests fail before the audio is decoded: the options are checked with one
+        // sample standing in for the audio, by the signature and by the predictor.
         let to_openai = |e| super::common::in_openai_terms(e, &fields);
+        let mut stand_in = inputs.clone();
+        let one_sample = Audio {
+            samples: vec![0.0],
+            sample_rate,
+            channels: 1,
+        };
+        stand_in.insert(audio_param.name.clone(), Value::Audio(one_sample));
+        let stand_in = signature.validate(stand_in).map_err(to_openai)?;
+        predictor.check_inputs(&stand_in).map_err(to_openai)?;
+        let slot = super::slots::TRANSCRIPTION_SLOTS.take(stop)?;
         let duration;
         let samples = match audio {
             TranscriptionAudio::File { bytes, filename } => {
-                let decoded = decode_to_mono(&bytes, filename.as_deref(), sample_rate)?;
+                let decoded = decode_to_mono_until(&bytes, filename.as_deref(), sample_rate, stop)?;
                 duration = decoded.duration;
                 Audio {
                     samples: decoded.samples,
@@ -589,6 +603,7 @@ impl Transcriptions {
             segment,
             duration,
             at_start: true,
+            _slot: slot,
         })
     }
 }

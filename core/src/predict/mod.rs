@@ -70,6 +70,13 @@ pub trait Predictor: Send + Sync {
     fn metrics(&self) -> Metrics {
         Metrics::default()
     }
+    /// Checks validated inputs beyond what the signature says, without starting the work:
+    /// what callers run before costly preparation (decoding an upload). [`Self::predict`]
+    /// checks again.
+    fn check_inputs(&self, inputs: &Inputs) -> Result<()> {
+        let _ = inputs;
+        Ok(())
+    }
     /// How many predictions run at once; more wait in a queue (`None`: no fixed bound).
     fn concurrency(&self) -> Option<usize> {
         None

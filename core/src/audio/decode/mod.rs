@@ -65,6 +65,18 @@ pub fn decode_to_mono(
     filename: Option<&str>,
     target_rate: u32,
 ) -> Result<DecodedAudio> {
+    decode_to_mono_until(bytes, filename, target_rate, &mut || false)
+}
+
+/// [`decode_to_mono`] that asks `stop` every few packets whether to go on (a client that went
+/// away): once it says so, decoding ends with a [`crate::ErrorKind::Cancelled`] error. Hours of
+/// audio take a minute of CPU to decode.
+pub fn decode_to_mono_until(
+    bytes: &[u8],
+    filename: Option<&str>,
+    target_rate: u32,
+    stop: &mut dyn FnMut() -> bool,
+) -> Result<DecodedAudio> {
     if target_rate == 0 {
         return Err(Error::internal("audio decode: target sample rate 0"));
     }
@@ -72,7 +84,10 @@ pub fn decode_to_mono(
         return Err(invalid_file(filename, "is empty"));
     }
     // Symphonia may panic on malformed data; that is a bad file, not a crash.
-    catch_unwind(AssertUnwindSafe(|| decode(bytes, filename, target_rate))).unwrap_or_else(|_| {
+    catch_unwind(AssertUnwindSafe(|| {
+        decode(bytes, filename, target_rate, stop)
+    }))
+    .unwrap_or_else(|_| {
         Err(invalid_file(
             filename,
             "could not be decoded: the data is malformed",
@@ -92,7 +107,24 @@ fn invalid_file(filename: Option<&str>, what: &str) -> Error {
     )
 }
 
-fn decode(bytes: &[u8], filename: Option<&str>, target_rate: u32) -> Result<DecodedAudio> {
+/// The error for audio past [`MAX_AUDIO_SECONDS`].
+fn too_long() -> Error {
+    Error::invalid(
+        "file",
+        format!(
+            "The audio file is longer than {} hours, the most ingle transcribes in one request; \
+             split it",
+            MAX_AUDIO_SECONDS / 3600
+        ),
+    )
+}
+
+fn decode(
+    bytes: &[u8],
+    filename: Option<&str>,
+    target_rate: u32,
+    stop: &mut dyn FnMut() -> bool,
+) -> Result<DecodedAudio> {
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let mut hint = Hint::new();
     if let Some(extension) = filename.and_then(extension) {
@@ -105,11 +137,16 @@ fn decode(bytes: &[u8], filename: Option<&str>, target_rate: u32) -> Result<Deco
             FormatOptions::default(),
             MetadataOptions::default(),
         )
-        .map_err(|e| match e {
-            SymphoniaError::DecodeError(_) | SymphoniaError::LimitError(_) => {
+        .map_err(|e| match (e, container_of(bytes)) {
+            // The magic says what it is, so it is damaged, not unsupported.
+            (e, Some(container)) => invalid_file(
+                filename,
+                &format!("looks like {container} but is truncated or corrupt ({e})"),
+            ),
+            (e @ (SymphoniaError::DecodeError(_) | SymphoniaError::LimitError(_)), None) => {
                 invalid_file(filename, &format!("could not be read ({e})"))
             }
-            _ => invalid_file(filename, "is not in a supported audio format"),
+            (_, None) => invalid_file(filename, "is not in a supported audio format"),
         })?;
 
     let track = choose_track(reader.as_ref(), filename)?;
@@ -135,6 +172,16 @@ fn decode(bytes: &[u8], filename: Option<&str>, target_rate: u32) -> Result<Deco
     };
     let format = format_name(reader.as_ref(), bytes, filename, decoder.codec_name());
 
+    // Refused before decoding when the container says it is too long (a header can lie the
+    // other way too: the decoded length is checked as it grows).
+    if let (Some(frames), Some(rate)) = (track.num_frames, params.sample_rate) {
+        // Not for WAV: its length is bounded by its bytes, and a WAV written as a stream says
+        // 4 GB where it does not know.
+        let bounded_by_size = reader.format_info().short_name == "wave";
+        if rate > 0 && !bounded_by_size && frames / u64::from(rate) > MAX_AUDIO_SECONDS {
+            return Err(too_long());
+        }
+    }
     let mut mono = MonoResampler::new(target_rate);
     // Room for the whole output where the container says how long the track is (no regrowing
     // of a long output), unless that is implausible for the file's size: a header can lie.
@@ -156,7 +203,12 @@ fn decode(bytes: &[u8], filename: Option<&str>, target_rate: u32) -> Result<Deco
     let mut interleaved: Vec<f32> = Vec::new();
     // The first error of a packet that would not decode (skipped, as players do).
     let mut packet_error: Option<String> = None;
+    let mut packets: u64 = 0;
     while !trim.done() {
+        if packets % 64 == 0 && stop() {
+            return Err(Error::cancelled("The request was cancelled"));
+        }
+        packets += 1;
         let packet = match reader.next_packet() {
             Ok(Some(packet)) => packet,
             Ok(None) => break,
@@ -208,6 +260,26 @@ fn decode(bytes: &[u8], filename: Option<&str>, target_rate: u32) -> Result<Deco
         duration,
         format,
     })
+}
+
+/// The container a file's first bytes announce, among those ingle reads.
+fn container_of(bytes: &[u8]) -> Option<&'static str> {
+    let at = |offset: usize, magic: &[u8]| bytes.get(offset..offset + magic.len()) == Some(magic);
+    if at(0, b"RIFF") && at(8, b"WAVE") {
+        Some("WAV")
+    } else if at(0, b"fLaC") {
+        Some("FLAC")
+    } else if at(0, b"OggS") {
+        Some("Ogg")
+    } else if at(0, &[0x1A, 0x45, 0xDF, 0xA3]) {
+        Some("WebM/Matroska")
+    } else if at(4, b"ftyp") {
+        Some("MP4/M4A")
+    } else if at(0, b"ID3") {
+        Some("MP3")
+    } else {
+        None
+    }
 }
 
 /// The file name's extension, lowercase, as symphonia's probe knows it.
@@ -408,14 +480,7 @@ impl MonoResampler {
         };
         self.output.extend(resampler.process(mono));
         if self.output.len() as u64 > MAX_AUDIO_SECONDS * u64::from(self.target_rate) {
-            return Err(Error::invalid(
-                "file",
-                format!(
-                    "The audio file is longer than {} hours, the most ingle transcribes in one \
-                     request; split it",
-                    MAX_AUDIO_SECONDS / 3600
-                ),
-            ));
+            return Err(too_long());
         }
         self.run_frames += frames as u64;
         self.frames_total += frames as u64;

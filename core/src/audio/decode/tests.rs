@@ -799,3 +799,81 @@ fn damaged_files_never_panic() {
         println!("{file}: {decoded} damaged copies decoded, {failed} refused");
     }
 }
+
+#[test]
+fn truncated_or_damaged_containers_are_called_corrupt_not_unsupported() {
+    let Some(path) = recording("beckett.wav") else {
+        return;
+    };
+    if !have_ffmpeg() {
+        return;
+    }
+    let dir = TempDir::new("corrupt");
+    let short = ["-t", "2"];
+    for (codec, file, cut) in [("libopus", "t.webm", 60), ("aac", "t.m4a", 40)] {
+        let args: Vec<&str> = short.iter().chain(&["-c:a", codec]).copied().collect();
+        let bytes = ffmpeg(&path, &args, &dir, file);
+        assert_invalid_file(&bytes[..cut], Some(file), "is truncated or corrupt");
+    }
+    let args: Vec<&str> = short.iter().chain(&["-c:a", "flac"]).copied().collect();
+    let mut flac = ffmpeg(&path, &args, &dir, "d.flac");
+    flac[4..8].copy_from_slice(&[0x7F, 0xFF, 0xFF, 0xFF]); // the STREAMINFO block's header
+    assert_invalid_file(
+        &flac,
+        Some("d.flac"),
+        "looks like FLAC but is truncated or corrupt",
+    );
+}
+
+#[test]
+fn audio_whose_header_says_over_the_cap_is_refused_before_decoding() {
+    if !have_ffmpeg() {
+        return;
+    }
+    // 3 hours and a minute of silence: a few KB of FLAC that decoded to 691 MB, 4.5 GB for
+    // six at once, before the cap refused it.
+    let dir = TempDir::new("long");
+    let output = dir.0.join("silence.flac");
+    let result = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi"])
+        .args([
+            "-i",
+            "anullsrc=r=8000:cl=mono",
+            "-t",
+            "10860",
+            "-c:a",
+            "flac",
+        ])
+        .arg(&output)
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let bytes = std::fs::read(&output).unwrap();
+    // Refused before the first packet: `stop` is never asked.
+    let mut asked = 0;
+    let error = decode_to_mono_until(&bytes, Some("silence.flac"), RATE, &mut || {
+        asked += 1;
+        false
+    })
+    .unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("file"), "{error}");
+    assert!(error.message.contains("longer than 3 hours"), "{error}");
+    assert_eq!(asked, 0);
+}
+
+#[test]
+fn decoding_stops_when_asked() {
+    let wav = write_wav_s16(RATE, 1, &vec![0.1; RATE as usize * 60]);
+    let mut asked = 0;
+    let error = decode_to_mono_until(&wav, Some("a.wav"), RATE, &mut || {
+        asked += 1;
+        true
+    })
+    .unwrap_err();
+    assert_eq!(error.kind, ErrorKind::Cancelled, "{error}");
+    assert_eq!(asked, 1);
+}

@@ -195,6 +195,10 @@ impl Predictor for TranscriptionPredictor {
         &self.signature
     }
 
+    fn check_inputs(&self, inputs: &Inputs) -> Result<()> {
+        check_language(inputs.get("language").and_then(Value::as_str), "language")
+    }
+
     fn predict(&self, mut inputs: Inputs) -> Result<OutputStream> {
         let Some(Value::Audio(audio)) = inputs.remove("audio") else {
             return Err(Error::invalid(
