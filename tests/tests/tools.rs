@@ -226,6 +226,29 @@ fn a_model_whose_template_has_no_tools_refuses_them() {
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidRequest);
     assert_eq!(err.param.as_deref(), Some("tools"), "{err}");
+    // Nor a history with tool calls: the template dropped them, and the answer was a 200.
+    let history: Vec<ChatMessage> = serde_json::from_value(json!([
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "18 C"},
+    ]))
+    .unwrap();
+    let err = shared()
+        .chat
+        .completions
+        .create(&ChatCompletionRequest {
+            messages: history,
+            max_tokens: Some(4),
+            ..france()
+        })
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidRequest);
+    assert_eq!(
+        err.param.as_deref(),
+        Some("messages[1].tool_calls"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -729,13 +729,22 @@ fn silence_is_skipped_not_heard_as_you() {
     assert_eq!(v["duration"], 95.0);
     // Speech between long silences is still heard, at its time.
     let bytes = std::fs::read(recording("beckett.wav")).unwrap();
-    let speech = ingle::audio::decode_to_mono(&bytes, None, 16_000).unwrap().samples;
+    let speech = ingle::audio::decode_to_mono(&bytes, None, 16_000)
+        .unwrap()
+        .samples;
     let mut samples = vec![0.0; 16_000 * 40];
     samples.extend(&speech);
     samples.extend(vec![0.0; 16_000 * 50]);
-    let v = verbose(MODEL, TranscriptionAudio::samples(samples, 16_000, 1), &["segment"]);
+    let v = verbose(
+        MODEL,
+        TranscriptionAudio::samples(samples, 16_000, 1),
+        &["segment"],
+    );
     let text = v["text"].as_str().unwrap();
-    assert!(word_errors(&normalise(text), &normalise(BECKETT)) <= 2, "{text}");
+    assert!(
+        word_errors(&normalise(text), &normalise(BECKETT)) <= 2,
+        "{text}"
+    );
     let first = v["segments"][0]["start"].as_f64().unwrap();
     assert!((30.0..=41.0).contains(&first), "{v}");
 }

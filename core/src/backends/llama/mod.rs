@@ -328,6 +328,28 @@ impl LlamaPredictor {
         )
     }
 
+    /// A template with no place for tools drops an assistant's `tool_calls` from the prompt:
+    /// the model would answer a conversation other than the one sent. Refused, as `tools` are.
+    fn check_no_tool_history(&self, messages: &[Value]) -> Result<()> {
+        let with_calls = messages.iter().position(|m| {
+            m.as_dict()
+                .and_then(|m| m.get("tool_calls"))
+                .and_then(Value::as_list)
+                .is_some_and(|calls| !calls.is_empty())
+        });
+        match with_calls {
+            Some(i) => Err(Error::invalid(
+                &format!("messages[{i}].tool_calls"),
+                format!(
+                    "The model `{}` cannot call tools (its chat template has no place for them), \
+                     so it cannot be shown the tool calls of `messages[{i}]`",
+                    crate::error::shown(&self.tag)
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Renders with one of llama.cpp's built-in templates (a config naming one, such as
     /// `chatml`): `{role, content}` only.
     fn render_builtin(&self, template: &LlamaChatTemplate, messages: &[Value]) -> Result<String> {
@@ -436,6 +458,9 @@ impl Predictor for LlamaPredictor {
                         .map(str::len)
                         .sum();
                     self.check_cannot_fit(text_bytes, "messages")?;
+                    if !self.tools_supported {
+                        self.check_no_tool_history(messages)?;
+                    }
                     let tools = match &options.tools {
                         Some(tools) if options.tool_choice != ToolChoice::None => {
                             if !self.tools_supported {

@@ -357,7 +357,10 @@ impl Transcriber {
         let segment_duration = (segment_size * HOP) as f64 / SAMPLE_RATE as f64;
         let samples = &self.audio[(seek * HOP).min(self.audio.len())
             ..((seek + segment_size) * HOP).min(self.audio.len())];
-        let rms = (samples.iter().map(|&x| f64::from(x) * f64::from(x)).sum::<f64>()
+        let rms = (samples
+            .iter()
+            .map(|&x| f64::from(x) * f64::from(x))
+            .sum::<f64>()
             / samples.len().max(1) as f64)
             .sqrt();
         if rms < SILENCE_RMS {
