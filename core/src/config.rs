@@ -428,11 +428,16 @@ impl Config {
     }
 
     pub fn from_toml(text: &str) -> Result<Self> {
-        toml::from_str(text).map_err(|e| {
-            Error::invalid(
-                "config",
-                format!("Invalid ingle config: {}", e.message().trim()),
-            )
+        // With the path of the field at fault: `threads = -1` said only "expected u32".
+        serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
+            let path = e.path().to_string();
+            let message = e.inner().message().trim().to_string();
+            let message = if path.is_empty() || path == "." {
+                format!("Invalid ingle config: {message}")
+            } else {
+                format!("Invalid ingle config at `{path}`: {message}")
+            };
+            Error::invalid("config", message)
         })
     }
 

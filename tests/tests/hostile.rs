@@ -117,3 +117,15 @@ fn more_choices_than_the_model_decodes_at_once_are_refused_naming_n() {
         .unwrap();
     assert_eq!(two.choices.len(), 2);
 }
+
+#[test]
+fn a_bad_config_value_names_its_field() {
+    let text = "[[predictors]]\ntag = \"x\"\nbackend = \"llama\"\nmodel = \"a.gguf\"\n\
+                [[predictors]]\ntag = \"y\"\nbackend = \"llama\"\nmodel = \"b.gguf\"\nthreads = -1\n";
+    let err = ingle::Config::from_toml(text).unwrap_err();
+    assert_eq!(err.param.as_deref(), Some("config"));
+    assert!(
+        err.message.contains("at `predictors[1].threads`") && err.message.contains("-1"),
+        "{err}"
+    );
+}
