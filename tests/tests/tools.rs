@@ -609,3 +609,41 @@ fn chat_template_kwargs_reach_the_template() {
     // `messages` is not a template variable a request can replace.
     assert_eq!(prompt_tokens(Some(json!({"messages": []}))), plain);
 }
+
+#[test]
+fn tool_parameters_with_defs_and_refs_work_for_every_tool_choice() {
+    // What Pydantic emits for a nested model: refused for every tool_choice before, as the
+    // schema nested in the call wrapper made `#` point at the wrapper.
+    let tools = json!([{"type": "function", "function": {
+        "name": "get_weather",
+        "description": "Get the current weather in a city.",
+        "parameters": {
+            "$defs": {"City": {"type": "object", "properties": {
+                "name": {"type": "string"}, "country": {"type": "string"}},
+                "required": ["name"], "title": "City"}},
+            "type": "object",
+            "properties": {"city": {"$ref": "#/$defs/City"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+            "required": ["city"], "title": "WeatherArgs"}}}]);
+    for choice in [
+        json!("auto"),
+        json!("required"),
+        json!({"type": "function", "function": {"name": "get_weather"}}),
+    ] {
+        let completion = tools_client()
+            .chat
+            .completions
+            .create(&ChatCompletionRequest {
+                tools: Some(tools.clone()),
+                tool_choice: Some(choice.clone()),
+                ..request(PARIS)
+            })
+            .unwrap();
+        let calls = completion.choices[0].message.tool_calls.as_ref().unwrap();
+        let arguments: Value = serde_json::from_str(&calls[0].function.arguments).unwrap();
+        assert!(
+            arguments["city"]["name"].is_string(),
+            "{choice}: {arguments}"
+        );
+    }
+}

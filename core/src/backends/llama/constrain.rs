@@ -136,20 +136,72 @@ pub struct ToolSpec {
     pub parameters: Json,
 }
 
-/// The schema of one call object `{"name": ..., "arguments": ...}`, name first.
+/// Whether `schema` has a `$ref` (outside values, which are data).
+fn has_ref(schema: &Json) -> bool {
+    match schema {
+        Json::Object(object) => object.iter().any(|(key, value)| {
+            key == "$ref"
+                || (!matches!(key.as_str(), "const" | "enum" | "default" | "examples")
+                    && has_ref(value))
+        }),
+        Json::Array(items) => items.iter().any(has_ref),
+        _ => false,
+    }
+}
+
+/// Points every local `$ref` of `schema` (`#`, `#/$defs/City`) at the same place under
+/// `base`, a JSON pointer to where the schema now lies.
+fn rebase_refs(schema: &mut Json, base: &str) {
+    match schema {
+        Json::Object(object) => {
+            for (key, value) in object.iter_mut() {
+                match (key.as_str(), value) {
+                    ("$ref", Json::String(reference)) => {
+                        if let Some(rest) = reference.strip_prefix('#') {
+                            *reference = format!("#{base}{rest}");
+                        }
+                    }
+                    ("const" | "enum" | "default" | "examples", _) => {}
+                    (_, value) => rebase_refs(value, base),
+                }
+            }
+        }
+        Json::Array(items) => items.iter_mut().for_each(|v| rebase_refs(v, base)),
+        _ => {}
+    }
+}
+
+/// The schema of one call object `{"name": ..., "arguments": ...}`, name first. A tool's
+/// parameters that use `$ref` (Pydantic's `$defs`, a recursive `#`) are put under the root's
+/// `$defs` and their references rebased: nested under `arguments`, `#` would point at the call
+/// object ("Pointer '/$defs/City' does not exist").
 fn call_schema(tools: &[ToolSpec]) -> Json {
-    let one = |tool: &ToolSpec| {
+    let mut defs = serde_json::Map::new();
+    let mut one = |(i, tool): (usize, &ToolSpec)| {
+        let arguments = if has_ref(&tool.parameters) {
+            let name = format!("ingle_tool_{i}");
+            let mut parameters = tool.parameters.clone();
+            rebase_refs(&mut parameters, &format!("/$defs/{name}"));
+            defs.insert(name.clone(), parameters);
+            json!({"$ref": format!("#/$defs/{name}")})
+        } else {
+            tool.parameters.clone()
+        };
         json!({
             "type": "object",
-            "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
+            "properties": {"name": {"const": tool.name}, "arguments": arguments},
             "required": ["name", "arguments"],
             "additionalProperties": false
         })
     };
-    match tools {
-        [tool] => one(tool),
-        _ => json!({"anyOf": tools.iter().map(one).collect::<Vec<_>>()}),
+    let mut schema = match tools {
+        [tool] => one((0, tool)),
+        _ => json!({"anyOf": tools.iter().enumerate().map(&mut one).collect::<Vec<_>>()}),
+    };
+    if !defs.is_empty() {
+        schema["$defs"] = Json::Object(defs);
     }
+    schema
 }
 
 /// Tool calls in `format`: one, or with `parallel` one or more separated by newlines. With
@@ -271,6 +323,44 @@ pub fn check_strict(schema: &Json, param: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_parameters_with_refs_move_under_the_roots_defs() {
+        let tree = json!({"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#"}},
+            "leaf": {"$ref": "#/$defs/Leaf"}, "note": {"const": {"$ref": "#"}}},
+            "$defs": {"Leaf": {"type": "string"}}});
+        let tools = [
+            ToolSpec {
+                name: "plain".into(),
+                parameters: json!({"type": "object"}),
+            },
+            ToolSpec {
+                name: "tree".into(),
+                parameters: tree,
+            },
+        ];
+        let schema = call_schema(&tools);
+        let any = &schema["anyOf"];
+        assert_eq!(any[0]["properties"]["arguments"], json!({"type": "object"}));
+        assert_eq!(
+            any[1]["properties"]["arguments"],
+            json!({"$ref": "#/$defs/ingle_tool_1"})
+        );
+        let moved = &schema["$defs"]["ingle_tool_1"];
+        assert_eq!(
+            moved["properties"]["children"]["items"]["$ref"],
+            "#/$defs/ingle_tool_1"
+        );
+        assert_eq!(
+            moved["properties"]["leaf"]["$ref"],
+            "#/$defs/ingle_tool_1/$defs/Leaf"
+        );
+        assert_eq!(
+            moved["properties"]["note"]["const"]["$ref"], "#",
+            "data is left alone"
+        );
+    }
 
     #[test]
     fn numbers_get_the_bounds_they_lack() {
