@@ -647,3 +647,60 @@ fn tool_parameters_with_defs_and_refs_work_for_every_tool_choice() {
         );
     }
 }
+
+#[test]
+fn schemas_that_admit_nothing_are_refused_before_generation() {
+    // They compiled, then generation failed at its first token: a 500, or an error event
+    // mid-stream carrying a dump of the parser's state.
+    let cycle = json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+        "$ref": "#/$defs/a"});
+    for schema in [json!({"$ref": "#"}), cycle.clone()] {
+        let request = ChatCompletionRequest {
+            response_format: Some(
+                json!({"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}),
+            ),
+            ..ChatCompletionRequest::new(TOOLS_MODEL, vec![ChatMessage::user("Hi")])
+        };
+        for err in [
+            tools_client()
+                .chat
+                .completions
+                .create(&request)
+                .unwrap_err(),
+            tools_client()
+                .chat
+                .completions
+                .stream(&request)
+                .err()
+                .unwrap(),
+        ] {
+            assert_eq!(err.kind, ErrorKind::InvalidRequest, "{err}");
+            assert_eq!(
+                err.param.as_deref(),
+                Some("response_format.json_schema.schema"),
+                "{err}"
+            );
+            assert!(
+                err.message.contains("admits no value") && !err.message.contains('\n'),
+                "{err}"
+            );
+        }
+    }
+    let tools = json!([{"type": "function", "function": {"name": "loop", "parameters": cycle}}]);
+    for choice in ["auto", "required"] {
+        let err = tools_client()
+            .chat
+            .completions
+            .create(&ChatCompletionRequest {
+                tools: Some(tools.clone()),
+                tool_choice: Some(json!(choice)),
+                ..request(PARIS)
+            })
+            .unwrap_err();
+        assert_eq!(err.param.as_deref(), Some("tools"), "{err}");
+        assert!(
+            err.message.contains("the parameters of the tool `loop`"),
+            "{err}"
+        );
+    }
+}

@@ -45,18 +45,53 @@ impl Grammars {
         param: &str,
     ) -> Result<Matcher> {
         let factory = self.factory(model)?;
-        let matcher = Matcher::new(factory.create_parser(grammar));
-        if let Some(reason) = matcher.get_error() {
-            return Err(Error::invalid(
+        let mut matcher = Matcher::new(factory.create_parser(grammar));
+        let refuse = |why: &str| {
+            Error::invalid(
                 param,
-                format!(
-                    "`{param}` cannot be enforced: {}",
-                    reason.trim_start_matches("Error: ")
-                ),
-            ));
+                format!("`{param}` cannot be enforced: {}", first_line(why)),
+            )
+        };
+        if let Some(reason) = matcher.get_error() {
+            return Err(refuse(reason.trim_start_matches("Error: ")));
         }
-        Ok(matcher)
+        // A grammar can compile and admit nothing (a schema whose `$ref`s only go round):
+        // generation then failed at its first token with the parser's state dump.
+        let nothing = "it admits no value (does a `$ref` only lead to other `$ref`s?)";
+        match matcher.compute_mask() {
+            Ok(mask) if mask.is_zero() && !matcher.is_accepting().unwrap_or(false) => {
+                Err(refuse(nothing))
+            }
+            Ok(_) => Ok(matcher),
+            Err(e) if e.to_string().starts_with("NoExtensionBias") => Err(refuse(nothing)),
+            Err(e) => Err(refuse(&e.to_string())),
+        }
     }
+
+    /// Refuses a tool whose parameters admit no value, naming it, before generation (in the
+    /// call grammar that shows only once the model has written the tool's name).
+    pub fn check_tools(&self, model: &LlamaModel, tools: &[ToolSpec]) -> Result<()> {
+        for tool in tools {
+            self.matcher(model, json_schema(&tool.parameters), "tools")
+                .map_err(|mut e| {
+                    e.message = e.message.replacen(
+                        "`tools` cannot be enforced",
+                        &format!(
+                            "the parameters of the tool `{}` cannot be enforced",
+                            shown(&tool.name)
+                        ),
+                        1,
+                    );
+                    e
+                })?;
+        }
+        Ok(())
+    }
+}
+
+/// The first line of an llguidance error (the rest is a dump of the parser's state).
+pub fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text).trim()
 }
 
 /// Whitespace between JSON tokens: at most this many characters in a row. llguidance allows any

@@ -634,6 +634,7 @@ impl LlamaPredictor {
         let Some(tools) = calling else {
             return Ok((None, None));
         };
+        self.grammars.check_tools(model, &tools.specs)?;
         let parallel = options.parallel_tool_calls;
         let forced = |specs: &[ToolSpec]| -> Result<Matcher> {
             let grammar = constrain::tool_calls(specs, TOOL_FORMAT, parallel, false);

@@ -598,7 +598,11 @@ pub(super) fn pick(
         None => seq.job.sampler.sample(ctx, index),
         Some(matcher) => {
             let broken = |e: &dyn std::fmt::Display| {
-                Error::internal(format!("Constrained decoding failed: {e}"))
+                let e = e.to_string();
+                Error::internal(format!(
+                    "Constrained decoding failed: {}",
+                    super::constrain::first_line(&e)
+                ))
             };
             let mask = matcher.compute_mask_or_eos().map_err(|e| broken(&e))?;
             let mut candidates = ctx.token_data_array_ith(index);
