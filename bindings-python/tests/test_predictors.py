@@ -455,6 +455,26 @@ def fails(after: int) -> Iterator[int]:
         raise ValueError(f"failed after {after}")
 
 
+@predictor(tag="@test/nested-failure")
+def nested_failure(depth: int) -> int:
+    if depth == 0:
+        raise ValueError("the root cause")
+    p = _persona_client[0].predictions.create(tag="@test/nested-failure", inputs={"depth": depth - 1})
+    if p.error:
+        raise RuntimeError(p.error["message"])
+    return p.results[0]
+
+
+def test_a_failure_60_calls_deep_keeps_its_cause(users):
+    """Each level wraps the message of the one below: 3.5 KB, bounded to 2 KB by cutting the end, the cause."""
+    users.predictors.register(nested_failure)
+    p = users.predictions.create(tag="@test/nested-failure", inputs={"depth": 60})
+    message = p.error["message"]
+    assert len(message.encode()) <= 2048
+    assert message.startswith("The predictor `@test/nested-failure` raised RuntimeError: ")
+    assert message.endswith("raised ValueError: the root cause"), message[-200:]
+
+
 @predictor(tag="@test/exits")
 def exits(code: int) -> int:
     sys.exit(code)

@@ -26,19 +26,28 @@ pub fn shown(text: &str) -> Cow<'_, str> {
     }
 }
 
-/// `text` cut to at most `max` bytes (on a character boundary), marked as cut.
-pub(crate) fn bounded(mut text: String, max: usize) -> String {
+/// `text` cut to at most `max` bytes (on character boundaries), marked as cut. The middle goes,
+/// not the end: a failure wrapped many times (a predictor calling the client, 140 deep) puts
+/// the cause last, and it must survive.
+pub(crate) fn bounded(text: String, max: usize) -> String {
     if text.len() <= max {
         return text;
     }
-    let mut end = max.saturating_sub(32);
-    while !text.is_char_boundary(end) {
-        end -= 1;
+    let room = max.saturating_sub(32);
+    let mut head = room * 2 / 3;
+    while !text.is_char_boundary(head) {
+        head -= 1;
     }
-    let cut = text.len() - end;
-    text.truncate(end);
-    text.push_str(&format!("…({cut} more bytes)"));
-    text
+    let mut tail = text.len() - (room - head);
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}…({} bytes cut)…{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
 }
 
 /// The class of an error; bindings map it to their exception / status types.
@@ -174,5 +183,31 @@ impl std::error::Error for Error {}
 impl Serialize for Error {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         self.to_openai().serialize(serializer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_message_keeps_its_start_and_its_cause() {
+        let nested =
+            "The predictor `@me/x` raised RuntimeError: ".repeat(140) + "ValueError: the cause";
+        let error = Error::model(nested.clone());
+        assert!(
+            error.message.len() <= MAX_MESSAGE_BYTES,
+            "{}",
+            error.message.len()
+        );
+        assert!(error.message.starts_with("The predictor `@me/x` raised"));
+        assert!(
+            error.message.ends_with("ValueError: the cause"),
+            "{}",
+            error.message
+        );
+        assert!(error.message.contains(" bytes cut)…"));
+        let multibyte = bounded("é".repeat(2000), 101);
+        assert!(multibyte.len() <= 101 + 3, "{}", multibyte.len());
     }
 }
