@@ -7,6 +7,7 @@
 //! strings are valid Unicode (no lone surrogate, which a Rust `String` cannot hold), JSON has
 //! no `NaN`, paths have no NUL byte; what is wrong beyond that the core reports, naming it.
 
+mod interrupt;
 mod predictors;
 mod server;
 
@@ -51,6 +52,8 @@ fn py_err(error: Error) -> PyErr {
 #[pyclass(frozen, module = "ingle._ingle")]
 struct CancelFlag {
     set: AtomicBool,
+    /// The call it cancels, for a Python predictor stuck in its own code ([`interrupt`]).
+    call: u64,
 }
 
 #[pymethods]
@@ -59,11 +62,14 @@ impl CancelFlag {
     fn new() -> Self {
         CancelFlag {
             set: AtomicBool::new(false),
+            call: interrupt::new_call(),
         }
     }
 
     fn set(&self) {
-        self.set.store(true, Ordering::Release);
+        if !self.set.swap(true, Ordering::AcqRel) {
+            interrupt::interrupt(self.call);
+        }
     }
 }
 
@@ -76,6 +82,8 @@ struct StopCheck<'a> {
     cancel: Option<&'a CancelFlag>,
     interrupt: Option<PyErr>,
     last_signal_check: Instant,
+    /// The cancel flag's call is this thread's while the check lives.
+    _scope: Option<interrupt::CallScope>,
 }
 
 impl<'a> StopCheck<'a> {
@@ -84,6 +92,7 @@ impl<'a> StopCheck<'a> {
             cancel,
             interrupt: None,
             last_signal_check: Instant::now(),
+            _scope: cancel.map(|c| interrupt::CallScope::enter(c.call)),
         }
     }
 
@@ -561,15 +570,20 @@ impl NativeClient {
     /// inputs) raise; a failure while running is the prediction's `error`, with its `logs`.
     /// `raw_inputs` are inputs that cannot travel as JSON (`RawTensor`, `RawAudio`), merged
     /// over those of `inputs`.
-    #[pyo3(signature = (tag, inputs, raw_inputs=None))]
+    /// Setting `cancel` stops a Python predictor stuck in its own code.
+    #[pyo3(signature = (tag, inputs, raw_inputs=None, cancel=None))]
     fn predictions_create(
         &self,
         py: Python<'_>,
         tag: String,
         inputs: String,
         raw_inputs: Option<Bound<'_, pyo3::types::PyDict>>,
+        cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
         let raw = predictors::raw_inputs(raw_inputs)?;
+        let _scope = cancel
+            .as_ref()
+            .map(|c| interrupt::CallScope::enter(c.get().call));
         py.detach(|| {
             let mut inputs = inputs_from_json(&inputs)?;
             inputs.extend(raw);
@@ -634,6 +648,8 @@ impl NativeClient {
 struct Closable<I> {
     inner: Mutex<Option<I>>,
     closed: AtomicBool,
+    /// Its call, for a Python predictor stuck in its own code ([`interrupt`]).
+    call: u64,
 }
 
 impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
@@ -641,6 +657,7 @@ impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
         Closable {
             inner: Mutex::new(Some(stream)),
             closed: AtomicBool::new(false),
+            call: interrupt::new_call(),
         }
     }
 
@@ -650,6 +667,7 @@ impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
         T: Send,
     {
         let item = py.detach(|| {
+            let _scope = interrupt::CallScope::enter(self.call);
             let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
             if self.closed.load(Ordering::Acquire) {
                 *inner = None; // stops the work
@@ -665,10 +683,14 @@ impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
 
     /// Stops the work. Safe to call more than once, and from any thread.
     fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        // If a thread is waiting for an item it holds the lock, and drops the stream itself.
-        if let Ok(mut inner) = self.inner.try_lock() {
-            *inner = None;
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // If a thread is waiting for an item it holds the lock, and drops the stream itself,
+        // once its item comes: a Python predictor stuck in its own code is interrupted.
+        match self.inner.try_lock() {
+            Ok(mut inner) => *inner = None,
+            Err(_) => interrupt::interrupt(self.call),
         }
     }
 

@@ -243,6 +243,15 @@ fn predictor_error(py: Python<'_>, error: PyErr, tag: &str) -> Error {
     if error.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
         return Error::cancelled(format!("The predictor `{tag}` was interrupted"));
     }
+    let cancelled = py
+        .import("ingle._predictors")
+        .and_then(|m| m.getattr("PredictionCancelled"))
+        .is_ok_and(|class| error.get_type(py).is_subclass(&class).unwrap_or(false));
+    if cancelled {
+        return Error::cancelled(format!(
+            "The predictor `{tag}` was stopped: its caller went away"
+        ));
+    }
     if error.is_instance_of::<pyo3::exceptions::PySystemExit>(py) {
         // Its message is only the exit code ("3"): say what happened.
         let code = error
@@ -278,7 +287,10 @@ impl Iterator for PythonOutputs {
         let iterator = self.iterator.as_ref()?;
         let tag = self.tag.clone();
         let attached = Python::try_attach(|py| -> Option<ingle::Result<Outputs>> {
-            let item = match iterator.bind(py).call_method0("__next__") {
+            let running = crate::interrupt::Running::start(py);
+            let item = iterator.bind(py).call_method0("__next__");
+            running.finish(py);
+            let item = match item {
                 Ok(item) => item,
                 Err(e) if e.is_instance_of::<PyStopIteration>(py) => return None,
                 Err(e) => return Some(Err(predictor_error(py, e, &self.tag))),

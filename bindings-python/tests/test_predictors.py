@@ -139,7 +139,7 @@ def dominant_frequency(samples: np.ndarray, rate: int) -> float:
 def users(client):
     """The session client, with this module's predictors registered once."""
     client.predictors.register(echo, chunks, embed, tone, listen, add, count, late, async_add,
-                               async_count, wrong_shape, wrong_dtype, persona, fails, shaped)
+                               async_count, wrong_shape, wrong_dtype, persona, fails, shaped, stuck)
     return client
 
 
@@ -453,6 +453,80 @@ def fails(after: int) -> Iterator[int]:
     if after:
         print("about to fail")
         raise ValueError(f"failed after {after}")
+
+
+stuck_finally = threading.Event()
+
+
+@predictor(tag="@test/stuck")
+def stuck(n: int) -> Iterator[int]:
+    """Yields once, then never again (a loop of short sleeps), or never returns (n = 0)."""
+    try:
+        if n:
+            yield 1
+        while True:
+            time.sleep(0.05)
+    finally:
+        stuck_finally.set()
+
+
+@predictor(tag="@test/async-stuck")
+async def async_stuck(n: int) -> AsyncIterator[int]:
+    try:
+        yield 1
+        await asyncio.sleep(3600)
+    finally:
+        stuck_finally.set()
+
+
+def test_closing_a_stream_stops_a_predictor_stuck_in_its_own_code(users):
+    """close() returned, but the worker ran the predictor forever."""
+    stuck_finally.clear()
+    stream = users.predictions.stream(tag="@test/stuck", inputs={"n": 1})
+    items = iter(stream)
+    assert next(items).results == [1]
+    waiting = threading.Thread(target=lambda: list(items), daemon=True)
+    waiting.start()
+    time.sleep(0.2)
+    stream.close()
+    waiting.join(5)
+    assert not waiting.is_alive() and stuck_finally.is_set()
+    assert users.predictions.create(tag="@test/add", inputs={"a": 1}).results == [2]
+
+
+@pytest.mark.parametrize("tag", ["@test/stuck", "@test/async-stuck"])
+def test_asyncio_run_returns_after_breaking_out_of_a_stuck_predictor(users, tag):
+    """asyncio.run() waited forever for the worker thread that ran the predictor."""
+    async def main() -> None:
+        aclient = ingle.AsyncOpenAI()
+        aclient.predictors.register(stuck, async_stuck)
+        stream = await aclient.predictions.stream(tag=tag, inputs={"n": 1})
+        async for prediction in stream:
+            assert prediction.results == [1]
+            break
+        await stream.close()
+
+    stuck_finally.clear()
+    finished = threading.Event()
+    runner = threading.Thread(target=lambda: (asyncio.run(main()), finished.set()), daemon=True)
+    runner.start()
+    assert finished.wait(10)
+    assert stuck_finally.wait(5)
+
+
+def test_a_cancelled_create_stops_a_predictor_that_never_returns(users):
+    async def main() -> None:
+        aclient = ingle.AsyncOpenAI()
+        aclient.predictors.register(stuck)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(aclient.predictions.create(tag="@test/stuck", inputs={"n": 0}), 0.3)
+
+    stuck_finally.clear()
+    finished = threading.Event()
+    runner = threading.Thread(target=lambda: (asyncio.run(main()), finished.set()), daemon=True)
+    runner.start()
+    assert finished.wait(10)
+    assert stuck_finally.wait(5)
 
 
 @predictor(tag="@test/nested-failure")

@@ -21,7 +21,8 @@ from ._exceptions import (
 )
 from ._ingle import __version__
 from ._ingle import system_info as _system_info
-from ._predictors import AudioSamples, Parameter, Predictor, PredictorDefinitionError, predictor
+from ._predictors import (AudioSamples, Parameter, PredictionCancelled, Predictor,
+                          PredictorDefinitionError, predictor)
 from . import beta  # Muna's names: beta.Annotations, beta.openai.Message, ...
 from ._serve import Server, serve, serve_async, start_server
 from ._response import (
@@ -60,6 +61,7 @@ __all__ = [
     "predictor",
     "Predictor",
     "Parameter",
+    "PredictionCancelled",
     "PredictorDefinitionError",
     "AudioSamples",
     "serve",

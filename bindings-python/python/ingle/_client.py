@@ -314,7 +314,7 @@ class AsyncPredictions(_Resource):
         self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
     ) -> Prediction:
         tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
-        text = await _in_thread(self._native.predictions_create, tag, body, raw)
+        text = await _cancellable(self._native.predictions_create, tag, body, raw)
         return Prediction.construct(json.loads(text))  # type: ignore[return-value]
 
     async def stream(

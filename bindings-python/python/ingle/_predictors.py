@@ -441,6 +441,30 @@ class _PredictorFailed(Exception):
     """How a predictor's failure reaches the engine: the message becomes the error's."""
 
 
+class PredictionCancelled(BaseException):
+    """Raised inside a predictor whose caller went away (a stream closed, a task cancelled)
+    while the predictor was running its own code: it stops there, its ``finally`` blocks run,
+    and the prediction ends as cancelled. A ``BaseException``, like ``KeyboardInterrupt``, so
+    that ``except Exception`` does not swallow it."""
+
+
+# The runner executing a predictor's code in each thread (by thread id), for `_interrupt`.
+_runners: Dict[int, "_Runner"] = {}
+_runners_lock = threading.Lock()
+
+
+def _interrupt(thread: int) -> bool:
+    """Called by the native layer when the caller of the predictor running in ``thread`` went
+    away. An async predictor's task is cancelled in its loop (True); otherwise (False) the
+    native layer raises ``PredictionCancelled`` in the thread."""
+    with _runners_lock:
+        runner = _runners.get(thread)
+    if runner is None:
+        return False
+    runner.interrupted = True
+    return runner.loop.cancel()
+
+
 # --- Calling into user code: logs, exceptions, event loops ---------------------------------
 
 _current_logs: contextvars.ContextVar[Any] = contextvars.ContextVar("ingle_logs", default=None)
@@ -487,18 +511,36 @@ class _Loop:
     def __init__(self) -> None:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._helper: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._task: Optional["asyncio.Future[Any]"] = None
+        self._task_lock = threading.Lock()
 
     def run(self, awaitable: Any) -> Any:
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
+        loop = self._loop
+        with self._task_lock:
+            task = self._task = asyncio.ensure_future(awaitable, loop=loop)
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return self._loop.run_until_complete(awaitable)
-        if self._helper is None:
-            self._helper = concurrent.futures.ThreadPoolExecutor(1, "ingle-predictor")
-        context = contextvars.copy_context()
-        return self._helper.submit(context.run, self._loop.run_until_complete, awaitable).result()
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return loop.run_until_complete(task)
+            if self._helper is None:
+                self._helper = concurrent.futures.ThreadPoolExecutor(1, "ingle-predictor")
+            context = contextvars.copy_context()
+            return self._helper.submit(context.run, loop.run_until_complete, task).result()
+        finally:
+            with self._task_lock:
+                self._task = None
+
+    def cancel(self) -> bool:
+        """Cancels the task running now, from any thread; False when none runs."""
+        with self._task_lock:
+            task = self._task
+            if task is None or self._loop is None:
+                return False
+            self._loop.call_soon_threadsafe(task.cancel)
+            return True
 
     def close(self) -> None:
         if self._loop is not None:
@@ -516,22 +558,36 @@ class _Runner:
         self.predictor = predictor
         self.logs = logs
         self.loop = _Loop()
+        self.interrupted = False
 
     def call(self, function: Callable[[], Any]) -> Any:
         # Checked per call: whoever replaced sys.stdout since (pytest does) is wrapped in turn.
         if not isinstance(sys.stdout, _Tee) or not isinstance(sys.stderr, _Tee):
             _install_tee()
         token = _current_logs.set(self.logs)
+        thread = threading.get_ident()
+        with _runners_lock:
+            outer = _runners.get(thread)  # a predictor calling the client, which runs this one
+            _runners[thread] = self
         try:
             return function()
         except (StopIteration, StopAsyncIteration, GeneratorExit, _PredictorFailed,
-                KeyboardInterrupt, SystemExit):
+                KeyboardInterrupt, SystemExit, PredictionCancelled):
             raise  # the end of a generator, a failure already worded, or the process stopping
+        except asyncio.CancelledError:
+            if self.interrupted:
+                raise PredictionCancelled() from None
+            raise _PredictorFailed(f"The predictor `{self.predictor.tag}` was cancelled") from None
         except BaseException as error:
             self.logs.write(traceback.format_exc())
             described = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             raise _PredictorFailed(f"The predictor `{self.predictor.tag}` raised {described}") from None
         finally:
+            with _runners_lock:
+                if outer is None:
+                    _runners.pop(thread, None)
+                else:
+                    _runners[thread] = outer
             _current_logs.reset(token)
 
     def close(self) -> None:
