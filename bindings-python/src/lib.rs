@@ -10,18 +10,20 @@
 mod interrupt;
 mod predictors;
 mod server;
+mod streams;
+
+use streams::{NativeSpeechStream, NativeStream};
 
 use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
 use ingle::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, ResponseRequest,
-    SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
+    SpeechRequest, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
 use ingle::{inputs_from_json, Client, Config, Error};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The Python exception for a core error: `ingle._exceptions._from_native` picks the class
@@ -407,10 +409,7 @@ impl NativeClient {
             let request = SpeechRequest::from_json(&request)?;
             self.client.audio.speech.stream(&request)
         })
-        .map(|stream| NativeSpeechStream {
-            content_type: stream.content_type(),
-            stream: Closable::new(stream),
-        })
+        .map(NativeSpeechStream::new)
         .map_err(py_err)
     }
 
@@ -639,138 +638,6 @@ impl NativeClient {
     fn metrics(&self, py: Python<'_>, model: String) -> PyResult<String> {
         py.detach(|| Ok(self.client.metrics(&model)?.to_json().to_string()))
             .map_err(py_err)
-    }
-}
-
-/// A running core stream that any thread may close, also while another waits for its next
-/// item (asyncio does that): the waiting call returns its item, then the stream ends. Dropping
-/// the core stream stops its work (generation, synthesis).
-struct Closable<I> {
-    inner: Mutex<Option<I>>,
-    closed: AtomicBool,
-    /// Its call, for a Python predictor stuck in its own code ([`interrupt`]).
-    call: u64,
-}
-
-impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
-    fn new(stream: I) -> Self {
-        Closable {
-            inner: Mutex::new(Some(stream)),
-            closed: AtomicBool::new(false),
-            call: interrupt::new_call(),
-        }
-    }
-
-    /// The next item, waiting without the GIL; `None` at the end, or once closed.
-    fn next(&self, py: Python<'_>) -> PyResult<Option<T>>
-    where
-        T: Send,
-    {
-        let item = py.detach(|| {
-            let _scope = interrupt::CallScope::enter(self.call);
-            let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-            if self.closed.load(Ordering::Acquire) {
-                *inner = None; // stops the work
-            }
-            let item = inner.as_mut()?.next();
-            if !matches!(item, Some(Ok(_))) || self.closed.load(Ordering::Acquire) {
-                *inner = None; // the end, an error, or closed while waiting
-            }
-            item
-        });
-        item.transpose().map_err(py_err)
-    }
-
-    /// Stops the work. Safe to call more than once, and from any thread.
-    fn close(&self) {
-        if self.closed.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        // If a thread is waiting for an item it holds the lock, and drops the stream itself,
-        // once its item comes: a Python predictor stuck in its own code is interrupted.
-        match self.inner.try_lock() {
-            Ok(mut inner) => *inner = None,
-            Err(_) => interrupt::interrupt(self.call),
-        }
-    }
-
-    fn closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-}
-
-/// A running stream. Iterating yields JSON texts; `close()` or dropping it stops generation.
-/// It may be closed from another thread while one is waiting in `__next__` (asyncio does
-/// that): the waiting call returns its item, then the stream ends.
-#[pyclass(frozen, module = "ingle._ingle")]
-struct NativeStream {
-    stream: Closable<JsonTextStream>,
-}
-
-impl NativeStream {
-    fn new(stream: JsonTextStream) -> Self {
-        NativeStream {
-            stream: Closable::new(stream),
-        }
-    }
-}
-
-#[pymethods]
-impl NativeStream {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    /// The next JSON text, or `None` at the end (`StopIteration`).
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<String>> {
-        self.stream.next(py)
-    }
-
-    /// Stops generation. Safe to call more than once, and from any thread.
-    fn close(&self) {
-        self.stream.close();
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.stream.closed()
-    }
-}
-
-/// Speech as it is synthesised: iterating yields `bytes` (encoded audio, or SSE-framed events),
-/// a sentence at a time; `close()` or dropping it stops synthesis before the next sentence.
-/// Closable from any thread, as `NativeStream`.
-#[pyclass(frozen, module = "ingle._ingle")]
-struct NativeSpeechStream {
-    stream: Closable<SpeechStream>,
-    content_type: &'static str,
-}
-
-#[pymethods]
-impl NativeSpeechStream {
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    /// The next chunk of bytes, or `None` at the end (`StopIteration`).
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        Ok(self.stream.next(py)?.map(|bytes| PyBytes::new(py, &bytes)))
-    }
-
-    /// Stops synthesis. Safe to call more than once, and from any thread.
-    fn close(&self) {
-        self.stream.close();
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.stream.closed()
-    }
-
-    /// The MIME type of the bytes: the audio format's, or `text/event-stream` for SSE.
-    #[getter]
-    fn content_type(&self) -> &'static str {
-        self.content_type
     }
 }
 
