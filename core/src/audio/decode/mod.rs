@@ -205,7 +205,7 @@ fn decode(
     let mut packet_error: Option<String> = None;
     let mut packets: u64 = 0;
     while !trim.done() {
-        if packets % 64 == 0 && stop() {
+        if packets.is_multiple_of(64) && stop() {
             return Err(Error::cancelled("The request was cancelled"));
         }
         packets += 1;

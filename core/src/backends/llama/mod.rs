@@ -339,7 +339,7 @@ impl LlamaPredictor {
         });
         match with_calls {
             Some(i) => Err(Error::invalid(
-                &format!("messages[{i}].tool_calls"),
+                format!("messages[{i}].tool_calls"),
                 format!(
                     "The model `{}` cannot call tools (its chat template has no place for them), \
                      so it cannot be shown the tool calls of `messages[{i}]`",
