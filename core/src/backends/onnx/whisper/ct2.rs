@@ -14,7 +14,9 @@ use std::path::Path;
 #[derive(Debug, Clone)]
 pub struct Variable {
     pub dims: Vec<usize>,
-    pub values: Vec<f32>,
+    /// Shared with its aliases: an alias copied its target, and a file of many aliases to one
+    /// large variable took memory quadratic in its size.
+    pub values: std::sync::Arc<Vec<f32>>,
 }
 
 /// The variables of a CTranslate2 model, by name (aliases resolved).
@@ -94,7 +96,7 @@ impl Ct2Model {
         })
     }
 
-    fn parse(bytes: &[u8]) -> Option<Self> {
+    pub(crate) fn parse(bytes: &[u8]) -> Option<Self> {
         let mut r = Reader { bytes, at: 0 };
         let version = r.u32()?;
         if version != 6 {
@@ -103,7 +105,9 @@ impl Ct2Model {
         let spec = r.string()?;
         let revision = r.u32()?;
         let count = r.u32()? as usize;
-        let mut variables = HashMap::with_capacity(count);
+        // Room for what the file can hold (a variable takes at least 13 bytes), not for the
+        // 4 billion its count may claim.
+        let mut variables = HashMap::with_capacity(count.min(bytes.len() / 13));
         for _ in 0..count {
             let name = r.string()?;
             let rank = r.u8()? as usize;
@@ -114,7 +118,7 @@ impl Ct2Model {
             let dtype = r.u8()?;
             let size = r.u32()? as usize;
             let raw = r.take(size)?;
-            let elements: usize = dims.iter().product();
+            let elements = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
             let width = match dtype {
                 0 | 3 => 4,
                 1 => 1,
@@ -147,7 +151,13 @@ impl Ct2Model {
                     .map(|b| bf16_to_f32(u16::from_le_bytes([b[0], b[1]])))
                     .collect(),
             };
-            variables.insert(name, Variable { dims, values });
+            variables.insert(
+                name,
+                Variable {
+                    dims,
+                    values: std::sync::Arc::new(values),
+                },
+            );
         }
         // Aliases are optional at the end of older files.
         if let Some(aliases) = r.u32() {
@@ -201,6 +211,57 @@ impl Ct2Model {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn string(out: &mut Vec<u8>, text: &str) {
+        out.extend((text.len() as u16 + 1).to_le_bytes());
+        out.extend(text.as_bytes());
+        out.push(0);
+    }
+
+    #[test]
+    fn aliases_share_their_variable_and_counts_are_not_trusted() {
+        // One 1 MB variable and 20,000 aliases of it: each alias copied it (20 GB).
+        let mut file = 6u32.to_le_bytes().to_vec();
+        string(&mut file, "whisper");
+        file.extend(1u32.to_le_bytes());
+        file.extend(1u32.to_le_bytes());
+        string(&mut file, "big");
+        file.push(1);
+        file.extend(262_144u32.to_le_bytes());
+        file.push(0);
+        file.extend((262_144u32 * 4).to_le_bytes());
+        file.extend(vec![0u8; 262_144 * 4]);
+        file.extend(20_000u32.to_le_bytes());
+        for i in 0..20_000 {
+            string(&mut file, &format!("a{i}"));
+            string(&mut file, "big");
+        }
+        let model = Ct2Model::parse(&file).unwrap();
+        assert_eq!(model.variables.len(), 20_001);
+        let alias = &model.variables["a19999"].values;
+        assert!(std::sync::Arc::ptr_eq(
+            alias,
+            &model.variables["big"].values
+        ));
+        // A count of 4 billion variables in a 20-byte file, and dims whose product overflows.
+        let mut lying = 6u32.to_le_bytes().to_vec();
+        string(&mut lying, "w");
+        lying.extend(1u32.to_le_bytes());
+        lying.extend(u32::MAX.to_le_bytes());
+        assert!(Ct2Model::parse(&lying).is_none());
+        let mut overflow = 6u32.to_le_bytes().to_vec();
+        string(&mut overflow, "w");
+        overflow.extend(1u32.to_le_bytes());
+        overflow.extend(1u32.to_le_bytes());
+        string(&mut overflow, "v");
+        overflow.push(3);
+        for _ in 0..3 {
+            overflow.extend(u32::MAX.to_le_bytes());
+        }
+        overflow.push(0);
+        overflow.extend(0u32.to_le_bytes());
+        assert!(Ct2Model::parse(&overflow).is_none());
+    }
 
     #[test]
     fn half_precision_values_widen_exactly() {
