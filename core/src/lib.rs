@@ -19,6 +19,9 @@
 //! (tags → lazily loaded predictors), [`backends`] (llama.cpp, ONNX Runtime), [`openai`] (the OpenAI
 //! methods, mapped onto predictors by annotation), [`Client`] (the front door).
 
+// Without llama.cpp (the fuzz targets' build), its text helpers have no user.
+#![cfg_attr(not(feature = "llama"), allow(dead_code))]
+
 pub mod audio;
 pub mod backends;
 pub mod chat;
@@ -35,6 +38,17 @@ pub mod registry;
 mod value;
 
 pub use client::{Client, Predictions};
+
+/// Parsers of outside bytes that are not public API, for the fuzz targets (`fuzz/`).
+#[doc(hidden)]
+pub mod parsers {
+    pub use crate::pull::zip;
+
+    /// Reads a CTranslate2 `model.bin`; the number of its variables.
+    pub fn ct2_model(bytes: &[u8]) -> Option<usize> {
+        crate::backends::onnx::whisper::ct2::Ct2Model::parse(bytes).map(|m| m.variables.len())
+    }
+}
 pub use config::{
     Config, PredictorConfig, SamplingDefaults, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL,
     DEFAULT_SPEECH_MODEL, TOOLS_MODEL,
@@ -73,6 +87,7 @@ pub struct SystemInfo {
 }
 
 /// Loads llama.cpp's CPU backend if it is not yet, and says what ingle runs with.
+#[cfg(feature = "llama")]
 pub fn system_info() -> Result<SystemInfo> {
     backends::llama::backend()?;
     let cpu = backends::llama::cpu::load().map_err(Error::model)?;

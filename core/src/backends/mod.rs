@@ -2,6 +2,7 @@
 
 pub mod cores;
 pub mod espeak;
+#[cfg(feature = "llama")]
 pub mod llama;
 pub mod onnx;
 
@@ -33,10 +34,13 @@ impl Config {
 /// were checked with the config ([`validate`], by the registry), not again here.
 pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Predictor>> {
     match predictor.backend {
+        #[cfg(feature = "llama")]
         Backend::Llama => Ok(Arc::new(llama::LlamaPredictor::load(
             predictor,
             &config.model_path(predictor),
         )?)),
+        #[cfg(not(feature = "llama"))]
+        Backend::Llama => Err(without_llama()),
         Backend::OnnxEmbedding => Ok(Arc::new(onnx::EmbeddingPredictor::load(config, predictor)?)),
         Backend::Piper => Ok(Arc::new(onnx::SpeechPredictor::load(config, predictor)?)),
         Backend::Whisper => Ok(Arc::new(onnx::TranscriptionPredictor::load(
@@ -49,6 +53,7 @@ pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Pred
 /// not have, a chat template llama.cpp does not know. Errors name the option as `param`.
 pub fn validate(predictor: &PredictorConfig) -> Result<()> {
     match predictor.backend {
+        #[cfg(feature = "llama")]
         Backend::Llama => {
             reject_options(predictor, llama::UNUSED_OPTIONS)?;
             if let Some(template) = &predictor.chat_template {
@@ -56,6 +61,8 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
             }
             Ok(())
         }
+        #[cfg(not(feature = "llama"))]
+        Backend::Llama => Err(without_llama()),
         Backend::OnnxEmbedding => {
             reject_options(predictor, onnx::EMBEDDING_UNUSED_OPTIONS)?;
             if predictor.tokenizer.is_none() {
@@ -84,6 +91,11 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
         }
         Backend::Whisper => reject_options(predictor, onnx::TRANSCRIPTION_UNUSED_OPTIONS),
     }
+}
+
+#[cfg(not(feature = "llama"))]
+fn without_llama() -> Error {
+    Error::model("This build of ingle has no llama.cpp backend (the `llama` feature is off)")
 }
 
 /// An error for options of `predictor`'s config that its backend does not have (a typo or a

@@ -17,10 +17,15 @@ pub struct ChatTemplate {
 
 const NAME: &str = "chat_template";
 
+/// Instructions one rendering may run: real templates take a few thousand per message.
+pub const TEMPLATE_FUEL: u64 = 20_000_000;
+
 impl ChatTemplate {
     /// Compiles `source`; a template with a syntax error is a model error naming `tag`.
     pub fn new(tag: &str, source: &str, bos_token: &str, eos_token: &str) -> Result<Self> {
         let mut env = Environment::new();
+        // A hostile template (a GGUF's, a config's) loops or builds text for ever otherwise.
+        env.set_fuel(Some(TEMPLATE_FUEL));
         env.set_trim_blocks(true);
         env.set_lstrip_blocks(true);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);

@@ -270,6 +270,7 @@ mod rule_tests {
     #[test]
     fn every_built_in_signature_follows_the_rules() {
         use crate::backends;
+        #[cfg(feature = "llama")]
         check_predictor("llama", &backends::llama::signature()).unwrap();
         check_predictor("embedding", &backends::onnx::embedding::signature(384)).unwrap();
         check_predictor(

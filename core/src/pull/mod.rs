@@ -16,7 +16,8 @@ mod assemble;
 pub mod catalog;
 mod download;
 mod http;
-mod zip;
+#[doc(hidden)]
+pub mod zip;
 
 pub use catalog::{Catalog, Entry as CatalogEntry};
 

@@ -7,7 +7,7 @@
 //! `mel.rs` computes Whisper's log-mel, `transcribe.rs` runs Whisper's long-form decoding and
 //! `words.rs` its word timings, into the `segments.rs` types.
 
-mod ct2;
+pub(crate) mod ct2;
 mod graphs;
 mod mel;
 mod model;

@@ -1,0 +1,384 @@
+//! JSON schemas and tool calls as llguidance grammars: what a request's `response_format` and
+//! `tools` become for constrained decoding (`backends::llama::constrain` compiles them for a
+//! model). No model here, so the conversion is fuzzed on its own (fuzz/).
+
+use crate::chat::tool_calls::ToolFormat;
+use crate::error::{shown, Error, Result};
+use llguidance::api::TopLevelGrammar;
+use serde_json::{json, Value as Json};
+
+/// The first line of an llguidance error (the rest is a dump of the parser's state).
+pub fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text).trim()
+}
+
+/// Whitespace between JSON tokens: at most this many characters in a row. llguidance allows any
+/// run by default, and a small model, greedy, can fill `max_tokens` with spaces after `{"a":`;
+/// bounded, it has to write the value. Enough for pretty-printing several levels deep.
+pub const JSON_WHITESPACE: &str = r"[\x20\x0A\x0D\x09]{1,24}";
+
+/// The largest magnitude a number without bounds of its own may take: 15 digits (below 2^53,
+/// so exact as the f64 llguidance reads bounds into). llguidance leaves digits unbounded, and
+/// greedy, a small model asked for a population writes `14000000000000000…` until `max_tokens`;
+/// llama.cpp's own converter bounds the integer part likewise (16 digits).
+const NUMBER_BOUND: i64 = 999_999_999_999_999;
+
+/// Gives every `integer` and `number` schema in `schema` the bounds it lacks (±[`NUMBER_BOUND`]),
+/// which bounds the digits of its integer part. Values (`const`, `enum`, `default`, `examples`)
+/// are data, not schemas, and are left alone.
+fn bound_numbers(schema: &mut Json) {
+    match schema {
+        Json::Object(object) => {
+            let numeric = |t: &Json| matches!(t.as_str(), Some("integer" | "number"));
+            let is_numeric = match object.get("type") {
+                Some(Json::Array(types)) => types.iter().any(numeric),
+                Some(t) => numeric(t),
+                None => false,
+            };
+            if is_numeric {
+                // The given bound, if any (a bound beyond ours keeps the other side open).
+                let given = |keys: [&str; 2]| keys.iter().find_map(|k| object.get(*k)?.as_f64());
+                let (low, high) = (
+                    given(["minimum", "exclusiveMinimum"]),
+                    given(["maximum", "exclusiveMaximum"]),
+                );
+                let bound = NUMBER_BOUND as f64;
+                if low.is_none() && high.is_none_or(|h| h >= -bound) {
+                    object.insert("minimum".into(), json!(-NUMBER_BOUND));
+                }
+                if high.is_none() && low.is_none_or(|l| l <= bound) {
+                    object.insert("maximum".into(), json!(NUMBER_BOUND));
+                }
+            }
+            for (key, value) in object.iter_mut() {
+                if !matches!(key.as_str(), "const" | "enum" | "default" | "examples") {
+                    bound_numbers(value);
+                }
+            }
+        }
+        Json::Array(items) => items.iter_mut().for_each(bound_numbers),
+        _ => {}
+    }
+}
+
+/// `schema` with ingle's JSON options for llguidance (bounded whitespace and numbers).
+fn with_options(schema: &Json) -> Json {
+    let mut schema = match schema {
+        Json::Bool(true) => json!({}),
+        other => other.clone(),
+    };
+    bound_numbers(&mut schema);
+    if let Some(object) = schema.as_object_mut() {
+        object.insert(
+            "x-guidance".into(),
+            json!({"whitespace_pattern": JSON_WHITESPACE}),
+        );
+    }
+    schema
+}
+
+/// Output that is one JSON value valid against `schema`.
+pub fn json_schema(schema: &Json) -> TopLevelGrammar {
+    TopLevelGrammar::from_json_schema(with_options(schema))
+}
+
+/// A function tool: its name and the JSON schema of its arguments.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    pub name: String,
+    pub parameters: Json,
+}
+
+/// Whether `schema` has a `$ref` (outside values, which are data).
+fn has_ref(schema: &Json) -> bool {
+    match schema {
+        Json::Object(object) => object.iter().any(|(key, value)| {
+            key == "$ref"
+                || (!matches!(key.as_str(), "const" | "enum" | "default" | "examples")
+                    && has_ref(value))
+        }),
+        Json::Array(items) => items.iter().any(has_ref),
+        _ => false,
+    }
+}
+
+/// Points every local `$ref` of `schema` (`#`, `#/$defs/City`) at the same place under
+/// `base`, a JSON pointer to where the schema now lies.
+fn rebase_refs(schema: &mut Json, base: &str) {
+    match schema {
+        Json::Object(object) => {
+            for (key, value) in object.iter_mut() {
+                match (key.as_str(), value) {
+                    ("$ref", Json::String(reference)) => {
+                        if let Some(rest) = reference.strip_prefix('#') {
+                            *reference = format!("#{base}{rest}");
+                        }
+                    }
+                    ("const" | "enum" | "default" | "examples", _) => {}
+                    (_, value) => rebase_refs(value, base),
+                }
+            }
+        }
+        Json::Array(items) => items.iter_mut().for_each(|v| rebase_refs(v, base)),
+        _ => {}
+    }
+}
+
+/// The schema of one call object `{"name": ..., "arguments": ...}`, name first. A tool's
+/// parameters that use `$ref` (Pydantic's `$defs`, a recursive `#`) are put under the root's
+/// `$defs` and their references rebased: nested under `arguments`, `#` would point at the call
+/// object ("Pointer '/$defs/City' does not exist").
+fn call_schema(tools: &[ToolSpec]) -> Json {
+    let mut defs = serde_json::Map::new();
+    let mut one = |(i, tool): (usize, &ToolSpec)| {
+        let arguments = if has_ref(&tool.parameters) {
+            let name = format!("ingle_tool_{i}");
+            let mut parameters = tool.parameters.clone();
+            rebase_refs(&mut parameters, &format!("/$defs/{name}"));
+            defs.insert(name.clone(), parameters);
+            json!({"$ref": format!("#/$defs/{name}")})
+        } else {
+            tool.parameters.clone()
+        };
+        json!({
+            "type": "object",
+            "properties": {"name": {"const": tool.name}, "arguments": arguments},
+            "required": ["name", "arguments"],
+            "additionalProperties": false
+        })
+    };
+    let mut schema = match tools {
+        [tool] => one((0, tool)),
+        _ => json!({"anyOf": tools.iter().enumerate().map(&mut one).collect::<Vec<_>>()}),
+    };
+    if !defs.is_empty() {
+        schema["$defs"] = Json::Object(defs);
+    }
+    schema
+}
+
+/// Tool calls in `format`: one, or with `parallel` one or more separated by newlines. With
+/// `opened`, the output already holds the first opening tag (a lazy start: the model opened a
+/// call of its own accord), so the grammar begins right after it.
+pub fn tool_calls(
+    tools: &[ToolSpec],
+    format: ToolFormat,
+    parallel: bool,
+    opened: bool,
+) -> TopLevelGrammar {
+    let quote = |s: &str| Json::from(s).to_string();
+    let (open, close) = (
+        quote(&format!("{}\n", format.open)),
+        quote(&format!("\n{}", format.close)),
+    );
+    let first = if opened {
+        format!("\"\\n\" payload {close}")
+    } else {
+        "call".to_string()
+    };
+    let more = if parallel { " (\"\\n\" call)*" } else { "" };
+    let lark = format!(
+        "start: {first}{more}\ncall: {open} payload {close}\npayload: %json {}\n",
+        with_options(&call_schema(tools))
+    );
+    TopLevelGrammar::from_lark(lark)
+}
+
+/// OpenAI's rules for a `strict: true` schema, which OpenAI refuses a schema for breaking:
+/// the root is an object, and every object lists all its properties in `required` and sets
+/// `additionalProperties: false`. ingle refuses such a schema too (an invalid request about
+/// `param`, naming the place in the schema) rather than enforcing the rules itself: code that
+/// works on ingle then works on OpenAI, and without the rules a small model adds keys forever.
+pub fn check_strict(schema: &Json, param: &str) -> Result<()> {
+    let refuse = |at: &str, problem: &str| -> Result<()> {
+        let at = if at.is_empty() { "the root" } else { at };
+        Err(Error::invalid(
+            param,
+            format!(
+                "Invalid schema for strict mode at {at} of `{param}`: {problem} (OpenAI's \
+                 rule for `strict: true`; fix the schema or leave `strict` unset)"
+            ),
+        ))
+    };
+    let is_object = |s: &Json| match s.get("type") {
+        Some(Json::String(t)) => t == "object",
+        Some(Json::Array(types)) => types.iter().any(|t| t == "object"),
+        _ => s.get("properties").is_some(),
+    };
+    if !is_object(schema) {
+        return refuse("", "the root must be an object (`\"type\": \"object\"`)");
+    }
+    fn walk(
+        schema: &Json,
+        at: &str,
+        is_object: &dyn Fn(&Json) -> bool,
+        refuse: &dyn Fn(&str, &str) -> Result<()>,
+    ) -> Result<()> {
+        let Some(object) = schema.as_object() else {
+            return Ok(());
+        };
+        if is_object(schema) {
+            if object.get("additionalProperties") != Some(&Json::Bool(false)) {
+                return refuse(at, "`additionalProperties` must be set to false");
+            }
+            let required: Vec<&str> = object
+                .get("required")
+                .and_then(Json::as_array)
+                .map(|r| r.iter().filter_map(Json::as_str).collect())
+                .unwrap_or_default();
+            if let Some(properties) = object.get("properties").and_then(Json::as_object) {
+                if let Some(missing) = properties.keys().find(|k| !required.contains(&k.as_str())) {
+                    return refuse(
+                        at,
+                        &format!(
+                            "`required` must list every property; `{}` is missing",
+                            shown(missing)
+                        ),
+                    );
+                }
+            }
+        }
+        for (key, value) in object {
+            let here = |sub: &str| {
+                if at.is_empty() {
+                    sub.to_string()
+                } else {
+                    format!("{at}.{sub}")
+                }
+            };
+            match key.as_str() {
+                "properties" | "$defs" | "definitions" | "patternProperties" => {
+                    for (name, sub) in value.as_object().into_iter().flatten() {
+                        walk(
+                            sub,
+                            &here(&format!("{key}.{}", shown(name))),
+                            is_object,
+                            refuse,
+                        )?;
+                    }
+                }
+                "anyOf" | "allOf" | "oneOf" | "prefixItems" => {
+                    for (i, sub) in value.as_array().into_iter().flatten().enumerate() {
+                        walk(sub, &here(&format!("{key}[{i}]")), is_object, refuse)?;
+                    }
+                }
+                "items" | "additionalProperties" | "not" => {
+                    walk(value, &here(key), is_object, refuse)?
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+    walk(schema, "", &is_object, &refuse)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_parameters_with_refs_move_under_the_roots_defs() {
+        let tree = json!({"type": "object", "properties": {
+            "children": {"type": "array", "items": {"$ref": "#"}},
+            "leaf": {"$ref": "#/$defs/Leaf"}, "note": {"const": {"$ref": "#"}}},
+            "$defs": {"Leaf": {"type": "string"}}});
+        let tools = [
+            ToolSpec {
+                name: "plain".into(),
+                parameters: json!({"type": "object"}),
+            },
+            ToolSpec {
+                name: "tree".into(),
+                parameters: tree,
+            },
+        ];
+        let schema = call_schema(&tools);
+        let any = &schema["anyOf"];
+        assert_eq!(any[0]["properties"]["arguments"], json!({"type": "object"}));
+        assert_eq!(
+            any[1]["properties"]["arguments"],
+            json!({"$ref": "#/$defs/ingle_tool_1"})
+        );
+        let moved = &schema["$defs"]["ingle_tool_1"];
+        assert_eq!(
+            moved["properties"]["children"]["items"]["$ref"],
+            "#/$defs/ingle_tool_1"
+        );
+        assert_eq!(
+            moved["properties"]["leaf"]["$ref"],
+            "#/$defs/ingle_tool_1/$defs/Leaf"
+        );
+        assert_eq!(
+            moved["properties"]["note"]["const"]["$ref"], "#",
+            "data is left alone"
+        );
+    }
+
+    #[test]
+    fn numbers_get_the_bounds_they_lack() {
+        let mut schema = json!({"type": "object", "properties": {
+            "a": {"type": "integer"},
+            "b": {"type": ["number", "null"], "minimum": 0},
+            "c": {"type": "integer", "minimum": 1, "maximum": 5},
+            "d": {"type": "integer", "minimum": 1e20},
+            "e": {"const": {"type": "integer"}}}});
+        bound_numbers(&mut schema);
+        let p = &schema["properties"];
+        assert_eq!(
+            p["a"],
+            json!({"type": "integer", "minimum": -NUMBER_BOUND, "maximum": NUMBER_BOUND})
+        );
+        assert_eq!(p["b"]["minimum"], 0);
+        assert_eq!(p["b"]["maximum"], NUMBER_BOUND);
+        assert_eq!(
+            p["c"],
+            json!({"type": "integer", "minimum": 1, "maximum": 5})
+        );
+        assert!(
+            p["d"].get("maximum").is_none(),
+            "a minimum above the bound stays open"
+        );
+        assert_eq!(
+            p["e"],
+            json!({"const": {"type": "integer"}}),
+            "values are data"
+        );
+    }
+
+    #[test]
+    fn strict_schemas_are_checked_as_openai_checks_them() {
+        let ok = json!({"type": "object", "additionalProperties": false, "required": ["a", "b"],
+            "properties": {"a": {"type": "string"}, "b": {"anyOf": [
+                {"type": "null"},
+                {"type": "object", "properties": {}, "additionalProperties": false}]}}});
+        check_strict(&ok, "s").unwrap();
+        let cases = [
+            (json!({"type": "array"}), "the root"),
+            (
+                json!({"type": "object", "properties": {}}),
+                "additionalProperties",
+            ),
+            (
+                json!({"type": "object", "additionalProperties": false, "required": [],
+                    "properties": {"a": {"type": "string"}}}),
+                "`a` is missing",
+            ),
+            (
+                json!({"type": "object", "additionalProperties": false, "required": ["a"],
+                    "properties": {"a": {"type": "array", "items": {"type": "object"}}}}),
+                "properties.a.items",
+            ),
+            (
+                json!({"type": "object", "additionalProperties": false, "properties": {},
+                    "$defs": {"p": {"type": "object", "properties": {"x": {}}}}}),
+                "$defs.p",
+            ),
+        ];
+        for (schema, expected) in cases {
+            let err = check_strict(&schema, "s").unwrap_err();
+            assert_eq!(err.param.as_deref(), Some("s"));
+            assert!(err.message.contains(expected), "{expected}: {err}");
+        }
+    }
+}
