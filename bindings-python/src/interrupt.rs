@@ -4,17 +4,19 @@
 //! and `asyncio.run()` never returned, waiting for it.
 //!
 //! So each closable call has an id, set as the thread's current call while it runs
-//! ([`CallScope`]). When a predictor's Python code runs ([`Running`], around each `__next__`),
-//! it is registered under that id with the thread running it. Closing the call
-//! ([`interrupt`]) then raises `ingle.PredictionCancelled` in that thread: an `async`
-//! predictor's task is cancelled (`ingle._predictors._interrupt`), other code gets the
-//! exception asynchronously (`PyThreadState_SetAsyncExc`), as Ctrl-C would. Once the predictor
-//! returns to the engine, an exception not yet delivered is withdrawn, so it can never land in
-//! code that runs later in that thread.
+//! ([`CallScope`]). Each step of a predictor ([`Running`], around each `__next__`) is registered
+//! under that id with the thread running it, and `ingle._predictors` registers its runner under
+//! it while the predictor's own code runs. Closing the call ([`interrupt`]) marks it cancelled
+//! (a step not yet started never runs) and stops the step that runs: an `async` predictor's
+//! task is cancelled; a predictor running its own code gets `ingle.PredictionCancelled`
+//! raised asynchronously (`PyThreadState_SetAsyncExc`), as Ctrl-C would, at its next Python
+//! instruction (code blocked in C, a `sleep`, sees it when it returns). Once the step returns
+//! to the engine, an exception not yet delivered is withdrawn, so it can never land in code
+//! that runs later in that thread.
 
 use pyo3::prelude::*;
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::raw::{c_long, c_ulong};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -33,16 +35,34 @@ struct Entry {
     injected: bool,
 }
 
-static RUNNING: Mutex<Option<HashMap<u64, Entry>>> = Mutex::new(None);
+#[derive(Default)]
+struct State {
+    running: HashMap<u64, Entry>,
+    /// Calls whose caller went away: a predictor of theirs does not start its next step.
+    cancelled: HashSet<u64>,
+}
 
-fn with_running<T>(f: impl FnOnce(&mut HashMap<u64, Entry>) -> T) -> T {
-    let mut running = RUNNING.lock().unwrap_or_else(PoisonError::into_inner);
-    f(running.get_or_insert_with(HashMap::new))
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+fn with_state<T>(f: impl FnOnce(&mut State) -> T) -> T {
+    let mut state = STATE.lock().unwrap_or_else(PoisonError::into_inner);
+    f(state.get_or_insert_with(State::default))
 }
 
 /// A new call id.
 pub fn new_call() -> u64 {
     NEXT_CALL.fetch_add(1, Ordering::Relaxed)
+}
+
+/// This thread's current call (0: none), for `ingle._predictors` to register its runner under.
+#[pyfunction]
+pub fn current_call() -> u64 {
+    CURRENT_CALL.with(Cell::get)
+}
+
+/// The call will not be interrupted again (its stream or flag is gone).
+pub fn forget(call: u64) {
+    with_state(|state| state.cancelled.remove(&call));
 }
 
 /// While alive, `call` is the current call of this thread (the previous one after).
@@ -64,21 +84,27 @@ impl Drop for CallScope {
     }
 }
 
-/// A predictor's Python code running in this thread for the current call (if any). Made and
-/// dropped with the GIL held.
+/// A step of a predictor's Python code running in this thread for the current call (if any).
+/// Made and dropped with the GIL held.
 pub struct Running {
     call: u64,
     thread: c_ulong,
 }
 
 impl Running {
-    pub fn start(_py: Python<'_>) -> Running {
+    /// Registers the step; `None` when its call was cancelled already (a close that came
+    /// before the step, or between two): the step must not run.
+    pub fn start(_py: Python<'_>) -> Option<Running> {
         let call = CURRENT_CALL.with(Cell::get);
         // SAFETY: reads the calling thread's id; no state.
         let thread = unsafe { pyo3::ffi::PyThread_get_thread_ident() };
         if call != 0 {
-            with_running(|running| {
-                running
+            let cancelled = with_state(|state| {
+                if state.cancelled.contains(&call) {
+                    return true;
+                }
+                state
+                    .running
                     .entry(call)
                     .or_insert(Entry {
                         thread,
@@ -86,25 +112,29 @@ impl Running {
                         injected: false,
                     })
                     .depth += 1;
+                false
             });
+            if cancelled {
+                return None;
+            }
         }
-        Running { call, thread }
+        Some(Running { call, thread })
     }
 
-    /// Ends the registration; with the GIL held (`_py`), so no Python code runs in between and
+    /// Ends the registration; with the GIL held (`py`), so no Python code runs in between and
     /// a pending interrupt is withdrawn before any could.
-    pub fn finish(self, _py: Python<'_>) {
+    pub fn finish(self, py: Python<'_>) {
         if self.call == 0 {
             return;
         }
-        let injected = with_running(|running| {
-            let Some(entry) = running.get_mut(&self.call) else {
+        let injected = with_state(|state| {
+            let Some(entry) = state.running.get_mut(&self.call) else {
                 return false;
             };
             entry.depth -= 1;
             let injected = std::mem::take(&mut entry.injected);
             if entry.depth == 0 {
-                running.remove(&self.call);
+                state.running.remove(&self.call);
             }
             injected
         });
@@ -113,34 +143,46 @@ impl Running {
             unsafe {
                 pyo3::ffi::PyThreadState_SetAsyncExc(self.thread as c_long, std::ptr::null_mut());
             }
+            // Delivered in ingle's wrapper rather than in the predictor's code, it may have
+            // skipped the runner's unregistering: done here.
+            if let Ok(module) = py.import("ingle._predictors") {
+                let _ = module.call_method1("_after_interrupt", (self.call,));
+            }
         }
     }
 }
 
-/// Interrupts the predictor code running for `call`, if any (see the module documentation).
+/// Interrupts the predictor code running for `call` (see the module documentation), and
+/// marks the call cancelled, so that a step not yet started never runs.
 pub fn interrupt(call: u64) {
     Python::attach(|py| {
-        let Some(thread) = with_running(|running| running.get(&call).map(|e| e.thread)) else {
+        let running = with_state(|state| {
+            state.cancelled.insert(call);
+            state.running.contains_key(&call)
+        });
+        if !running {
             return;
-        };
+        }
         let Ok(module) = py.import("ingle._predictors") else {
             return;
         };
-        // An async predictor: its task is cancelled in its loop.
-        let handled = module
-            .call_method1("_interrupt", (thread,))
-            .and_then(|r| r.extract::<bool>())
-            .unwrap_or(false);
-        if handled {
+        // "task": an async predictor's task was cancelled in its loop; "code": the predictor's
+        // own code runs now, and gets the exception; "none": ingle's code runs, and the step
+        // ends of itself (the next one will not start).
+        let how = module
+            .call_method1("_interrupt", (call,))
+            .and_then(|r| r.extract::<String>())
+            .unwrap_or_default();
+        if how != "code" {
             return;
         }
         let Ok(cancelled) = module.getattr("PredictionCancelled") else {
             return;
         };
-        // Set while holding the registry's lock: the thread cannot finish (and withdraw)
-        // in between, as finishing takes the lock too.
-        with_running(|running| {
-            if let Some(entry) = running.get_mut(&call) {
+        // Set while holding the state's lock: the thread cannot finish (and withdraw) in
+        // between, as finishing takes the lock too.
+        with_state(|state| {
+            if let Some(entry) = state.running.get_mut(&call) {
                 // SAFETY: the GIL is held; the exception type outlives the call.
                 unsafe {
                     pyo3::ffi::PyThreadState_SetAsyncExc(

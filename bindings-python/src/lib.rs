@@ -75,6 +75,12 @@ impl CancelFlag {
     }
 }
 
+impl Drop for CancelFlag {
+    fn drop(&mut self) {
+        interrupt::forget(self.call);
+    }
+}
+
 /// Decides, between tokens of a whole-response `create`, whether to stop: when `cancel` is
 /// set, or when Ctrl-C was pressed. Python's SIGINT handler only sets a flag that runs when
 /// Python code does, and none runs until `create` returns: so the check runs the handlers
@@ -669,6 +675,7 @@ fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::NativeServer>()?;
     m.add_function(wrap_pyfunction!(check_predictor_declaration, m)?)?;
     m.add_function(wrap_pyfunction!(system_info, m)?)?;
+    m.add_function(wrap_pyfunction!(interrupt::current_call, m)?)?;
     m.add("__version__", ingle::VERSION)?;
     Ok(())
 }

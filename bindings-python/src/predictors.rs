@@ -287,7 +287,12 @@ impl Iterator for PythonOutputs {
         let iterator = self.iterator.as_ref()?;
         let tag = self.tag.clone();
         let attached = Python::try_attach(|py| -> Option<ingle::Result<Outputs>> {
-            let running = crate::interrupt::Running::start(py);
+            let Some(running) = crate::interrupt::Running::start(py) else {
+                return Some(Err(Error::cancelled(format!(
+                    "The predictor `{}` was stopped: its caller went away",
+                    self.tag
+                ))));
+            };
             let item = iterator.bind(py).call_method0("__next__");
             running.finish(py);
             let item = match item {

@@ -20,6 +20,12 @@ struct Closable<I> {
     call: u64,
 }
 
+impl<I> Drop for Closable<I> {
+    fn drop(&mut self) {
+        interrupt::forget(self.call);
+    }
+}
+
 impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
     fn new(stream: I) -> Self {
         Closable {

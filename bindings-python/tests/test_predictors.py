@@ -497,14 +497,20 @@ def test_closing_a_stream_stops_a_predictor_stuck_in_its_own_code(users):
 @pytest.mark.parametrize("tag", ["@test/stuck", "@test/async-stuck"])
 def test_asyncio_run_returns_after_breaking_out_of_a_stuck_predictor(users, tag):
     """asyncio.run() waited forever for the worker thread that ran the predictor."""
+    # Also: a close that comes before a step starts stops it (the call is marked cancelled).
     async def main() -> None:
         aclient = ingle.AsyncOpenAI()
         aclient.predictors.register(stuck, async_stuck)
         stream = await aclient.predictions.stream(tag=tag, inputs={"n": 1})
-        async for prediction in stream:
-            assert prediction.results == [1]
-            break
+        assert (await stream.__anext__()).results == [1]
+        # The next step is under way in a worker thread, stuck in the predictor, when the
+        # stream closes (as `async for ... break` does while another task awaits it).
+        pending = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0.3)
         await stream.close()
+        stopped = await asyncio.wait_for(pending, 5)
+        assert stopped.results is None and stopped.error["type"] == "cancelled", stopped.error
+        assert "was stopped: its caller went away" in stopped.error["message"]
 
     stuck_finally.clear()
     finished = threading.Event()

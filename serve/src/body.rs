@@ -18,6 +18,13 @@ impl IntoResponse for Refusal {
     }
 }
 
+impl Refusal {
+    /// The error refused with.
+    pub(crate) fn into_error(self) -> Error {
+        *self.1
+    }
+}
+
 impl From<Error> for Refusal {
     fn from(error: Error) -> Self {
         Refusal(status_of(&error), Box::new(error))

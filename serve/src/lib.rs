@@ -48,6 +48,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 
 pub use openapi::openapi;
+#[doc(hidden)]
+pub use upload::parse_multipart_for_fuzzing;
 
 /// Default limit of a request body: room for 2048 long embedding inputs.
 pub const DEFAULT_BODY_LIMIT: usize = 16 * 1024 * 1024;

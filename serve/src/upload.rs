@@ -7,11 +7,33 @@ use axum::extract::Request;
 use ingle::openai::{TranscriptionAudio, TranscriptionRequest};
 use ingle::Error;
 use std::convert::Infallible;
+use std::future::Future;
 
 /// An audio upload: the request's fields and its `file`.
 pub(crate) struct Upload {
     pub(crate) request: TranscriptionRequest,
     pub(crate) audio: TranscriptionAudio,
+}
+
+/// Parses `body` as a `multipart/form-data` upload with `boundary`: the request, or the
+/// OpenAI error object of its refusal. For the fuzz target (fuzz/); the stream of a body
+/// already read is ready at once, so one poll finishes it.
+#[doc(hidden)]
+pub fn parse_multipart_for_fuzzing(
+    boundary: &str,
+    body: &[u8],
+) -> Result<(TranscriptionRequest, TranscriptionAudio), Error> {
+    let future = parse_multipart(
+        boundary.to_string(),
+        axum::body::Bytes::copy_from_slice(body),
+    );
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(Ok(upload)) => Ok((upload.request, upload.audio)),
+        std::task::Poll::Ready(Err(refusal)) => Err(refusal.into_error()),
+        std::task::Poll::Pending => Err(Error::internal("a ready body's parse was pending")),
+    }
 }
 
 /// The fields that hold one value each.
@@ -50,6 +72,14 @@ pub(crate) async fn parse_upload(state: &AppState, request: Request) -> Result<U
         )
     })?;
     let body = read_body(state, &parts.headers, body, state.upload_limit).await?;
+    parse_multipart(boundary, body).await
+}
+
+/// The fields and file of a whole `multipart/form-data` body (see [`parse_upload`]).
+pub(crate) async fn parse_multipart(
+    boundary: String,
+    body: axum::body::Bytes,
+) -> Result<Upload, Refusal> {
     let malformed = |e: multer::Error| {
         invalid(
             "invalid_body",

@@ -703,8 +703,10 @@ fn a_transcription_stops_while_decoding_when_its_caller_goes() {
         &vec![0.0; 16_000 * 60],
     )
     .unwrap();
+    // A client of its own, whose metrics no other test moves.
+    let client = ingle::Client::from_config(&ingle_tests::config()).unwrap();
     let mut asked = 0;
-    let error = shared()
+    let error = client
         .audio
         .transcriptions
         .create_until(
@@ -717,6 +719,9 @@ fn a_transcription_stops_while_decoding_when_its_caller_goes() {
         )
         .unwrap_err();
     assert_eq!(error.kind, ErrorKind::Cancelled, "{error}");
+    // Stopped in decoding: the model never got the audio (create_until's own check, between
+    // windows, comes after the predictor has started on it).
+    assert_eq!(client.metrics(MODEL).unwrap().audio_input_ms, 0);
 }
 
 #[test]

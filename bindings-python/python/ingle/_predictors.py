@@ -448,21 +448,32 @@ class PredictionCancelled(BaseException):
     that ``except Exception`` does not swallow it."""
 
 
-# The runner executing a predictor's code in each thread (by thread id), for `_interrupt`.
+# The runner executing a predictor's own code for each call (by the native layer's call id),
+# for `_interrupt`.
 _runners: Dict[int, "_Runner"] = {}
 _runners_lock = threading.Lock()
 
 
-def _interrupt(thread: int) -> bool:
-    """Called by the native layer when the caller of the predictor running in ``thread`` went
-    away. An async predictor's task is cancelled in its loop (True); otherwise (False) the
-    native layer raises ``PredictionCancelled`` in the thread."""
+def _interrupt(call: int) -> str:
+    """Called by the native layer when the caller of ``call`` went away: "task" when an async
+    predictor's task was cancelled; "code" when the predictor's own code runs now (the native
+    layer raises ``PredictionCancelled`` in it); "none" when ingle's code runs (the step ends
+    by itself, and the call's next step does not start)."""
     with _runners_lock:
-        runner = _runners.get(thread)
+        runner = _runners.get(call)
     if runner is None:
-        return False
+        return "none"
     runner.interrupted = True
-    return runner.loop.cancel()
+    if runner.loop.cancel():
+        return "task"
+    return "code" if runner.in_user_code else "none"
+
+
+def _after_interrupt(call: int) -> None:
+    """Called by the native layer once an interrupted step returned: the exception may have
+    arrived in `_Runner.call` after the predictor's code, skipping its unregistering."""
+    with _runners_lock:
+        _runners.pop(call, None)
 
 
 # --- Calling into user code: logs, exceptions, event loops ---------------------------------
@@ -559,18 +570,27 @@ class _Runner:
         self.logs = logs
         self.loop = _Loop()
         self.interrupted = False
+        self.in_user_code = False
 
     def call(self, function: Callable[[], Any]) -> Any:
         # Checked per call: whoever replaced sys.stdout since (pytest does) is wrapped in turn.
         if not isinstance(sys.stdout, _Tee) or not isinstance(sys.stderr, _Tee):
             _install_tee()
         token = _current_logs.set(self.logs)
-        thread = threading.get_ident()
-        with _runners_lock:
-            outer = _runners.get(thread)  # a predictor calling the client, which runs this one
-            _runners[thread] = self
+        call = _ingle.current_call()
         try:
-            return function()
+            # Registered only while the predictor's own code runs: an interrupt raises there.
+            if call:
+                with _runners_lock:
+                    _runners[call] = self
+            try:
+                self.in_user_code = True
+                return function()
+            finally:
+                self.in_user_code = False
+                if call:
+                    with _runners_lock:
+                        _runners.pop(call, None)
         except (StopIteration, StopAsyncIteration, GeneratorExit, _PredictorFailed,
                 KeyboardInterrupt, SystemExit, PredictionCancelled):
             raise  # the end of a generator, a failure already worded, or the process stopping
@@ -583,11 +603,6 @@ class _Runner:
             described = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             raise _PredictorFailed(f"The predictor `{self.predictor.tag}` raised {described}") from None
         finally:
-            with _runners_lock:
-                if outer is None:
-                    _runners.pop(thread, None)
-                else:
-                    _runners[thread] = outer
             _current_logs.reset(token)
 
     def close(self) -> None:

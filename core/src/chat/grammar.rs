@@ -23,42 +23,68 @@ pub const JSON_WHITESPACE: &str = r"[\x20\x0A\x0D\x09]{1,24}";
 /// llama.cpp's own converter bounds the integer part likewise (16 digits).
 const NUMBER_BOUND: i64 = 999_999_999_999_999;
 
+/// Keywords whose value is data, not a schema.
+const DATA_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
+/// Keywords whose value maps names (any name: a property called `default` too) to schemas.
+const SCHEMA_MAPS: [&str; 5] = [
+    "properties",
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+];
+
+/// Calls `f` on every schema object in `schema`, itself first: values of data keywords are
+/// skipped, every value of a name-to-schema map is visited whatever its name.
+fn for_each_schema(schema: &mut Json, f: &mut dyn FnMut(&mut serde_json::Map<String, Json>)) {
+    match schema {
+        Json::Object(object) => {
+            f(object);
+            for (key, value) in object.iter_mut() {
+                let key = key.as_str();
+                if DATA_KEYWORDS.contains(&key) {
+                    continue;
+                }
+                match value {
+                    Json::Object(map) if SCHEMA_MAPS.contains(&key) => {
+                        map.values_mut().for_each(|v| for_each_schema(v, f))
+                    }
+                    value => for_each_schema(value, f),
+                }
+            }
+        }
+        Json::Array(items) => items.iter_mut().for_each(|v| for_each_schema(v, f)),
+        _ => {}
+    }
+}
+
 /// Gives every `integer` and `number` schema in `schema` the bounds it lacks (±[`NUMBER_BOUND`]),
 /// which bounds the digits of its integer part. Values (`const`, `enum`, `default`, `examples`)
 /// are data, not schemas, and are left alone.
 fn bound_numbers(schema: &mut Json) {
-    match schema {
-        Json::Object(object) => {
-            let numeric = |t: &Json| matches!(t.as_str(), Some("integer" | "number"));
-            let is_numeric = match object.get("type") {
-                Some(Json::Array(types)) => types.iter().any(numeric),
-                Some(t) => numeric(t),
-                None => false,
-            };
-            if is_numeric {
-                // The given bound, if any (a bound beyond ours keeps the other side open).
-                let given = |keys: [&str; 2]| keys.iter().find_map(|k| object.get(*k)?.as_f64());
-                let (low, high) = (
-                    given(["minimum", "exclusiveMinimum"]),
-                    given(["maximum", "exclusiveMaximum"]),
-                );
-                let bound = NUMBER_BOUND as f64;
-                if low.is_none() && high.is_none_or(|h| h >= -bound) {
-                    object.insert("minimum".into(), json!(-NUMBER_BOUND));
-                }
-                if high.is_none() && low.is_none_or(|l| l <= bound) {
-                    object.insert("maximum".into(), json!(NUMBER_BOUND));
-                }
+    for_each_schema(schema, &mut |object| {
+        let numeric = |t: &Json| matches!(t.as_str(), Some("integer" | "number"));
+        let is_numeric = match object.get("type") {
+            Some(Json::Array(types)) => types.iter().any(numeric),
+            Some(t) => numeric(t),
+            None => false,
+        };
+        if is_numeric {
+            // The given bound, if any (a bound beyond ours keeps the other side open).
+            let given = |keys: [&str; 2]| keys.iter().find_map(|k| object.get(*k)?.as_f64());
+            let (low, high) = (
+                given(["minimum", "exclusiveMinimum"]),
+                given(["maximum", "exclusiveMaximum"]),
+            );
+            let bound = NUMBER_BOUND as f64;
+            if low.is_none() && high.is_none_or(|h| h >= -bound) {
+                object.insert("minimum".into(), json!(-NUMBER_BOUND));
             }
-            for (key, value) in object.iter_mut() {
-                if !matches!(key.as_str(), "const" | "enum" | "default" | "examples") {
-                    bound_numbers(value);
-                }
+            if high.is_none() && low.is_none_or(|l| l <= bound) {
+                object.insert("maximum".into(), json!(NUMBER_BOUND));
             }
         }
-        Json::Array(items) => items.iter_mut().for_each(bound_numbers),
-        _ => {}
-    }
+    });
 }
 
 /// `schema` with ingle's JSON options for llguidance (bounded whitespace and numbers).
@@ -91,37 +117,23 @@ pub struct ToolSpec {
 
 /// Whether `schema` has a `$ref` (outside values, which are data).
 fn has_ref(schema: &Json) -> bool {
-    match schema {
-        Json::Object(object) => object.iter().any(|(key, value)| {
-            key == "$ref"
-                || (!matches!(key.as_str(), "const" | "enum" | "default" | "examples")
-                    && has_ref(value))
-        }),
-        Json::Array(items) => items.iter().any(has_ref),
-        _ => false,
-    }
+    let mut found = false;
+    for_each_schema(&mut schema.clone(), &mut |object| {
+        found |= object.contains_key("$ref");
+    });
+    found
 }
 
 /// Points every local `$ref` of `schema` (`#`, `#/$defs/City`) at the same place under
 /// `base`, a JSON pointer to where the schema now lies.
 fn rebase_refs(schema: &mut Json, base: &str) {
-    match schema {
-        Json::Object(object) => {
-            for (key, value) in object.iter_mut() {
-                match (key.as_str(), value) {
-                    ("$ref", Json::String(reference)) => {
-                        if let Some(rest) = reference.strip_prefix('#') {
-                            *reference = format!("#{base}{rest}");
-                        }
-                    }
-                    ("const" | "enum" | "default" | "examples", _) => {}
-                    (_, value) => rebase_refs(value, base),
-                }
+    for_each_schema(schema, &mut |object| {
+        if let Some(Json::String(reference)) = object.get_mut("$ref") {
+            if let Some(rest) = reference.strip_prefix('#') {
+                *reference = format!("#{base}{rest}");
             }
         }
-        Json::Array(items) => items.iter_mut().for_each(|v| rebase_refs(v, base)),
-        _ => {}
-    }
+    });
 }
 
 /// The schema of one call object `{"name": ..., "arguments": ...}`, name first. A tool's
@@ -281,7 +293,8 @@ mod tests {
     fn tool_parameters_with_refs_move_under_the_roots_defs() {
         let tree = json!({"type": "object", "properties": {
             "children": {"type": "array", "items": {"$ref": "#"}},
-            "leaf": {"$ref": "#/$defs/Leaf"}, "note": {"const": {"$ref": "#"}}},
+            "leaf": {"$ref": "#/$defs/Leaf"}, "note": {"const": {"$ref": "#"}},
+            "default": {"$ref": "#/$defs/Leaf"}},
             "$defs": {"Leaf": {"type": "string"}}});
         let tools = [
             ToolSpec {

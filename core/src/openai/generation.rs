@@ -146,8 +146,8 @@ pub(super) fn start_choices(
                 "n",
                 format!(
                     "Invalid value for `n`: {n}; the model `{}` generates at most {limit} \
-                     sequences at once (its `parallel`), so `n` must be at most {limit}. Raise \
-                     `parallel` in the model's config for more choices.",
+                     sequences at once (its `parallel`: the config's, or what fits in memory), \
+                     so `n` must be at most {limit}",
                     shown(model)
                 ),
             ));

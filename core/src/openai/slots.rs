@@ -18,8 +18,22 @@ pub(super) struct Slots {
     freed: Condvar,
 }
 
-/// A taken slot, given back when dropped.
-pub(super) struct Slot(&'static Slots);
+/// A taken slot, given back when dropped; `counted: false` for a thread's second slot.
+pub(super) struct Slot {
+    slots: &'static Slots,
+    counted: bool,
+    thread: std::thread::ThreadId,
+}
+
+/// Slots each thread holds now. A thread that holds one takes more without waiting: a user's
+/// transcription predictor calling the client, or one thread opening several streams before
+/// reading them, would otherwise wait for itself.
+fn held() -> &'static Mutex<std::collections::HashMap<std::thread::ThreadId, usize>> {
+    static HELD: std::sync::OnceLock<
+        Mutex<std::collections::HashMap<std::thread::ThreadId, usize>>,
+    > = std::sync::OnceLock::new();
+    HELD.get_or_init(Mutex::default)
+}
 
 impl Slots {
     const fn new(n: usize) -> Self {
@@ -31,13 +45,33 @@ impl Slots {
 
     /// Takes a slot, waiting for one while `stop` says to go on.
     pub(super) fn take(&'static self, stop: &mut dyn FnMut() -> bool) -> Result<Slot> {
+        let thread = std::thread::current().id();
+        let mut held_here = held().lock().unwrap_or_else(PoisonError::into_inner);
+        let count = held_here.entry(thread).or_insert(0);
+        *count += 1;
+        if *count > 1 {
+            return Ok(Slot {
+                slots: self,
+                counted: false,
+                thread,
+            });
+        }
+        drop(held_here);
+        let slot = Slot {
+            slots: self,
+            counted: true,
+            thread,
+        };
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
             if *free > 0 {
                 *free -= 1;
-                return Ok(Slot(self));
+                return Ok(slot);
             }
             if stop() {
+                drop(free);
+                let mut slot = slot;
+                slot.counted = false; // nothing to give back
                 return Err(Error::cancelled("The request was cancelled"));
             }
             free = self
@@ -51,8 +85,23 @@ impl Slots {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        *self.0.free.lock().unwrap_or_else(PoisonError::into_inner) += 1;
-        self.0.freed.notify_one();
+        {
+            let mut held_here = held().lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(count) = held_here.get_mut(&self.thread) {
+                *count -= 1;
+                if *count == 0 {
+                    held_here.remove(&self.thread);
+                }
+            }
+        }
+        if self.counted {
+            *self
+                .slots
+                .free
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) += 1;
+            self.slots.freed.notify_one();
+        }
     }
 }
 
@@ -63,8 +112,14 @@ mod tests {
     #[test]
     fn a_full_bound_waits_until_a_slot_is_given_back_or_the_caller_stops() {
         static TWO: Slots = Slots::new(2);
-        let a = TWO.take(&mut || false).unwrap();
-        let _b = TWO.take(&mut || false).unwrap();
+        // Taken by other threads: a thread that holds one would not wait (the next test).
+        let take_elsewhere = || {
+            std::thread::spawn(|| TWO.take(&mut || false).unwrap())
+                .join()
+                .unwrap()
+        };
+        let a = take_elsewhere();
+        let _b = take_elsewhere();
         let mut asked = 0;
         let error = TWO
             .take(&mut || {
@@ -80,5 +135,29 @@ mod tests {
         });
         let _c = TWO.take(&mut || false).unwrap();
         giver.join().unwrap();
+    }
+
+    #[test]
+    fn a_thread_that_holds_a_slot_takes_more_without_waiting() {
+        static ONE: Slots = Slots::new(1);
+        let first = ONE.take(&mut || false).unwrap();
+        // The same thread (a predictor calling the client; streams opened before reading):
+        // had it waited, it would wait for itself.
+        let second = ONE.take(&mut || panic!("waited")).unwrap();
+        let other = std::thread::spawn(|| {
+            let mut asked = 0;
+            ONE.take(&mut || {
+                asked += 1;
+                asked == 2
+            })
+            .is_err()
+        });
+        assert!(
+            other.join().unwrap(),
+            "another thread waits for the one slot"
+        );
+        drop(second);
+        drop(first);
+        assert!(ONE.take(&mut || panic!("waited")).is_ok());
     }
 }

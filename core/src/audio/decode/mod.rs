@@ -138,6 +138,15 @@ fn decode(
             MetadataOptions::default(),
         )
         .map_err(|e| match (e, container_of(bytes)) {
+            // symphonia reports a missing part (a truncated file) as unsupported too.
+            (SymphoniaError::Unsupported(what), Some(container))
+                if !what.contains("missing") && !what.contains("truncated") =>
+            {
+                invalid_file(
+                    filename,
+                    &format!("looks like {container} but holds what ingle cannot read ({what})"),
+                )
+            }
             // The magic says what it is, so it is damaged, not unsupported.
             (e, Some(container)) => invalid_file(
                 filename,

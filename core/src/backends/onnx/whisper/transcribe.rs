@@ -18,8 +18,8 @@ const SAMPLE_LEN: usize = 224;
 const COMPRESSION_RATIO_THRESHOLD: f64 = 2.4;
 const LOGPROB_THRESHOLD: f64 = -1.0;
 const NO_SPEECH_THRESHOLD: f64 = 0.6;
-/// A window quieter than this (RMS, -80 dBFS: below the noise of a 16-bit recording's quietest
-/// room) is silence, skipped before the encoder runs. Whisper's own no-speech test does not
+/// A window whose every 20 ms is quieter than this (RMS, -80 dBFS: below the noise of a 16-bit
+/// recording's quietest room) is silence, skipped before the encoder runs. Whisper's own no-speech test does not
 /// catch digital silence: tiny.en hears " you" in it with an average log-probability of -0.3.
 const SILENCE_RMS: f64 = 1e-4;
 /// The first timestamp of a window is at most 1 s in.
@@ -357,13 +357,19 @@ impl Transcriber {
         let segment_duration = (segment_size * HOP) as f64 / SAMPLE_RATE as f64;
         let samples = &self.audio[(seek * HOP).min(self.audio.len())
             ..((seek + segment_size) * HOP).min(self.audio.len())];
-        let rms = (samples
-            .iter()
-            .map(|&x| f64::from(x) * f64::from(x))
-            .sum::<f64>()
-            / samples.len().max(1) as f64)
-            .sqrt();
-        if rms < SILENCE_RMS {
+        // The loudest 20 ms, not the window's mean: a short quiet word in 30 s is not silence.
+        let loudest = samples
+            .chunks(SAMPLE_RATE / 50)
+            .map(|frame| {
+                (frame
+                    .iter()
+                    .map(|&x| f64::from(x) * f64::from(x))
+                    .sum::<f64>()
+                    / frame.len() as f64)
+                    .sqrt()
+            })
+            .fold(0.0, f64::max);
+        if loudest < SILENCE_RMS {
             self.seek += segment_size;
             return Ok(());
         }
