@@ -12,7 +12,12 @@
 //! raised asynchronously (`PyThreadState_SetAsyncExc`), as Ctrl-C would, at its next Python
 //! instruction (code blocked in C, a `sleep`, sees it when it returns). Once the step returns
 //! to the engine, an exception not yet delivered is withdrawn, so it can never land in code
-//! that runs later in that thread.
+//! that runs later in that thread. One that lands in ingle's wrapper just after the predictor's
+//! code returned ends the step as cancelled all the same; `_after_interrupt` then unregisters
+//! the runner, though the thread's log context may stay set to that prediction's logs.
+//! Not stopped: an `async` predictor blocked in synchronous code (its loop cannot run the
+//! cancellation), code blocked in C without a timeout, and predictions served by
+//! `ingle.serve` (the server sees a client leave at the next output).
 
 use pyo3::prelude::*;
 use std::cell::Cell;
