@@ -20,7 +20,7 @@ fs.copyFileSync(built, addon);
 // machine runs is loaded at start) go next to the addon, which finds them through its
 // RPATH $ORIGIN (see build.rs).
 const release = path.dirname(built);
-const runtime = fs.readdirSync(release).filter((name) => /^lib(llama|ggml|ggml-base)\.so\.\d+$|^libggml-cpu-.*\.so$/.test(name));
+const runtime = fs.readdirSync(release).filter((name) => /^lib(llama|ggml|ggml-base)\.so\.\d+$|^libggml-(cpu-.*|vulkan|cuda)\.so$/.test(name));
 if (process.platform === 'linux' && runtime.length === 0) {
   throw new Error(`ingle: llama.cpp's runtime (libllama.so.0, libggml-cpu-*.so) is missing from ${release}`);
 }

@@ -12,6 +12,8 @@ import type {
 export * from './responses';
 import type { Metrics } from './metrics';
 export * from './metrics';
+import type { SystemInfo } from './system';
+export * from './system';
 
 // Types of the `ingle` package. The response types have the shapes of the `openai` package's
 // (`ChatCompletion`, `ChatCompletionChunk`, `Completion`, `Model`, `Transcription`, ...), so
@@ -772,19 +774,6 @@ export declare class PredictorDefinitionError extends TypeError {
 /** The version of ingle. */
 export declare const version: string;
 /** What ingle runs with on this machine. */
-export interface SystemInfo {
-  version: string;
-  /** The CPU variant of llama.cpp's kernels in use: `zen4`, `icelake`, `haswell`... */
-  cpu_variant: string;
-  /** `best` (the highest-scoring variant this CPU runs) or `INGLE_CPU_VARIANT`. */
-  cpu_variant_chosen_by: string;
-  /** Every variant considered, with its score here (0: this CPU cannot run it). */
-  cpu_variants: Record<string, number>;
-  cpu_variants_excluded: Record<string, string>;
-  cpu_features: string;
-  cpu_backend_path: string;
-  default_threads: number;
-}
 /** Loads llama.cpp's CPU backend if it is not yet, and says what ingle runs with. */
 export declare function systemInfo(): SystemInfo;
 

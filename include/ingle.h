@@ -567,8 +567,10 @@ enum IngleStatus ingle_models_unload(struct IngleClient *client,
 /**
  * What ingle runs with here, as JSON: its version and the CPU variant of llama.cpp's kernels
  * loaded for this machine (`{"version", "cpu_variant", "cpu_variant_chosen_by",
- * "cpu_variants": [[name, score]...], "cpu_features", ...}`); loads that variant if no model
- * has yet. `*out_json` is freed with `ingle_string_free`.
+ * "cpu_variants": [[name, score]...], "cpu_features", ...}`), the GPU modules and devices
+ * (`"gpu": {"requested", "loaded", "skipped", "devices"}`) and where each chat model runs
+ * (`"offloads"`); loads that variant if no model has yet. `*out_json` is freed with
+ * `ingle_string_free`.
  */
 enum IngleStatus ingle_system_info(char **out_json);
 

@@ -10,6 +10,8 @@
 //! n_ctx = 2048                          # context size per request
 //! threads = 2                           # default: physical cores
 //! parallel = 4                          # requests decoded side by side
+//! # n_gpu_layers = 16                   # default: all that fit on the GPU (none without one)
+//! # device = "CUDA0"                    # default: the GPU with the most free memory
 //! # chat_template = "chatml"            # when the GGUF has no template
 //!
 //! [[predictors]]
@@ -112,6 +114,16 @@ pub struct PredictorConfig {
     /// How many requests are decoded side by side (sequences of one batch). Default 4.
     #[serde(default)]
     pub parallel: Option<u32>,
+    /// Layers of a chat model put on the GPU (`scripts/build-gpu-modules`; 0: none). Default:
+    /// all that fit in the device's free memory with the KV cache, fewer where they do not.
+    /// A number given is an error where it does not fit.
+    #[serde(default)]
+    pub n_gpu_layers: Option<u32>,
+    /// The GPU a chat model runs on, by index among the GPUs (`0`), ggml name (`Vulkan0`,
+    /// `CUDA1`) or a part of its description (`H100`); `cpu` for none. Default: the GPU with
+    /// the most free memory.
+    #[serde(default)]
+    pub device: Option<String>,
     /// A chat template (a llama.cpp template name such as `chatml`, or the template text)
     /// used when the model has none, or to override its own.
     #[serde(default)]
@@ -206,6 +218,8 @@ impl PredictorConfig {
             n_ctx: None,
             threads: None,
             parallel: None,
+            n_gpu_layers: None,
+            device: None,
             chat_template: None,
             tokenizer: None,
             max_length: None,
@@ -271,6 +285,16 @@ impl PredictorConfig {
 
     pub fn threads(mut self, threads: u32) -> Self {
         self.threads = Some(threads);
+        self
+    }
+
+    pub fn n_gpu_layers(mut self, layers: u32) -> Self {
+        self.n_gpu_layers = Some(layers);
+        self
+    }
+
+    pub fn device(mut self, device: impl Into<String>) -> Self {
+        self.device = Some(device.into());
         self
     }
 

@@ -84,6 +84,10 @@ pub struct SystemInfo {
     pub cpu_backend_path: String,
     /// Threads a model decodes with when its config does not say.
     pub default_threads: u32,
+    /// The GPU modules loaded and skipped, and the GPUs they found (`INGLE_DEVICE`).
+    pub gpu: backends::llama::gpu::GpuBackends,
+    /// Where each chat model loaded so far runs: its GPU and layers there, or the CPU.
+    pub offloads: Vec<backends::llama::gpu::Offload>,
 }
 
 /// Loads llama.cpp's CPU backend if it is not yet, and says what ingle runs with.
@@ -100,6 +104,10 @@ pub fn system_info() -> Result<SystemInfo> {
         cpu_features: cpu.features.clone(),
         cpu_backend_path: cpu.path.display().to_string(),
         default_threads: backends::cores::default_threads(),
+        gpu: backends::llama::gpu::loaded()
+            .cloned()
+            .ok_or_else(|| Error::internal("the GPU backends were not loaded"))?,
+        offloads: backends::llama::gpu::offloads(),
     })
 }
 

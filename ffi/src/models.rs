@@ -128,8 +128,10 @@ pub unsafe extern "C" fn ingle_models_unload(
 
 /// What ingle runs with here, as JSON: its version and the CPU variant of llama.cpp's kernels
 /// loaded for this machine (`{"version", "cpu_variant", "cpu_variant_chosen_by",
-/// "cpu_variants": [[name, score]...], "cpu_features", ...}`); loads that variant if no model
-/// has yet. `*out_json` is freed with `ingle_string_free`.
+/// "cpu_variants": [[name, score]...], "cpu_features", ...}`), the GPU modules and devices
+/// (`"gpu": {"requested", "loaded", "skipped", "devices"}`) and where each chat model runs
+/// (`"offloads"`); loads that variant if no model has yet. `*out_json` is freed with
+/// `ingle_string_free`.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_system_info(out_json: *mut *mut c_char) -> IngleStatus {
     ffi_call(|| {

@@ -7,6 +7,7 @@
     print(r.choices[0].message.content)
 """
 
+from . import _cuda  # before the native module starts llama.cpp: where CUDA's wheels are
 from . import types
 from ._arguments import NOT_GIVEN
 from ._client import AsyncOpenAI, AsyncStream, OpenAI, Stream
@@ -34,8 +35,9 @@ from ._response import (
 
 
 def system_info() -> dict:
-    """What ingle runs with here: its version, and the CPU variant of llama.cpp's kernels
-    loaded for this machine (``cpu_variant``, with every variant's score)."""
+    """What ingle runs with here: its version, the CPU variant of llama.cpp's kernels loaded
+    for this machine (``cpu_variant``, with every variant's score), the GPU modules loaded or
+    skipped and the GPUs they found (``gpu``), and where each chat model runs (``offloads``)."""
     import json
 
     return json.loads(_system_info())

@@ -59,7 +59,7 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
             if let Some(template) = &predictor.chat_template {
                 llama::check_chat_template(template)?;
             }
-            Ok(())
+            llama::gpu::check_device(predictor)
         }
         #[cfg(not(feature = "llama"))]
         Backend::Llama => Err(without_llama()),
@@ -104,6 +104,8 @@ pub(crate) fn reject_options(predictor: &PredictorConfig, options: &[&str]) -> R
     let given = |name: &str| match name {
         "n_ctx" => predictor.n_ctx.is_some(),
         "parallel" => predictor.parallel.is_some(),
+        "n_gpu_layers" => predictor.n_gpu_layers.is_some(),
+        "device" => predictor.device.is_some(),
         "chat_template" => predictor.chat_template.is_some(),
         "tokenizer" => predictor.tokenizer.is_some(),
         "max_length" => predictor.max_length.is_some(),

@@ -1,5 +1,6 @@
 //! Checks at load: a GGUF file that is one, and a KV cache that fits in the memory there is.
 
+use crate::config::PredictorConfig;
 use crate::error::{Error, Result};
 use llama_cpp_2::model::LlamaModel;
 use std::path::Path;
@@ -65,4 +66,33 @@ pub(super) fn available_memory() -> Option<u64> {
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// The context per sequence and the sequences of `config`'s model: what the config leaves out
+/// shrinks until the KV cache takes at most half the memory available (what it sets is checked
+/// as given, by `check_kv_memory`).
+pub(super) fn context_size(
+    config: &PredictorConfig,
+    model: &LlamaModel,
+    parallel: u32,
+) -> (u32, u32) {
+    let mut parallel = parallel;
+    let mut n_ctx = config
+        .n_ctx
+        .unwrap_or(super::DEFAULT_N_CTX)
+        .min(model.n_ctx_train())
+        .max(crate::config::MIN_N_CTX);
+    if let Some(available) = available_memory() {
+        let budget = available / 2;
+        while kv_bytes(model, n_ctx, parallel) > budget {
+            if config.parallel.is_none() && parallel > 1 {
+                parallel /= 2;
+            } else if config.n_ctx.is_none() && n_ctx / 2 >= crate::config::MIN_N_CTX {
+                n_ctx /= 2;
+            } else {
+                break;
+            }
+        }
+    }
+    (n_ctx, parallel)
 }

@@ -13,6 +13,7 @@
 mod constrain;
 pub mod cpu;
 mod format;
+pub mod gpu;
 mod memory;
 mod options;
 mod sampling;
@@ -24,7 +25,7 @@ pub use signature::signature;
 
 use format::ChatFormat;
 pub use format::{check_chat_template, gguf_chat_template, is_jinja};
-use memory::{available_memory, check_gguf, check_kv_memory, kv_bytes};
+use memory::{check_gguf, check_kv_memory, context_size, kv_bytes};
 use sampling::{random_seed, Sampling};
 use scheduler::{Job, Lazy, Scheduler};
 use stream::TextStream;
@@ -39,7 +40,6 @@ use crate::predict::{
 use crate::value::Value;
 use constrain::{Grammars, ToolSpec};
 use llama_cpp_2::llama_backend::LlamaBackend;
-use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::logit_bias::LlamaLogitBias;
@@ -75,7 +75,10 @@ pub fn backend() -> Result<&'static LlamaBackend> {
                 llama_cpp_2::LogOptions::default().with_logs_enabled(enabled),
             );
             // The CPU kernels are a module picked for this machine; nothing runs without one.
-            cpu::load()?;
+            // The GPU modules beside it are loaded where their drivers and devices are.
+            let cpu = cpu::load()?;
+            let dir = cpu.path.parent().unwrap_or(Path::new("."));
+            gpu::load(dir)?;
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
@@ -149,7 +152,7 @@ impl LlamaPredictor {
         }
         check_gguf(model_path, &config.tag)?;
         let threads = capped_threads(config.threads, &config.tag);
-        let mut parallel = config.parallel.unwrap_or(DEFAULT_PARALLEL);
+        let parallel = config.parallel.unwrap_or(DEFAULT_PARALLEL);
         if parallel == 0 || parallel > crate::config::MAX_PARALLEL {
             return Err(Error::invalid(
                 "parallel",
@@ -161,33 +164,16 @@ impl LlamaPredictor {
             ));
         }
         let backend = backend()?;
-        let model = LlamaModel::load_from_file(backend, model_path, &LlamaModelParams::default())
-            .map_err(|e| {
+        let offload = gpu::offload(backend, config, model_path, parallel)?;
+        let params = gpu::model_params(&offload)?;
+        let model = LlamaModel::load_from_file(backend, model_path, &params).map_err(|e| {
             Error::model(format!(
                 "Cannot load {} for `{}`: {e}",
                 model_path.display(),
                 config.tag
             ))
         })?;
-        let mut n_ctx = config
-            .n_ctx
-            .unwrap_or(DEFAULT_N_CTX)
-            .min(model.n_ctx_train())
-            .max(crate::config::MIN_N_CTX);
-        // Defaults fit the machine: what the config leaves out shrinks until the KV cache
-        // takes at most half the memory available (what it sets is checked as given).
-        if let Some(available) = available_memory() {
-            let budget = available / 2;
-            while kv_bytes(&model, n_ctx, parallel) > budget {
-                if config.parallel.is_none() && parallel > 1 {
-                    parallel /= 2;
-                } else if config.n_ctx.is_none() && n_ctx / 2 >= crate::config::MIN_N_CTX {
-                    n_ctx /= 2;
-                } else {
-                    break;
-                }
-            }
-        }
+        let (n_ctx, parallel) = context_size(config, &model, parallel);
         check_kv_memory(&model, n_ctx, parallel, &config.tag)?;
         let sampling = Sampling::of(&model, &config.defaults);
         let template = ChatFormat::of(&model, config)?;

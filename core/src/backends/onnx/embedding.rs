@@ -46,6 +46,8 @@ pub const EMBEDDING_UNUSED_OPTIONS: &[&str] = &[
     "voice_config",
     "voices",
     "defaults",
+    "n_gpu_layers",
+    "device",
 ];
 /// Texts run through the model at once; more are split into sub-batches of this size.
 const SUB_BATCH: usize = 32;

@@ -32,6 +32,8 @@ pub const SPEECH_UNUSED_OPTIONS: &[&str] = &[
     "tokenizer",
     "max_length",
     "defaults",
+    "n_gpu_layers",
+    "device",
 ];
 /// Speed bounds (OpenAI's).
 pub const MIN_SPEED: f64 = 0.25;

@@ -43,6 +43,8 @@ pub const TRANSCRIPTION_UNUSED_OPTIONS: &[&str] = &[
     "voice_config",
     "voices",
     "defaults",
+    "n_gpu_layers",
+    "device",
 ];
 
 /// The rate Whisper hears at.

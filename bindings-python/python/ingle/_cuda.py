@@ -1,0 +1,37 @@
+"""Where NVIDIA's CUDA wheels are, for llama.cpp's CUDA module.
+
+``pip install ingle[cuda]`` brings CUDA's runtime and cuBLAS as NVIDIA's wheels
+(``nvidia-cuda-runtime-cu12``, ``nvidia-cublas-cu12``), which put their libraries in
+``site-packages/nvidia/*/lib``, a directory the dynamic loader does not search. ingle loads them
+itself before the CUDA module (core/src/backends/llama/gpu.rs) from the directories named in
+``INGLE_CUDA_PATH``; this adds the wheels' directories to it, as PyTorch and onnxruntime-gpu find
+the same wheels. Without them nothing changes: a system CUDA is used where there is one, else the
+CUDA module is skipped and a GPU is used through Vulkan, or none.
+"""
+
+import os
+
+
+def _wheel_library_dirs():
+    try:
+        import nvidia  # a namespace package: one entry per site-packages that has NVIDIA wheels
+    except ImportError:
+        return []
+    dirs = []
+    for root in getattr(nvidia, "__path__", []):
+        for part in ("cuda_runtime", "cublas"):
+            lib = os.path.join(root, part, "lib")
+            if os.path.isdir(lib):
+                dirs.append(lib)
+    return dirs
+
+
+def _add_to_search_path():
+    dirs = _wheel_library_dirs()
+    if not dirs:
+        return
+    given = [d for d in os.environ.get("INGLE_CUDA_PATH", "").split(os.pathsep) if d]
+    os.environ["INGLE_CUDA_PATH"] = os.pathsep.join(given + [d for d in dirs if d not in given])
+
+
+_add_to_search_path()
