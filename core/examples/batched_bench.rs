@@ -31,7 +31,11 @@ fn main() {
         .map(|b| b.parse().unwrap())
         .collect();
     let config = Config::default();
-    let path = config.model_path(&config.predictors[0]);
+    // INGLE_BENCH_MODEL: another GGUF of the models directory (scripts/bench gpu).
+    let path = match std::env::var("INGLE_BENCH_MODEL") {
+        Ok(file) => ingle::config::default_models_dir().join(file),
+        Err(_) => config.model_path(&config.predictors[0]),
+    };
     let model = LlamaModel::load_from_file(backend().unwrap(), &path, &LlamaModelParams::default())
         .unwrap();
     // BENCH_THREADS overrides the physical cores (e.g. under taskset, which they ignore).
