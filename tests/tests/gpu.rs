@@ -502,3 +502,38 @@ fn a_model_bigger_than_the_gpu_is_split_or_refused_naming_n_gpu_layers() {
         error.message
     );
 }
+
+/// A CUDA module on a machine without CUDA's driver (here: a stand-in file, as the packages
+/// built with `--cuda` carry the real one) is skipped with its reason and one line on stderr
+/// under INGLE_LOG, never an error; the CPU runs.
+#[test]
+fn a_gpu_module_without_its_driver_is_skipped_with_one_line() {
+    let _one = one_at_a_time();
+    on_vulkan();
+    let info = ingle::system_info().unwrap();
+    let cpu_module = std::path::Path::new(&info.cpu_backend_path);
+    let dir = std::env::temp_dir().join(format!("ingle-gpu-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join(cpu_module.file_name().unwrap());
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(cpu_module, &link).unwrap();
+    std::fs::write(dir.join("libggml-cuda.so"), b"not a library").unwrap();
+    let (ok, out) = child(&[
+        ("INGLE_BACKENDS_DIR", dir.to_str().unwrap()),
+        ("INGLE_LOG", "1"),
+    ]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(ok, "{out}");
+    assert!(out.contains("INFO "), "{out}");
+    let skipped: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("ingle: the cuda backend is skipped: "))
+        .collect();
+    assert_eq!(skipped.len(), 1, "{out}");
+    // Without NVIDIA's driver the first library is missing; with it, the stand-in fails to load.
+    assert!(
+        skipped[0].contains("libcuda.so.1") || skipped[0].contains("libggml-cuda.so"),
+        "{out}"
+    );
+    assert!(out.contains(r#"["cuda","#), "{out}");
+}

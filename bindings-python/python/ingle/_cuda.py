@@ -1,8 +1,9 @@
 """Where NVIDIA's CUDA wheels are, for llama.cpp's CUDA module.
 
 ``pip install ingle[cuda]`` brings CUDA's runtime and cuBLAS as NVIDIA's wheels
-(``nvidia-cuda-runtime-cu12``, ``nvidia-cublas-cu12``), which put their libraries in
-``site-packages/nvidia/*/lib``, a directory the dynamic loader does not search. ingle loads them
+(``nvidia-cuda-runtime``, ``nvidia-cublas``: CUDA 13, whose compiler built the module), which put
+their libraries in ``site-packages/nvidia/cu13/lib`` (CUDA 12's: ``nvidia/*/lib``), a directory
+the dynamic loader does not search. ingle loads them
 itself before the CUDA module (core/src/backends/llama/gpu.rs) from the directories named in
 ``INGLE_CUDA_PATH``; this adds the wheels' directories to it, as PyTorch and onnxruntime-gpu find
 the same wheels. Without them nothing changes: a system CUDA is used where there is one, else the
@@ -19,7 +20,8 @@ def _wheel_library_dirs():
         return []
     dirs = []
     for root in getattr(nvidia, "__path__", []):
-        for part in ("cuda_runtime", "cublas"):
+        # CUDA 13's wheels share nvidia/cu13/lib; CUDA 12's have one directory each.
+        for part in ("cu13", "cuda_runtime", "cublas"):
             lib = os.path.join(root, part, "lib")
             if os.path.isdir(lib):
                 dirs.append(lib)

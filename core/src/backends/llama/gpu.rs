@@ -50,7 +50,8 @@ struct Module {
     /// `INGLE_DEVICE`'s name for it.
     backend: &'static str,
     file: &'static str,
-    /// The driver and runtime libraries it calls, loaded (RTLD_GLOBAL) before it. The modules
+    /// The driver and runtime libraries it calls, loaded (RTLD_GLOBAL) before it (`a|b`: the
+    /// first of them found). The modules
     /// do not name them as dependencies (`scripts/build-gpu-modules` removes them), so that the
     /// packages carry no link to a library a machine may not have, and so that ingle can look
     /// for them where NVIDIA's wheels put them (`INGLE_CUDA_PATH`).
@@ -61,11 +62,13 @@ const MODULES: &[Module] = &[
     Module {
         backend: "cuda",
         file: "libggml-cuda.so",
+        // CUDA 13 (what scripts/build-gpu-modules builds with from NVIDIA's wheels), else 12
+        // (a module built against a system CUDA 12).
         libraries: &[
             "libcuda.so.1",
-            "libcudart.so.12",
-            "libcublasLt.so.12",
-            "libcublas.so.12",
+            "libcudart.so.13|libcudart.so.12",
+            "libcublasLt.so.13|libcublasLt.so.12",
+            "libcublas.so.13|libcublas.so.12",
         ],
     },
     Module {
@@ -196,17 +199,21 @@ fn preload(libraries: &[&str]) -> Result<(), String> {
     for var in ["CUDA_HOME", "CUDA_PATH"] {
         if let Some(home) = std::env::var_os(var).filter(|v| !v.is_empty()) {
             dirs.push(Path::new(&home).join("lib64"));
+            dirs.push(Path::new(&home).join("lib"));
         }
     }
     dirs.push("/usr/local/cuda/lib64".into());
     for library in libraries {
-        let mut candidates = vec![library.to_string()];
-        candidates.extend(
-            dirs.iter()
-                .map(|d| d.join(library))
-                .filter(|p| p.is_file())
-                .map(|p| p.display().to_string()),
-        );
+        let names: Vec<&str> = library.split('|').collect();
+        let mut candidates: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        for name in &names {
+            candidates.extend(
+                dirs.iter()
+                    .map(|d| d.join(name))
+                    .filter(|p| p.is_file())
+                    .map(|p| p.display().to_string()),
+            );
+        }
         let mut first_error = None;
         let loaded = candidates.iter().any(|candidate| {
             let Ok(c) = CString::new(candidate.as_bytes()) else {
@@ -220,7 +227,9 @@ fn preload(libraries: &[&str]) -> Result<(), String> {
             !handle.is_null()
         });
         if !loaded {
-            return Err(first_error.unwrap_or_else(|| format!("{library} is not found")));
+            return Err(
+                first_error.unwrap_or_else(|| format!("{} is not found", names.join(" or ")))
+            );
         }
     }
     Ok(())
