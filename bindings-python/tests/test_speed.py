@@ -1,4 +1,8 @@
-"""Runtime CPU dispatch, the prompt cache and unloading, through the Python package."""
+"""Runtime CPU dispatch, the GPU modules, the prompt cache and unloading, through the Python
+package."""
+
+import os
+import sys
 
 import openai.types
 
@@ -22,6 +26,30 @@ def test_system_info_names_the_best_variant():
     assert info["cpu_variant"] in scores and scores[info["cpu_variant"]] == max(scores.values()) > 0
     assert info["cpu_features"].startswith("CPU : ")
     assert info["cpu_backend_path"].endswith(f"libggml-cpu-{info['cpu_variant']}.so")
+
+
+def test_system_info_says_what_became_of_the_gpu_modules():
+    gpu = ingle.system_info()["gpu"]
+    assert gpu["requested"] == os.environ.get("INGLE_DEVICE", "auto")
+    backends = [b for b, _ in gpu["loaded"]] + [b for b, _ in gpu["skipped"]]
+    assert sorted(backends) == ["cuda", "vulkan"], gpu
+    assert all(d["memory_total"] > 0 for d in gpu["devices"]), gpu
+
+
+def test_the_cuda_wheels_libraries_are_added_to_ingles_search_path(tmp_path, monkeypatch):
+    # What `pip install ingle[cuda]` lays out: NVIDIA's namespace package `nvidia`, with CUDA
+    # 13's libraries in nvidia/cu13/lib (CUDA 12's wheels: nvidia/cuda_runtime/lib, ...).
+    (tmp_path / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    (tmp_path / "nvidia" / "cublas" / "lib").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "nvidia", raising=False)
+    monkeypatch.setenv("INGLE_CUDA_PATH", "/opt/mine")
+    from ingle._cuda import add_to_search_path
+
+    add_to_search_path()
+    add_to_search_path()  # twice: nothing is added twice
+    assert os.environ["INGLE_CUDA_PATH"].split(os.pathsep) == [
+        "/opt/mine", str(tmp_path / "nvidia" / "cu13" / "lib"), str(tmp_path / "nvidia" / "cublas" / "lib")]
 
 
 def greedy(client, messages):

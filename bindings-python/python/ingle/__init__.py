@@ -7,7 +7,9 @@
     print(r.choices[0].message.content)
 """
 
-from . import _cuda  # before the native module starts llama.cpp: where CUDA's wheels are
+from ._cuda import add_to_search_path as _add_cuda_wheels_to_search_path
+
+_add_cuda_wheels_to_search_path()  # before the native module starts llama.cpp
 from . import types
 from ._arguments import NOT_GIVEN
 from ._client import AsyncOpenAI, AsyncStream, OpenAI, Stream

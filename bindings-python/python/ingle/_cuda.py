@@ -28,12 +28,10 @@ def _wheel_library_dirs():
     return dirs
 
 
-def _add_to_search_path():
+def add_to_search_path():
     dirs = _wheel_library_dirs()
     if not dirs:
         return
     given = [d for d in os.environ.get("INGLE_CUDA_PATH", "").split(os.pathsep) if d]
     os.environ["INGLE_CUDA_PATH"] = os.pathsep.join(given + [d for d in dirs if d not in given])
 
-
-_add_to_search_path()
