@@ -104,8 +104,7 @@ pub fn system_info() -> Result<SystemInfo> {
         cpu_features: cpu.features.clone(),
         cpu_backend_path: cpu.path.display().to_string(),
         default_threads: backends::cores::default_threads(),
-        gpu: backends::llama::gpu::loaded()
-            .cloned()
+        gpu: backends::llama::gpu::with_memory()
             .ok_or_else(|| Error::internal("the GPU backends were not loaded"))?,
         offloads: backends::llama::gpu::offloads(),
     })

@@ -29,7 +29,7 @@ pub struct GpuDevice {
     /// `Vulkan` or `CUDA`.
     pub backend: String,
     pub memory_total: u64,
-    /// Free when ingle started (models loaded since hold some).
+    /// Free when `system_info()` was called.
     pub memory_free: u64,
 }
 
@@ -168,17 +168,30 @@ fn load_all(dir: &Path) -> Result<GpuBackends, String> {
                 }
                 out.skipped.push((backend.to_string(), why));
             }
-            Ok(devices) if devices.is_empty() => {
-                let why = "no device".to_string();
-                log_skip(backend, &why);
-                if requested == Requested::Only(backend) {
-                    return Err(format!(
-                        "INGLE_DEVICE={backend}: the module loaded but found no device"
-                    ));
+            Ok(mut devices) => {
+                // An NVIDIA GPU is seen by both modules (CUDA is loaded first): it is CUDA's.
+                let seen = |d: &GpuDevice| {
+                    out.devices
+                        .iter()
+                        .any(|c| c.description.eq_ignore_ascii_case(&d.description))
+                };
+                let found = devices.len();
+                devices.retain(|d| !seen(d));
+                let why = if found > 0 {
+                    format!("its {found} device(s) are the CUDA backend's")
+                } else {
+                    "no device".to_string()
+                };
+                if devices.is_empty() {
+                    log_skip(backend, &why);
+                    if requested == Requested::Only(backend) {
+                        return Err(format!(
+                            "INGLE_DEVICE={backend}: the module loaded but found no device"
+                        ));
+                    }
+                    out.skipped.push((backend.to_string(), why));
+                    continue;
                 }
-                out.skipped.push((backend.to_string(), why));
-            }
-            Ok(devices) => {
                 out.loaded
                     .push((backend.to_string(), path.display().to_string()));
                 out.devices.extend(devices);
@@ -265,8 +278,6 @@ fn load_module(path: &Path) -> Result<Vec<GpuDevice>, String> {
             {
                 continue;
             }
-            let (mut free, mut total) = (0usize, 0usize);
-            llama_cpp_sys_2::ggml_backend_dev_memory(dev, &mut free, &mut total);
             let ggml_index = (0..llama_cpp_sys_2::ggml_backend_dev_count())
                 .find(|&j| llama_cpp_sys_2::ggml_backend_dev_get(j) == dev)
                 .ok_or("a device ggml registered is not in its device list")?;
@@ -275,8 +286,9 @@ fn load_module(path: &Path) -> Result<Vec<GpuDevice>, String> {
                 name: c_string(llama_cpp_sys_2::ggml_backend_dev_name(dev)),
                 description: c_string(llama_cpp_sys_2::ggml_backend_dev_description(dev)),
                 backend: backend.clone(),
-                memory_total: total as u64,
-                memory_free: free as u64,
+                // Asked when needed (`memory`): CUDA makes a context on the GPU to answer.
+                memory_total: 0,
+                memory_free: 0,
             });
         }
     }
@@ -427,15 +439,28 @@ fn record(offload: &Offload) {
     all.push(offload.clone());
 }
 
-/// Free memory on a device now (models loaded since start hold some).
-fn free_now(device: &GpuDevice) -> u64 {
+/// A device's free and total memory now (models loaded hold some).
+pub fn memory(device: &GpuDevice) -> (u64, u64) {
     let (mut free, mut total) = (0usize, 0usize);
     // SAFETY: `ggml_index` is a registered device; the call fills two integers.
     unsafe {
         let dev = llama_cpp_sys_2::ggml_backend_dev_get(device.ggml_index);
         llama_cpp_sys_2::ggml_backend_dev_memory(dev, &mut free, &mut total);
     }
-    free as u64
+    (free as u64, total as u64)
+}
+
+fn free_now(device: &GpuDevice) -> u64 {
+    memory(device).0
+}
+
+/// The outcome of [`load`] with each device's memory as it is now.
+pub fn with_memory() -> Option<GpuBackends> {
+    let mut backends = loaded()?.clone();
+    for device in &mut backends.devices {
+        (device.memory_free, device.memory_total) = memory(device);
+    }
+    Some(backends)
 }
 
 /// The sizes that decide an offload, in bytes: the weights and the KV cache of all sequences.
@@ -448,7 +473,7 @@ pub struct ModelSize {
 /// Kept free on the device for llama.cpp's compute buffers and the driver: 256 MiB, or 1/20 of
 /// the device where that is more.
 fn reserve(device: &GpuDevice) -> u64 {
-    (256u64 << 20).max(device.memory_total / 20)
+    (256u64 << 20).max(memory(device).1 / 20)
 }
 
 /// The GPU `config.device` names (by index, ggml name or a part of its description), else
@@ -465,14 +490,27 @@ fn chosen_device<'a>(
             if wanted_lower == "cpu" {
                 return Ok(None);
             }
-            let found = devices.iter().enumerate().find(|(i, d)| {
-                wanted_lower == i.to_string()
-                    || d.name.to_lowercase() == wanted_lower
-                    || (!wanted_lower.is_empty()
-                        && d.description.to_lowercase().contains(&wanted_lower))
-            });
+            // An index (digits only), else a ggml name, else a part of a description: in
+            // that order over all GPUs, so `1` is the second GPU, not the first whose name
+            // has a 1 in it.
+            let found = if wanted_lower.chars().all(|c| c.is_ascii_digit()) {
+                wanted_lower
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| devices.get(i))
+            } else {
+                devices
+                    .iter()
+                    .find(|d| d.name.to_lowercase() == wanted_lower)
+                    .or_else(|| {
+                        devices.iter().find(|d| {
+                            !wanted_lower.is_empty()
+                                && d.description.to_lowercase().contains(&wanted_lower)
+                        })
+                    })
+            };
             match found {
-                Some((_, d)) => Some(d),
+                Some(d) => Some(d),
                 None if devices.is_empty() => {
                     return Err(Error::invalid(
                         "device",
@@ -508,8 +546,10 @@ fn chosen_device<'a>(
 /// An error unless `config.device` names a GPU of this process (loading the GPU modules if
 /// they are not yet): the config is checked before its model loads.
 pub fn check_device(config: &crate::config::PredictorConfig) -> crate::Result<()> {
-    if config.device.is_none() {
-        return Ok(());
+    match config.device.as_deref().map(str::trim) {
+        None => return Ok(()),
+        Some(d) if d.eq_ignore_ascii_case("cpu") => return Ok(()),
+        Some(_) => {}
     }
     super::backend()?;
     let devices = loaded().map(|g| g.devices.as_slice()).unwrap_or_default();
@@ -653,7 +693,12 @@ pub(super) fn offload(
     parallel: u32,
 ) -> crate::Result<Offload> {
     let no_gpu = loaded().is_none_or(|g| g.devices.is_empty());
-    if no_gpu || config.n_gpu_layers == Some(0) {
+    let cpu_asked = config.n_gpu_layers == Some(0)
+        || config
+            .device
+            .as_deref()
+            .is_some_and(|d| d.trim().eq_ignore_ascii_case("cpu"));
+    if no_gpu || cpu_asked {
         return plan(
             config,
             &ModelSize {
@@ -681,11 +726,25 @@ pub(super) fn offload(
     plan(
         config,
         &ModelSize {
-            n_layer: shape.n_layer(),
+            // llama.cpp counts the multi-token-prediction layers (GLM-4.5, DeepSeek-V3) among
+            // those `n_gpu_layers` offloads; `n_layer()` leaves them out.
+            n_layer: shape.n_layer() + nextn_layers(&shape),
             weights,
             kv_cache: super::memory::kv_bytes(&shape, n_ctx, parallel),
         },
     )
+}
+
+/// The model's multi-token-prediction layers (`ARCH.nextn_predict_layers`), 0 for most.
+fn nextn_layers(model: &llama_cpp_2::model::LlamaModel) -> u32 {
+    let Ok(arch) = model.meta_val_str("general.architecture") else {
+        return 0;
+    };
+    model
+        .meta_val_str(&format!("{arch}.nextn_predict_layers"))
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
