@@ -66,7 +66,8 @@ pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType, MAX_NESTING};
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// What ingle runs with on this machine: its version and the build of llama.cpp's CPU kernels
-/// it loaded (runtime CPU dispatch, see `backends::llama::cpu`).
+/// it loaded (runtime CPU dispatch, see `backends::llama::cpu`), and its GPUs.
+#[cfg(feature = "llama")]
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct SystemInfo {
     pub version: &'static str,
