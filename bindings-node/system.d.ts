@@ -37,4 +37,14 @@ export interface SystemInfo {
     /** `fit`, `n_gpu_layers`, `device` or `no GPU`. */
     chosen_by: string;
   }[];
+  /** Where the ONNX models (embeddings, speech, transcription) run (before one is loaded:
+   * where they would, with the default ONNX Runtime). */
+  onnx: {
+    /** The ONNX Runtime library loaded. */
+    library: string;
+    /** `cuda`, `cpu`, or `none` (`INGLE_DEVICE=cuda` and CUDA cannot be used). */
+    execution_provider: string;
+    /** Why not CUDA (empty on CUDA). */
+    why: string;
+  };
 }

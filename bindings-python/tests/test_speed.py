@@ -34,6 +34,12 @@ def test_system_info_says_what_became_of_the_gpu_modules():
     backends = [b for b, _ in gpu["loaded"]] + [b for b, _ in gpu["skipped"]]
     assert sorted(backends) == ["cuda", "vulkan"], gpu
     assert all(d["memory_total"] > 0 for d in gpu["devices"]), gpu
+    # And where the ONNX models run: the ONNX Runtime build, CUDA or the CPU, and why not CUDA.
+    onnx = ingle.system_info()["onnx"]
+    assert onnx["library"].endswith("libonnxruntime.so.1.31.1"), onnx
+    assert onnx["execution_provider"] in ("cpu", "cuda"), onnx
+    if not os.path.exists("/dev/nvidia0"):
+        assert onnx["execution_provider"] == "cpu" and onnx["why"], onnx
 
 
 def test_the_cuda_wheels_libraries_are_added_to_ingles_search_path(tmp_path, monkeypatch):
@@ -41,6 +47,7 @@ def test_the_cuda_wheels_libraries_are_added_to_ingles_search_path(tmp_path, mon
     # 13's libraries in nvidia/cu13/lib (CUDA 12's wheels: nvidia/cuda_runtime/lib, ...).
     (tmp_path / "nvidia" / "cu13" / "lib").mkdir(parents=True)
     (tmp_path / "nvidia" / "cublas" / "lib").mkdir(parents=True)
+    (tmp_path / "nvidia" / "cudnn" / "lib").mkdir(parents=True)  # nvidia-cudnn-cu13
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, "nvidia", raising=False)
     monkeypatch.setenv("INGLE_CUDA_PATH", "/opt/mine")
@@ -49,7 +56,8 @@ def test_the_cuda_wheels_libraries_are_added_to_ingles_search_path(tmp_path, mon
     add_to_search_path()
     add_to_search_path()  # twice: nothing is added twice
     assert os.environ["INGLE_CUDA_PATH"].split(os.pathsep) == [
-        "/opt/mine", str(tmp_path / "nvidia" / "cu13" / "lib"), str(tmp_path / "nvidia" / "cublas" / "lib")]
+        "/opt/mine", str(tmp_path / "nvidia" / "cu13" / "lib"), str(tmp_path / "nvidia" / "cublas" / "lib"),
+        str(tmp_path / "nvidia" / "cudnn" / "lib")]
 
 
 def greedy(client, messages):

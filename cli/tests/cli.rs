@@ -93,6 +93,7 @@ fn models_lists_the_catalog_with_sizes_and_what_is_downloaded() {
             "@local/piper-en-us-joe-medium",
             "@local/whisper-tiny-en",
             "onnxruntime",
+            "onnxruntime-gpu",
             "recordings"
         ]
     );

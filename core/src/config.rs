@@ -24,7 +24,8 @@
 //!
 //! `onnxruntime = "/path/to/libonnxruntime.so.1.31.1"` at the top level picks the ONNX Runtime
 //! library (else `$ORT_DYLIB_PATH`, else the copy `ingle pull onnxruntime` puts in the models
-//! directory).
+//! directory, or the GPU build `ingle pull onnxruntime-gpu` puts there, on a machine with
+//! NVIDIA's driver).
 
 use crate::error::{Error, Result};
 use serde::Deserialize;
@@ -55,6 +56,10 @@ pub const DEFAULT_TRANSCRIPTION_MODEL: &str = "@local/whisper-tiny-en";
 pub const DEFAULT_TRANSCRIPTION_FILE: &str = "whisper-tiny-en/model.bin";
 /// The ONNX Runtime library `ingle pull onnxruntime` installs, inside the models directory.
 pub const DEFAULT_ONNXRUNTIME_FILE: &str = "onnxruntime/libonnxruntime.so.1.31.1";
+/// ONNX Runtime's GPU build (its CUDA provider beside it), as `ingle pull onnxruntime-gpu`
+/// installs it: the default instead of [`DEFAULT_ONNXRUNTIME_FILE`] where it is there, NVIDIA's
+/// driver is there and `INGLE_DEVICE` allows CUDA.
+pub const DEFAULT_ONNXRUNTIME_GPU_FILE: &str = "onnxruntime-gpu/libonnxruntime.so.1.31.1";
 
 /// Most threads a predictor may ask for; more than the machine's cores are capped at load
 /// (with a warning), more than this is a mistake.
@@ -326,7 +331,9 @@ pub struct Config {
     pub predictors: Vec<PredictorConfig>,
     /// The ONNX Runtime shared library (1.31 or later); a relative path is taken inside the
     /// models directory (in a config file: next to the file). Default: `$ORT_DYLIB_PATH`, else
-    /// [`DEFAULT_ONNXRUNTIME_FILE`] in the models directory. One library serves the process.
+    /// [`DEFAULT_ONNXRUNTIME_GPU_FILE`] in the models directory where it is there and the
+    /// machine has NVIDIA's driver, else [`DEFAULT_ONNXRUNTIME_FILE`]. One library serves the
+    /// process.
     #[serde(default)]
     pub onnxruntime: Option<PathBuf>,
     /// Where stored responses (`client.responses`) are kept, and for how long.
@@ -622,15 +629,22 @@ impl Config {
     }
 
     /// Where the ONNX Runtime library is: the config's `onnxruntime`, else `$ORT_DYLIB_PATH`,
-    /// else [`DEFAULT_ONNXRUNTIME_FILE`] in the models directory.
+    /// else the GPU build ([`DEFAULT_ONNXRUNTIME_GPU_FILE`]) in the models directory where it
+    /// was pulled, NVIDIA's driver is on the machine and `INGLE_DEVICE` allows CUDA, else
+    /// [`DEFAULT_ONNXRUNTIME_FILE`] in the models directory.
     pub fn onnxruntime_path(&self) -> PathBuf {
         if let Some(path) = &self.onnxruntime {
             return self.resolve(path);
         }
-        match std::env::var_os("ORT_DYLIB_PATH") {
-            Some(path) if !path.is_empty() => PathBuf::from(path),
-            _ => self.resolve(Path::new(DEFAULT_ONNXRUNTIME_FILE)),
+        if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
+            return PathBuf::from(path);
         }
+        let gpu = self.resolve(Path::new(DEFAULT_ONNXRUNTIME_GPU_FILE));
+        let cuda_allowed = crate::devices::requested().is_ok_and(|r| r.allows("cuda"));
+        if cuda_allowed && gpu.is_file() && crate::devices::cuda_driver().is_ok() {
+            return gpu;
+        }
+        self.resolve(Path::new(DEFAULT_ONNXRUNTIME_FILE))
     }
 }
 

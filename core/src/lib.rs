@@ -27,6 +27,7 @@ pub mod backends;
 pub mod chat;
 mod client;
 pub mod config;
+pub mod devices;
 pub mod error;
 mod external;
 pub mod json;
@@ -89,6 +90,10 @@ pub struct SystemInfo {
     pub gpu: backends::llama::gpu::GpuBackends,
     /// Where each chat model loaded so far runs: its GPU and layers there, or the CPU.
     pub offloads: Vec<backends::llama::gpu::Offload>,
+    /// Where the ONNX models (embeddings, speech, transcription) run: the ONNX Runtime loaded
+    /// and its execution provider (`cuda` or `cpu`, and why not CUDA); before one is loaded,
+    /// where they would run with the default config's ONNX Runtime.
+    pub onnx: backends::onnx::cuda::OnnxDevice,
 }
 
 /// Loads llama.cpp's CPU backend if it is not yet, and says what ingle runs with.
@@ -108,6 +113,9 @@ pub fn system_info() -> Result<SystemInfo> {
         gpu: backends::llama::gpu::with_memory()
             .ok_or_else(|| Error::internal("the GPU backends were not loaded"))?,
         offloads: backends::llama::gpu::offloads(),
+        onnx: backends::onnx::cuda::device().unwrap_or_else(|| {
+            backends::onnx::cuda::planned(&config::Config::default().onnxruntime_path())
+        }),
     })
 }
 

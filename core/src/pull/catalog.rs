@@ -43,6 +43,10 @@ pub struct Entry {
     /// Entries pulled along with this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub requires: Vec<String>,
+    /// Entries pulled along with this one on a machine with NVIDIA's driver, where
+    /// `INGLE_DEVICE` allows CUDA (`onnxruntime` brings `onnxruntime-gpu`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub with_cuda: Vec<String>,
     #[serde(rename = "file")]
     pub files: Vec<File>,
 }
@@ -198,7 +202,7 @@ impl Catalog {
             }
         }
         for entry in &catalog.entries {
-            for required in &entry.requires {
+            for required in entry.requires.iter().chain(&entry.with_cuda) {
                 if !tags.contains(required.as_str()) || required == &entry.tag {
                     return Err(invalid(format!(
                         "`{}` requires `{required}`, which is not another entry of the catalog",
@@ -291,6 +295,25 @@ impl Catalog {
     pub fn with_requirements(&self, tag: &str) -> Option<Vec<&Entry>> {
         let position = self.entries.iter().position(|e| e.tag == tag)?;
         self.in_order(&self.entries[position..=position]).ok()
+    }
+
+    /// [`Catalog::with_requirements`], and on a machine with CUDA (`cuda`) the entries their
+    /// `with_cuda` names, with what those require: each once, required entries first.
+    pub fn to_pull(&self, tag: &str, cuda: bool) -> Option<Vec<&Entry>> {
+        let mut entries = self.with_requirements(tag)?;
+        if cuda {
+            let extra: Vec<&str> = (entries.iter())
+                .flat_map(|e| e.with_cuda.iter().map(String::as_str))
+                .collect();
+            for more in extra {
+                for entry in self.with_requirements(more)? {
+                    if !entries.iter().any(|e| e.tag == entry.tag) {
+                        entries.push(entry);
+                    }
+                }
+            }
+        }
+        Some(entries)
     }
 
     /// The entry holding the file at `path` (relative to the models directory, or absolute
@@ -391,6 +414,25 @@ mod tests {
                 )
                 .map(|e| e.tag.as_str()),
             Some("onnxruntime")
+        );
+        // On a machine with CUDA, the GPU build comes along, once, after the model.
+        let tags = |cuda| -> Vec<&str> {
+            let entries = catalog.to_pull(crate::config::DEFAULT_EMBEDDING_MODEL, cuda);
+            entries.unwrap().iter().map(|e| e.tag.as_str()).collect()
+        };
+        assert_eq!(tags(false), ["onnxruntime", "@local/all-minilm-l6-v2"]);
+        assert_eq!(
+            tags(true),
+            ["onnxruntime", "@local/all-minilm-l6-v2", "onnxruntime-gpu"]
+        );
+        assert_eq!(
+            catalog
+                .entry_of_file(
+                    Path::new(crate::config::DEFAULT_ONNXRUNTIME_GPU_FILE),
+                    models_dir
+                )
+                .map(|e| e.tag.as_str()),
+            Some("onnxruntime-gpu")
         );
     }
 

@@ -245,7 +245,10 @@ impl Puller {
         tag: &str,
         progress: &mut dyn FnMut(&PullEvent) -> bool,
     ) -> Result<PullReport> {
-        let entries = self.catalog.with_requirements(tag).ok_or_else(|| {
+        // ONNX Runtime's GPU build comes along where it can be used (see `Entry::with_cuda`).
+        let cuda = crate::devices::requested().is_ok_and(|r| r.allows("cuda"))
+            && crate::devices::cuda_driver().is_ok();
+        let entries = self.catalog.to_pull(tag, cuda).ok_or_else(|| {
             Error::new(
                 crate::ErrorKind::NotFound,
                 format!(

@@ -12,6 +12,7 @@
 //! one and is an error where it has no device. ggml's Vulkan backend leaves out CPU-type devices
 //! (Mesa's software lavapipe) unless asked; with `INGLE_DEVICE=vulkan` and no Vulkan GPU, ingle
 //! asks for them (GGML_VK_VISIBLE_DEVICES), which is how the tests run Vulkan on any machine.
+use crate::devices::{dl_error, preload, requested, Requested};
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -78,31 +79,6 @@ const MODULES: &[Module] = &[
     },
 ];
 
-/// The device choice the process was started with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Requested {
-    Auto,
-    Cpu,
-    Only(&'static str),
-}
-
-fn requested() -> Result<Requested, String> {
-    parse_requested(&std::env::var("INGLE_DEVICE").unwrap_or_default())
-}
-
-fn parse_requested(value: &str) -> Result<Requested, String> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "" | "auto" => Ok(Requested::Auto),
-        "cpu" => Ok(Requested::Cpu),
-        "vulkan" => Ok(Requested::Only("vulkan")),
-        "cuda" => Ok(Requested::Only("cuda")),
-        other => Err(format!(
-            "INGLE_DEVICE={}: expected cpu, vulkan, cuda or auto",
-            crate::error::shown(other)
-        )),
-    }
-}
-
 static LOADED: OnceLock<Result<GpuBackends, String>> = OnceLock::new();
 
 /// Loads the GPU modules once per process (after the CPU module); later calls return the
@@ -122,11 +98,7 @@ pub fn loaded() -> Option<&'static GpuBackends> {
 fn load_all(dir: &Path) -> Result<GpuBackends, String> {
     let requested = requested()?;
     let mut out = GpuBackends {
-        requested: match requested {
-            Requested::Auto => "auto".into(),
-            Requested::Cpu => "cpu".into(),
-            Requested::Only(b) => b.into(),
-        },
+        requested: requested.name().into(),
         loaded: Vec::new(),
         skipped: Vec::new(),
         devices: Vec::new(),
@@ -134,12 +106,7 @@ fn load_all(dir: &Path) -> Result<GpuBackends, String> {
     for module in MODULES {
         let backend = &module.backend;
         let path = dir.join(module.file);
-        let wanted = match requested {
-            Requested::Auto => true,
-            Requested::Cpu => false,
-            Requested::Only(b) => b == *backend,
-        };
-        if !wanted {
+        if !requested.allows(backend) {
             out.skipped.push((
                 backend.to_string(),
                 format!("INGLE_DEVICE={}", out.requested),
@@ -199,53 +166,6 @@ fn load_all(dir: &Path) -> Result<GpuBackends, String> {
         }
     }
     Ok(out)
-}
-
-/// Loads `libraries` into the process's global scope, where a module's calls find them: each
-/// by its name (the dynamic loader's search path), else from a directory of `INGLE_CUDA_PATH`
-/// (colon-separated; the Python package sets it to NVIDIA's wheels), `CUDA_HOME`/`CUDA_PATH`'s
-/// `lib64`, or /usr/local/cuda/lib64. The error names the first one missing.
-fn preload(libraries: &[&str]) -> Result<(), String> {
-    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("INGLE_CUDA_PATH")
-        .map(|v| std::env::split_paths(&v).collect())
-        .unwrap_or_default();
-    for var in ["CUDA_HOME", "CUDA_PATH"] {
-        if let Some(home) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            dirs.push(Path::new(&home).join("lib64"));
-            dirs.push(Path::new(&home).join("lib"));
-        }
-    }
-    dirs.push("/usr/local/cuda/lib64".into());
-    for library in libraries {
-        let names: Vec<&str> = library.split('|').collect();
-        let mut candidates: Vec<String> = names.iter().map(|n| n.to_string()).collect();
-        for name in &names {
-            candidates.extend(
-                dirs.iter()
-                    .map(|d| d.join(name))
-                    .filter(|p| p.is_file())
-                    .map(|p| p.display().to_string()),
-            );
-        }
-        let mut first_error = None;
-        let loaded = candidates.iter().any(|candidate| {
-            let Ok(c) = CString::new(candidate.as_bytes()) else {
-                return false;
-            };
-            // SAFETY: dlopen of a driver library; it stays loaded for the process's life.
-            let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
-            if handle.is_null() {
-                first_error.get_or_insert_with(dl_error);
-            }
-            !handle.is_null()
-        });
-        if !loaded {
-            return Err(
-                first_error.unwrap_or_else(|| format!("{} is not found", names.join(" or ")))
-            );
-        }
-    }
-    Ok(())
 }
 
 /// Loads one module into ggml's registry and returns its GPU devices. The module is opened
@@ -388,18 +308,6 @@ fn vulkan_device_types() -> Result<Vec<u32>, String> {
 fn log_skip(backend: &str, why: &str) {
     if std::env::var_os("INGLE_LOG").is_some_and(|v| !v.is_empty()) {
         eprintln!("ingle: the {backend} backend is skipped: {why}");
-    }
-}
-
-fn dl_error() -> String {
-    // SAFETY: dlerror returns null or a NUL-terminated string valid until the next dl call.
-    unsafe {
-        let e = libc::dlerror();
-        if e.is_null() {
-            "cannot be opened".into()
-        } else {
-            CStr::from_ptr(e).to_string_lossy().into_owned()
-        }
     }
 }
 
@@ -769,23 +677,5 @@ mod tests {
             kv_cache: 0,
         };
         assert_eq!(layers_that_fit(1 << 30, &empty, 1).0, 1);
-    }
-
-    #[test]
-    fn ingle_device_takes_four_values() {
-        for (value, want) in [
-            ("", Requested::Auto),
-            ("auto", Requested::Auto),
-            ("CPU", Requested::Cpu),
-            (" vulkan ", Requested::Only("vulkan")),
-            ("cuda", Requested::Only("cuda")),
-        ] {
-            assert_eq!(parse_requested(value).unwrap(), want, "{value:?}");
-        }
-        let e = parse_requested("rocm").unwrap_err();
-        assert!(
-            e.contains("INGLE_DEVICE=rocm: expected cpu, vulkan, cuda or auto"),
-            "{e}"
-        );
     }
 }

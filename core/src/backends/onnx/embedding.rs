@@ -17,7 +17,7 @@
 //! lone caller). Without it, 8 callers split into batches of 1 to 3 and ran at 0.55x the
 //! throughput of batches of 32; see docs/speed.md.
 
-use super::{environment, ort_error, session_builder};
+use super::{environment, load_session, ort_error, Graph};
 use crate::config::{Config, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::{
@@ -238,9 +238,13 @@ impl EmbeddingModel {
             .map_err(|e| Error::invalid("config", format!("`max_length` of `{tag}`: {e}")))?;
         let loading = || format!("Cannot load {} for `{tag}`", model_path.display());
         // Spinning left on: the embedding runner batches requests back to back.
-        let session = session_builder(&environment, threads, true, &loading())?
-            .commit_from_file(model_path)
-            .map_err(ort_error(loading()))?;
+        let session = load_session(
+            &environment,
+            threads,
+            true,
+            &loading(),
+            Graph::File(model_path),
+        )?;
         let input_names: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
         for needed in ["input_ids", "attention_mask"] {
             if !input_names.contains(&needed) {

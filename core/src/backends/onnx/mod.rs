@@ -6,6 +6,7 @@
 //! and retrying works without a restart. Sessions are loaded once per model file and shared by
 //! every client of the process.
 
+pub mod cuda;
 pub(crate) mod embedding;
 pub(crate) mod speech;
 pub mod whisper;
@@ -93,11 +94,62 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// A session builder as ingle runs every ONNX model: `threads` intra-op threads and one
-/// inter-op thread. Without `spinning`, idle threads sleep instead of spinning: as fast on a
-/// quiet machine (1.58 vs 1.61 s for a Piper paragraph), 18% faster when another process or
-/// model wants the cores. `loading` says what an error was loading.
-pub(crate) fn session_builder(
+/// An ONNX model's graph: a file, or bytes in memory.
+pub(crate) enum Graph<'a> {
+    File(&'a Path),
+    Memory(&'a [u8]),
+}
+
+/// Loads a session as ingle runs every ONNX model: on CUDA where the loaded ONNX Runtime has
+/// its CUDA provider and the machine has CUDA ([`cuda`]), else on the CPU; `threads` intra-op
+/// threads and one inter-op thread. Without `spinning`, idle threads sleep instead of
+/// spinning: as fast on a quiet machine (1.58 vs 1.61 s for a Piper paragraph), 18% faster
+/// when another process or model wants the cores. `loading` says what an error was loading.
+pub(crate) fn load_session(
+    environment: &Environment,
+    threads: usize,
+    spinning: bool,
+    loading: &str,
+    graph: Graph,
+) -> Result<ort::session::Session> {
+    let library = RUNTIME
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .map(|r| r.library.clone())
+        .unwrap_or_default();
+    let commit = |mut builder: ort::session::builder::SessionBuilder| match graph {
+        Graph::File(path) => builder.commit_from_file(path),
+        Graph::Memory(bytes) => builder.commit_from_memory(bytes),
+    };
+    let mut planned = cuda::plan(&library)?;
+    if planned.is_ok() {
+        let with_cuda = session_builder(environment, threads, spinning, loading)?
+            .with_execution_providers([ort::ep::CUDA::default().build().error_on_failure()])
+            .map_err(|e| e.to_string())
+            .and_then(|builder| commit(builder).map_err(|e| e.to_string()));
+        match with_cuda {
+            Ok(session) => {
+                cuda::record(&library, Ok(()));
+                return Ok(session);
+            }
+            // CUDA's libraries loaded, yet no session: no GPU, or a driver too old.
+            Err(why) => {
+                let why = format!("ONNX Runtime's CUDA provider failed: {why}");
+                if crate::devices::requested() == Ok(crate::devices::Requested::Only("cuda")) {
+                    return Err(cuda::forced_error(&why));
+                }
+                planned = Err(why);
+            }
+        }
+    }
+    let session = commit(session_builder(environment, threads, spinning, loading)?)
+        .map_err(ort_error(loading))?;
+    cuda::record(&library, planned);
+    Ok(session)
+}
+
+fn session_builder(
     environment: &Environment,
     threads: usize,
     spinning: bool,

@@ -8,7 +8,7 @@
 //! yields each sentence's audio as soon as it is synthesised, so a stream's first audio comes
 //! after the first sentence, and dropping the stream stops before the next one.
 
-use super::{environment, ort_error, session_builder};
+use super::{environment, load_session, ort_error, Graph};
 use crate::backends::espeak;
 use crate::config::{Config, PredictorConfig};
 use crate::error::{Error, Result};
@@ -190,9 +190,13 @@ impl SpeechPredictor {
         let threads = crate::backends::cores::capped_threads(predictor.threads, tag) as usize;
         let environment = environment(&config.onnxruntime_path())?;
         let loading = || format!("Cannot load {} for `{tag}`", model_path.display());
-        let session = session_builder(&environment, threads, false, &loading())?
-            .commit_from_file(&model_path)
-            .map_err(ort_error(loading()))?;
+        let session = load_session(
+            &environment,
+            threads,
+            false,
+            &loading(),
+            Graph::File(&model_path),
+        )?;
         let inputs: Vec<&str> = session.inputs().iter().map(|i| i.name()).collect();
         for needed in ["input", "input_lengths", "scales"] {
             if !inputs.contains(&needed) {

@@ -145,9 +145,8 @@ impl WhisperModel {
         drop(weights);
         let session = |graph: &[u8], what: &str| -> Result<Session> {
             let loading = || format!("Cannot build the Whisper {what} from {}", dir.display());
-            crate::backends::onnx::session_builder(environment, threads, false, &loading())?
-                .commit_from_memory(graph)
-                .map_err(ort_error(loading()))
+            let graph = crate::backends::onnx::Graph::Memory(graph);
+            crate::backends::onnx::load_session(environment, threads, false, &loading(), graph)
         };
         let encoder = session(&encoder_graph, "encoder")?;
         drop(encoder_graph);

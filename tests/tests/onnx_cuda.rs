@@ -1,0 +1,216 @@
+//! ONNX Runtime's GPU build (`ingle pull onnxruntime-gpu`, which `ingle pull --all` and
+//! scripts/fetch-models bring): its CUDA provider where the machine has CUDA, else the CPU, with
+//! the reason said; the CPU build's numbers either way (within a tolerance on a GPU).
+//!
+//! A process loads one ONNX Runtime, so each run is a copy of this test binary with its own
+//! library and `INGLE_DEVICE`. On a machine without NVIDIA's driver (CI) the GPU build's
+//! sessions ask for CUDA, are told why not, and run on its CPU provider; on a GPU machine the
+//! same tests check that they run on CUDA and agree with the CPU build.
+
+use ingle::openai::{EmbeddingRequest, EmbeddingVector, TranscriptionAudio, TranscriptionRequest};
+use ingle::{Client, Config};
+use ingle_tests::{EMBEDDING_MODEL, TRANSCRIPTION_MODEL};
+use serde_json::{json, Value as Json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Set in the copies of this binary: `cpu` or `gpu`, the ONNX Runtime build to load.
+const CHILD: &str = "INGLE_ONNX_TEST_BUILD";
+
+const TEXTS: &[&str] = &[
+    "The cat sat on the mat.",
+    "A quarterly report on the sales of umbrellas in rainy cities.",
+    "Rust is a systems programming language.",
+];
+
+fn library(build: &str) -> PathBuf {
+    let file = match build {
+        "gpu" => ingle::config::DEFAULT_ONNXRUNTIME_GPU_FILE,
+        _ => ingle::config::DEFAULT_ONNXRUNTIME_FILE,
+    };
+    let path = Config::default().resolve(Path::new(file));
+    assert!(
+        path.is_file(),
+        "{} is missing: run scripts/fetch-models (`ingle pull --all`) first",
+        path.display()
+    );
+    path
+}
+
+/// Runs this binary's `child_runs_the_onnx_models` with the `build` library and `device` as
+/// `INGLE_DEVICE`, and returns what it printed, as JSON.
+fn child(build: &str, device: &str) -> Json {
+    let out = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_runs_the_onnx_models",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, build)
+        .env("INGLE_DEVICE", device)
+        .env("INGLE_LOG", "1")
+        .env_remove("ORT_DYLIB_PATH")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("RESULT ").map(|(_, result)| result))
+        .unwrap_or_else(|| panic!("no result: {stdout}\n{stderr}"));
+    let mut result: Json = serde_json::from_str(line).unwrap();
+    result["stderr"] = stderr.into_owned().into();
+    result
+}
+
+/// Not a test on its own: what `child` runs (`--ignored`), in a process of its own.
+#[test]
+#[ignore = "run by the tests, in a process of its own"]
+fn child_runs_the_onnx_models() {
+    let build = std::env::var(CHILD).unwrap();
+    let all = ingle_tests::config();
+    let mut config = Config::empty();
+    for predictor in all.predictors {
+        if [EMBEDDING_MODEL, TRANSCRIPTION_MODEL].contains(&predictor.tag.as_str()) {
+            config = config.predictor(predictor);
+        }
+    }
+    config.models_dir = Some(ingle::config::default_models_dir());
+    let config = config.onnxruntime(library(&build));
+    let run = || -> ingle::Result<Json> {
+        let client = Client::from_config(&config)?;
+        let request = EmbeddingRequest::new(EMBEDDING_MODEL, TEXTS.to_vec());
+        let embeddings: Vec<Vec<f32>> = (client.embeddings.create(&request)?.data)
+            .into_iter()
+            .map(|d| match d.embedding {
+                EmbeddingVector::Float(v) => v,
+                EmbeddingVector::Base64(_) => panic!("asked for floats"),
+            })
+            .collect();
+        let beckett = Config::default().resolve(Path::new("recordings/beckett.wav"));
+        let audio = TranscriptionAudio::file(std::fs::read(beckett).unwrap(), Some("beckett.wav"));
+        let transcription = (client.audio.transcriptions)
+            .create(&TranscriptionRequest::new(TRANSCRIPTION_MODEL), audio)?
+            .json()
+            .expect("a JSON transcription");
+        Ok(json!({
+            "embeddings": embeddings,
+            "text": transcription["text"],
+            "onnx": ingle::backends::onnx::cuda::device(),
+        }))
+    };
+    let result = run().unwrap_or_else(|e| json!({ "error": e.message, "code": e.code }));
+    println!("RESULT {result}");
+}
+
+fn cosine(a: &[f64], b: &[f64]) -> f64 {
+    let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+fn floats(v: &Json) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+fn has_cuda() -> bool {
+    ingle::devices::cuda_driver().is_ok()
+}
+
+#[test]
+fn the_gpu_build_runs_on_cuda_where_there_is_cuda_else_on_the_cpu_with_the_cpu_builds_numbers() {
+    let reference = child("cpu", "cpu");
+    assert_eq!(
+        reference["onnx"]["execution_provider"], "cpu",
+        "{reference}"
+    );
+    assert_eq!(reference["onnx"]["why"], "INGLE_DEVICE=cpu", "{reference}");
+
+    let gpu = child("gpu", "auto");
+    assert!(gpu.get("error").is_none(), "{gpu}");
+    if has_cuda() {
+        assert_eq!(gpu["onnx"]["execution_provider"], "cuda", "{gpu}");
+        assert!(
+            gpu["stderr"].as_str().unwrap().contains("run on CUDA"),
+            "{gpu}"
+        );
+    } else {
+        // One reason, in the dynamic loader's words, and one line on stderr under INGLE_LOG.
+        assert_eq!(gpu["onnx"]["execution_provider"], "cpu", "{gpu}");
+        let why = gpu["onnx"]["why"].as_str().unwrap();
+        assert!(why.contains("libcuda.so.1"), "{why}");
+        let stderr = gpu["stderr"].as_str().unwrap();
+        assert_eq!(
+            stderr.matches("ONNX models run on the CPU").count(),
+            1,
+            "{stderr}"
+        );
+    }
+
+    // The same embeddings: on the CPU the two builds agree to float rounding; CUDA's matrix
+    // products (TF32 on Ampere and later) to within a cosine of 0.999.
+    let (mut worst_cosine, mut worst_diff) = (1.0f64, 0.0f64);
+    let pairs = (reference["embeddings"].as_array().unwrap().iter())
+        .zip(gpu["embeddings"].as_array().unwrap());
+    for (a, b) in pairs {
+        let (a, b) = (floats(a), floats(b));
+        assert_eq!(a.len(), b.len());
+        worst_cosine = worst_cosine.min(cosine(&a, &b));
+        let diff = a.iter().zip(&b).map(|(x, y)| (x - y).abs());
+        worst_diff = worst_diff.max(diff.fold(0.0, f64::max));
+    }
+    eprintln!("embeddings, CPU build against GPU build: worst cosine {worst_cosine}, largest difference {worst_diff}");
+    let (cosine_floor, diff_ceiling) = if has_cuda() {
+        (0.999, 0.01)
+    } else {
+        (0.999_999, 1e-5)
+    };
+    assert!(worst_cosine >= cosine_floor, "cosine {worst_cosine}");
+    assert!(worst_diff <= diff_ceiling, "difference {worst_diff}");
+    // Greedy Whisper hears the same words.
+    assert_eq!(gpu["text"], reference["text"]);
+}
+
+#[test]
+fn ingle_device_cuda_runs_the_onnx_models_on_cuda_or_refuses_saying_why() {
+    let forced = child("gpu", "cuda");
+    if has_cuda() {
+        assert_eq!(forced["onnx"]["execution_provider"], "cuda", "{forced}");
+    } else {
+        assert_eq!(forced["code"], "device_unavailable", "{forced}");
+        let message = forced["error"].as_str().unwrap();
+        assert!(message.contains("INGLE_DEVICE=cuda"), "{message}");
+        assert!(message.contains("libcuda.so.1"), "{message}");
+    }
+    // The CPU build has no CUDA provider: forcing CUDA on it says how to get one (where there
+    // is a driver; where there is none, that comes first).
+    let cpu_build = child("cpu", "cuda");
+    assert_eq!(cpu_build["code"], "device_unavailable", "{cpu_build}");
+    let message = cpu_build["error"].as_str().unwrap();
+    if has_cuda() {
+        assert!(message.contains("no CUDA provider"), "{message}");
+        assert!(message.contains("ingle pull onnxruntime-gpu"), "{message}");
+    } else {
+        assert!(message.contains("libcuda.so.1"), "{message}");
+    }
+}
+
+#[test]
+fn the_default_runtime_is_the_gpu_build_only_where_cuda_can_use_it() {
+    library("gpu"); // pulled, so only the driver and INGLE_DEVICE decide
+    let default = Config::default().onnxruntime_path();
+    let cuda_allowed = ingle::devices::requested().is_ok_and(|r| r.allows("cuda"));
+    let want = if has_cuda() && cuda_allowed {
+        ingle::config::DEFAULT_ONNXRUNTIME_GPU_FILE
+    } else {
+        ingle::config::DEFAULT_ONNXRUNTIME_FILE
+    };
+    assert!(default.ends_with(want), "{}", default.display());
+}
