@@ -121,8 +121,9 @@ enum Command {
         #[arg(short, long)]
         quiet: bool,
     },
-    /// Prints, as JSON, what ingle runs with here: its version and the CPU variant of
-    /// llama.cpp's kernels it loaded for this machine (with every variant's score).
+    /// Prints, as JSON, what ingle runs with here: its version, the CPU variant of llama.cpp's
+    /// kernels it loaded for this machine (with every variant's score), the GPU modules and
+    /// GPUs, and where the ONNX models would run (CUDA or the CPU, and why).
     SystemInfo,
     /// Serves the OpenAI HTTP API (`/v1/chat/completions`, `/v1/completions`,
     /// `/v1/embeddings`, `/v1/audio/speech`, `/v1/audio/transcriptions`,

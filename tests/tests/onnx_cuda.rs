@@ -40,6 +40,11 @@ fn library(build: &str) -> PathBuf {
 /// Runs this binary's `child_runs_the_onnx_models` with the `build` library and `device` as
 /// `INGLE_DEVICE`, and returns what it printed, as JSON.
 fn child(build: &str, device: &str) -> Json {
+    child_with(build, device, &[])
+}
+
+/// [`child`] with more environment.
+fn child_with(build: &str, device: &str, env: &[(&str, &Path)]) -> Json {
     let out = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -52,6 +57,7 @@ fn child(build: &str, device: &str) -> Json {
         .env("INGLE_DEVICE", device)
         .env("INGLE_LOG", "1")
         .env_remove("ORT_DYLIB_PATH")
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -213,4 +219,58 @@ fn the_default_runtime_is_the_gpu_build_only_where_cuda_can_use_it() {
         ingle::config::DEFAULT_ONNXRUNTIME_FILE
     };
     assert!(default.ends_with(want), "{}", default.display());
+
+    // Before any ONNX model is loaded, system_info() says where they would run (this process
+    // loads none: the children do).
+    let onnx = ingle::system_info().unwrap().onnx;
+    assert_eq!(Path::new(&onnx.library), default);
+    if has_cuda() && cuda_allowed {
+        assert_eq!(onnx.execution_provider, "cuda", "{onnx:?}");
+    } else {
+        assert_eq!(onnx.execution_provider, "cpu", "{onnx:?}");
+        assert!(!onnx.why.is_empty(), "{onnx:?}");
+    }
+}
+
+#[test]
+fn with_a_driver_but_not_cudas_libraries_the_onnx_models_run_on_the_cpu_naming_the_missing_one() {
+    if has_cuda() {
+        return; // a real driver: the tests above check CUDA itself
+    }
+    // A stand-in libcuda.so.1 (an empty library) where the dynamic loader looks.
+    let dir = std::env::temp_dir().join(format!("ingle-fake-driver-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("empty.c"), "").unwrap();
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-o", "libcuda.so.1", "empty.c"])
+        .current_dir(&dir)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let nothing = dir.join("no-cuda-here");
+    // Before the path cargo gives the test (where llama.cpp's libraries are).
+    let mut path = vec![dir.clone()];
+    path.extend(
+        std::env::var_os("LD_LIBRARY_PATH").map_or(vec![], |p| std::env::split_paths(&p).collect()),
+    );
+    let path = PathBuf::from(std::env::join_paths(path).unwrap());
+    let env: &[(&str, &Path)] = &[("LD_LIBRARY_PATH", &path), ("INGLE_CUDA_PATH", &nothing)];
+
+    let gpu = child_with("gpu", "auto", env);
+    assert!(gpu.get("error").is_none(), "{}", gpu["error"]);
+    assert_eq!(gpu["onnx"]["execution_provider"], "cpu", "{}", gpu["onnx"]);
+    let why = gpu["onnx"]["why"].as_str().unwrap();
+    assert!(why.contains("libcudart.so.13"), "{why}");
+    assert_eq!(gpu["text"], child("cpu", "cpu")["text"]);
+
+    let forced = child_with("gpu", "cuda", env);
+    assert_eq!(forced["code"], "device_unavailable", "{forced}");
+    assert!(
+        forced["error"]
+            .as_str()
+            .unwrap()
+            .contains("libcudart.so.13"),
+        "{forced}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
