@@ -93,7 +93,9 @@ pub fn preload(libraries: &[&str]) -> Result<(), String> {
                     .map(|p| p.display().to_string()),
             );
         }
-        let mut first_error = None;
+        // The loader's words for the bare name ("cannot open shared object file"), unless a
+        // copy found on disk failed for a reason of its own (a dependency of it missing).
+        let (mut by_name, mut on_disk) = (None, None);
         let loaded = candidates.iter().any(|candidate| {
             let Ok(c) = CString::new(candidate.as_bytes()) else {
                 return false;
@@ -101,14 +103,18 @@ pub fn preload(libraries: &[&str]) -> Result<(), String> {
             // SAFETY: dlopen of a driver or runtime library; it stays loaded for the process's life.
             let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
             if handle.is_null() {
-                first_error.get_or_insert_with(dl_error);
+                let slot = if candidate.contains('/') {
+                    &mut on_disk
+                } else {
+                    &mut by_name
+                };
+                slot.get_or_insert_with(dl_error);
             }
             !handle.is_null()
         });
         if !loaded {
-            return Err(
-                first_error.unwrap_or_else(|| format!("{} is not found", names.join(" or ")))
-            );
+            return Err((on_disk.or(by_name))
+                .unwrap_or_else(|| format!("{} is not found", names.join(" or "))));
         }
     }
     Ok(())
@@ -126,6 +132,66 @@ pub fn cuda_driver() -> Result<(), String> {
             if handle.is_null() {
                 Err(dl_error())
             } else {
+                Ok(())
+            }
+        })
+        .clone()
+}
+
+/// The oldest NVIDIA GPU generation CUDA 13 builds for (Turing, compute capability 7.5): on an
+/// older GPU a CUDA 13 library loads, makes its session, and fails at its first run.
+pub const CUDA_13_MIN_COMPUTE: (i32, i32) = (7, 5);
+
+/// Asks NVIDIA's driver for its GPUs: `Ok` when GPU 0 is of compute capability
+/// [`CUDA_13_MIN_COMPUTE`] or newer, else why not. Initialises the driver (`cuInit`), which
+/// makes no context on a GPU. Needs [`cuda_driver`] to have found the library.
+pub fn cuda_device() -> Result<(), String> {
+    type CuInit = unsafe extern "C" fn(u32) -> i32;
+    type CuDeviceGetCount = unsafe extern "C" fn(*mut i32) -> i32;
+    type CuDeviceGetAttribute = unsafe extern "C" fn(*mut i32, i32, i32) -> i32;
+    const MAJOR: i32 = 75; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+    const MINOR: i32 = 76; // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+    static DEVICE: OnceLock<Result<(), String>> = OnceLock::new();
+    DEVICE
+        .get_or_init(|| {
+            cuda_driver()?;
+            let name = CString::new("libcuda.so.1").expect("no NUL");
+            // SAFETY: the driver library is open (cuda_driver); the symbols are CUDA's driver
+            // API, whose signatures are stable since CUDA 2, called with valid pointers.
+            unsafe {
+                let handle = libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+                let symbol = |s: &str| {
+                    let c = CString::new(s).expect("no NUL");
+                    let p = libc::dlsym(handle, c.as_ptr());
+                    (!p.is_null())
+                        .then_some(p)
+                        .ok_or_else(|| format!("libcuda.so.1 has no {s}: not NVIDIA's driver"))
+                };
+                let init: CuInit = std::mem::transmute(symbol("cuInit")?);
+                let count: CuDeviceGetCount = std::mem::transmute(symbol("cuDeviceGetCount")?);
+                let attribute: CuDeviceGetAttribute =
+                    std::mem::transmute(symbol("cuDeviceGetAttribute")?);
+                let status = init(0);
+                if status != 0 {
+                    return Err(format!(
+                        "NVIDIA's driver did not start (cuInit: CUDA error {status})"
+                    ));
+                }
+                let mut devices = 0;
+                if count(&mut devices) != 0 || devices == 0 {
+                    return Err("NVIDIA's driver reports no GPU".into());
+                }
+                // GPU 0: the one ONNX Runtime's CUDA provider runs on by default.
+                let (mut major, mut minor) = (0, 0);
+                attribute(&mut major, MAJOR, 0);
+                attribute(&mut minor, MINOR, 0);
+                if (major, minor) < CUDA_13_MIN_COMPUTE {
+                    return Err(format!(
+                        "NVIDIA GPU 0 has compute capability {major}.{minor}; CUDA 13 needs {}.{} \
+                         (Turing) or newer",
+                        CUDA_13_MIN_COMPUTE.0, CUDA_13_MIN_COMPUTE.1
+                    ));
+                }
                 Ok(())
             }
         })

@@ -202,10 +202,12 @@ impl Catalog {
             }
         }
         for entry in &catalog.entries {
-            for required in entry.requires.iter().chain(&entry.with_cuda) {
+            let named = (entry.requires.iter().map(|r| ("requires", r)))
+                .chain(entry.with_cuda.iter().map(|r| ("brings with_cuda", r)));
+            for (how, required) in named {
                 if !tags.contains(required.as_str()) || required == &entry.tag {
                     return Err(invalid(format!(
-                        "`{}` requires `{required}`, which is not another entry of the catalog",
+                        "`{}` {how} `{required}`, which is not another entry of the catalog",
                         entry.tag
                     )));
                 }
@@ -462,6 +464,11 @@ mod tests {
                 "licence = \"MIT\"",
                 "licence = \"MIT\"\nrequires = [\"b\"]",
                 "requires `b`",
+            ),
+            (
+                "licence = \"MIT\"",
+                "licence = \"MIT\"\nwith_cuda = [\"gpu\"]",
+                "brings with_cuda `gpu`",
             ),
         ] {
             let bad = good.replacen(from, to, 1);

@@ -4,8 +4,8 @@
 //!
 //! The GPU build of ONNX Runtime keeps its CUDA code in `libonnxruntime_providers_cuda.so`
 //! beside `libonnxruntime.so`, loaded when a session asks for the provider. That library
-//! names CUDA 13's runtime, cuBLAS, cuRAND, cuFFT and NVRTC, and opens cuDNN 9 itself; ingle
-//! loads them first from wherever they are (`crate::devices::preload`: a system CUDA, or
+//! names the driver, CUDA 13's runtime, cuBLAS and cuRAND, and opens cuFFT, NVRTC and cuDNN 9
+//! by name when it runs; ingle loads them first from wherever they are (`crate::devices::preload`: a system CUDA, or
 //! NVIDIA's wheels, which `pip install ingle[cuda]` brings), so that a machine without them
 //! skips the provider with one reason instead of a loader error deep in a session.
 use crate::devices::{self, Requested};
@@ -16,9 +16,10 @@ use std::sync::Mutex;
 /// The provider library of ONNX Runtime's GPU build, beside `libonnxruntime.so`.
 pub const CUDA_PROVIDER_FILE: &str = "libonnxruntime_providers_cuda.so";
 
-/// What `libonnxruntime_providers_cuda.so` 1.31 calls (NEEDED, or opened at run time: NVRTC,
-/// cuFFT and cuDNN), in an order where each one's own dependencies come first.
-const CUDA_LIBRARIES: &[&str] = &[
+/// What `libonnxruntime_providers_cuda.so` 1.31 calls (NEEDED: the driver, cudart, cuBLAS,
+/// cuRAND; opened by name at run time: cuFFT, NVRTC, cuDNN), in an order where each one's own
+/// dependencies come first.
+pub const CUDA_LIBRARIES: &[&str] = &[
     "libcuda.so.1",
     "libcudart.so.13",
     "libcublasLt.so.13",
@@ -98,7 +99,7 @@ pub(super) fn plan(library: &Path) -> Result<std::result::Result<(), String>> {
     let requested = devices::requested().map_err(Error::model)?;
     let provider = library.parent().map(|d| d.join(CUDA_PROVIDER_FILE));
     let why = decide(requested, provider.as_deref(), devices::cuda_driver, || {
-        devices::preload(CUDA_LIBRARIES)
+        devices::preload(CUDA_LIBRARIES).and_then(|()| devices::cuda_device())
     });
     match why {
         Err(why) if requested == Requested::Only("cuda") => Err(forced_error(&why)),
@@ -115,7 +116,7 @@ pub(super) fn forced_error(why: &str) -> Error {
 }
 
 /// The choice, given what is asked, where the provider library would be, and checks of the
-/// driver and of CUDA's libraries, each run only when what comes before allows CUDA. The driver
+/// driver and of CUDA's libraries and GPU, each run only when what comes before allows CUDA. The driver
 /// comes first: on a machine without NVIDIA's driver that is the reason, whatever the build.
 fn decide(
     requested: Requested,

@@ -151,7 +151,7 @@ impl EmbeddingPredictor {
         let model = match models.get(&key).and_then(Weak::upgrade) {
             Some(model) => model,
             None => {
-                let library = config.onnxruntime_path();
+                let library = super::runtime_library(config);
                 let model = Arc::new(EmbeddingModel::load(
                     &library,
                     &model_path,

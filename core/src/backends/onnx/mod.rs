@@ -87,6 +87,35 @@ pub fn environment(library: &Path) -> Result<Environment> {
     Ok(environment)
 }
 
+/// The ONNX Runtime library `config`'s models load: [`Config::onnxruntime_path`], except that
+/// where the config and `$ORT_DYLIB_PATH` name none and the process already runs one of the two
+/// builds the models directory holds, that one. Which build is the default can change while a
+/// process runs (`ingle pull` brings the GPU build along on a machine with NVIDIA's driver), and
+/// a process holds one library: a model loaded later must not ask for the other.
+pub(crate) fn runtime_library(config: &crate::config::Config) -> PathBuf {
+    let chosen = config.onnxruntime_path();
+    let named = config.onnxruntime.is_some()
+        || std::env::var_os("ORT_DYLIB_PATH").is_some_and(|p| !p.is_empty());
+    if named {
+        return chosen;
+    }
+    let runtime = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let Some(loaded) = runtime.as_ref().map(|r| &r.library) else {
+        return chosen;
+    };
+    let builds = [
+        crate::config::DEFAULT_ONNXRUNTIME_FILE,
+        crate::config::DEFAULT_ONNXRUNTIME_GPU_FILE,
+    ];
+    if builds
+        .iter()
+        .any(|b| same_file(&config.resolve(Path::new(b)), loaded))
+    {
+        return loaded.clone();
+    }
+    chosen
+}
+
 fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(a), Ok(b)) => a == b,
@@ -123,30 +152,40 @@ pub(crate) fn load_session(
         Graph::Memory(bytes) => builder.commit_from_memory(bytes),
     };
     let mut planned = cuda::plan(&library)?;
+    let forced = crate::devices::requested() == Ok(crate::devices::Requested::Only("cuda"));
     if planned.is_ok() {
-        let with_cuda = session_builder(environment, threads, spinning, loading)?
-            .with_execution_providers([ort::ep::CUDA::default().build().error_on_failure()])
-            .map_err(|e| e.to_string())
-            .and_then(|builder| commit(builder).map_err(|e| e.to_string()));
-        match with_cuda {
-            Ok(session) => {
+        // TF32 off: full float32 matrix products, so that CUDA gives the CPU's numbers to
+        // rounding (TF32 keeps 10 bits of mantissa). Heuristic cuDNN convolution search: the
+        // exhaustive one benchmarks again for every new input shape (each Piper sentence).
+        let provider = ort::ep::CUDA::default()
+            .with_tf32(false)
+            .with_conv_algorithm_search(ort::ep::cuda::ConvAlgorithmSearch::Heuristic)
+            .build()
+            .error_on_failure();
+        let registered = session_builder(environment, threads, spinning, loading)?
+            .with_execution_providers([provider])
+            .map_err(|e| format!("ONNX Runtime's CUDA provider did not register: {e}"));
+        let why = match registered.map(commit) {
+            Ok(Ok(session)) => {
                 cuda::record(&library, Ok(()));
                 return Ok(session);
             }
-            // CUDA's libraries loaded, yet no session: no GPU, or a driver too old.
-            Err(why) => {
-                let why = format!("ONNX Runtime's CUDA provider failed: {why}");
-                if crate::devices::requested() == Ok(crate::devices::Requested::Only("cuda")) {
-                    return Err(cuda::forced_error(&why));
-                }
-                planned = Err(why);
-            }
-        }
+            Err(why) => why,
+            // The provider registered, the session did not build: the model's fault (the CPU
+            // says so below) or CUDA's.
+            Ok(Err(e)) => format!("ONNX Runtime's CUDA provider failed: {e}"),
+        };
+        planned = Err(why);
     }
     let session = commit(session_builder(environment, threads, spinning, loading)?)
         .map_err(ort_error(loading))?;
-    cuda::record(&library, planned);
-    Ok(session)
+    match planned {
+        Err(why) if forced => Err(cuda::forced_error(&why)),
+        planned => {
+            cuda::record(&library, planned);
+            Ok(session)
+        }
+    }
 }
 
 fn session_builder(

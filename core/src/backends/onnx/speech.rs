@@ -188,7 +188,7 @@ impl SpeechPredictor {
             ));
         }
         let threads = crate::backends::cores::capped_threads(predictor.threads, tag) as usize;
-        let environment = environment(&config.onnxruntime_path())?;
+        let environment = environment(&super::runtime_library(config))?;
         let loading = || format!("Cannot load {} for `{tag}`", model_path.display());
         let session = load_session(
             &environment,

@@ -136,7 +136,7 @@ impl TranscriptionPredictor {
             super::check_file("model file", &file, tag)?;
         }
         let threads = crate::backends::cores::capped_threads(predictor.threads, tag) as usize;
-        let environment = environment(&config.onnxruntime_path())?;
+        let environment = environment(&super::runtime_library(config))?;
         let dir = model_path.parent().unwrap_or(Path::new("."));
         let model = WhisperModel::load(&environment, dir, threads, precision)?;
         Ok(TranscriptionPredictor {
