@@ -127,7 +127,7 @@ pub(crate) async fn responses_create(State(state): State<AppState>, request: Req
         return refusal;
     }
     if request.stream {
-        streamed_events(state, Framing::Named, move |client| {
+        streamed_events(state, Framing::Named, move |client, _stop| {
             Ok(json_texts(client.responses.stream(&request)?))
         })
         .await
@@ -323,7 +323,8 @@ pub(crate) async fn audio_speech(State(state): State<AppState>, request: Request
 /// `POST /v1/audio/transcriptions`: a `multipart/form-data` upload (see [`parse_upload`]),
 /// answered in its `response_format` with that format's content type, or with `stream: true`
 /// as `transcript.text.delta` events and a `transcript.text.done`. The audio is transcribed
-/// on the blocking pool; a client that goes away stops it before its next 30 s window.
+/// on the blocking pool; a client that goes away stops it while the upload decodes, or before
+/// its next 30 s window.
 pub(crate) async fn audio_transcriptions(
     State(state): State<AppState>,
     request: Request,
@@ -336,8 +337,8 @@ pub(crate) async fn audio_transcriptions(
         return refusal;
     }
     if request.stream == Some(true) {
-        streamed_events(state, Framing::Typed, move |client| {
-            let events = client.audio.transcriptions.stream(&request, audio)?;
+        streamed_events(state, Framing::Typed, move |client, stop| {
+            let events = (client.audio.transcriptions).stream_until(&request, audio, stop)?;
             let texts: JsonTextStream =
                 Box::new(events.map(|event| event.map(|e| e.to_json().to_string())));
             Ok(texts)

@@ -71,14 +71,20 @@ pub(crate) async fn streamed<F>(state: AppState, start: F) -> Response
 where
     F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
 {
-    streamed_events(state, Framing::Done, start).await
+    streamed_events(state, Framing::Done, move |client, _stop| start(client)).await
 }
 
-/// [`streamed`], framed as `framing` says.
+/// [`streamed`], framed as `framing` says. `start` gets a `stop()` for the work it does itself
+/// before the stream exists (a transcription decodes its upload): true once the client has gone
+/// or the server shuts down.
 pub(crate) async fn streamed_events<F>(state: AppState, framing: Framing, start: F) -> Response
 where
-    F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
+    F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<JsonTextStream> + Send + 'static,
 {
+    let gone = Arc::new(AtomicBool::new(false));
+    // Dropped with this future: when the client goes before the stream starts, or once the
+    // response is made (after `start`, which alone asks).
+    let _guard = SetOnDrop(Arc::clone(&gone));
     let (started_tx, started_rx) = oneshot::channel::<ingle::Result<()>>();
     let (events_tx, events_rx) = mpsc::channel::<Event>(8);
     let shutting_down = Arc::clone(&state.shutting_down);
@@ -86,7 +92,8 @@ where
     let made = Arc::new(AtomicBool::new(false));
     let made_here = Arc::clone(&made);
     tokio::task::spawn_blocking(move || {
-        let chunks = match start(&state.client) {
+        let stop = || gone.load(Ordering::Acquire) || shutting_down.load(Ordering::Acquire);
+        let chunks = match start(&state.client, &stop) {
             Ok(chunks) => chunks,
             Err(error) => {
                 let _ = started_tx.send(Err(error));

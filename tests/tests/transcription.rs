@@ -703,6 +703,7 @@ fn a_transcription_stops_while_decoding_when_its_caller_goes() {
         &vec![0.0; 16_000 * 60],
     )
     .unwrap();
+    let wav = &wav[..];
     // A client of its own, whose metrics no other test moves.
     let client = ingle::Client::from_config(&ingle_tests::config()).unwrap();
     let mut asked = 0;
@@ -721,6 +722,22 @@ fn a_transcription_stops_while_decoding_when_its_caller_goes() {
     assert_eq!(error.kind, ErrorKind::Cancelled, "{error}");
     // Stopped in decoding: the model never got the audio (create_until's own check, between
     // windows, comes after the predictor has started on it).
+    assert_eq!(client.metrics(MODEL).unwrap().audio_input_ms, 0);
+
+    // The same for a stream: its call decodes before it returns the stream.
+    let mut asked = 0;
+    let stream = client.audio.transcriptions.stream_until(
+        &TranscriptionRequest::new(MODEL),
+        TranscriptionAudio::file(wav, Some("a.wav")),
+        || {
+            asked += 1;
+            asked == 1
+        },
+    );
+    let Err(error) = stream else {
+        panic!("the stream started")
+    };
+    assert_eq!(error.kind, ErrorKind::Cancelled, "{error}");
     assert_eq!(client.metrics(MODEL).unwrap().audio_input_ms, 0);
 }
 

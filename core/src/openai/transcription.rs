@@ -422,6 +422,19 @@ impl Transcriptions {
         request: &TranscriptionRequest,
         audio: TranscriptionAudio,
     ) -> Result<TranscriptionStream> {
+        self.stream_until(request, audio, || false)
+    }
+
+    /// [`Self::stream`] with a `stop` check while the call itself works, before the stream is
+    /// returned: waiting for a transcription slot and decoding the audio (a long upload takes
+    /// seconds). Once it says so, the call returns a [`crate::ErrorKind::Cancelled`] error and
+    /// the model never gets the audio. After that, dropping the stream stops it.
+    pub fn stream_until(
+        &self,
+        request: &TranscriptionRequest,
+        audio: TranscriptionAudio,
+        mut stop: impl FnMut() -> bool,
+    ) -> Result<TranscriptionStream> {
         let format = request.format()?.to_string();
         if format != "json" && format != "text" {
             return Err(Error::invalid(
@@ -430,7 +443,7 @@ impl Transcriptions {
             ));
         }
         request.granularities(&format)?;
-        let run = self.start(request, audio, &format, false, &mut || false)?;
+        let run = self.start(request, audio, &format, false, &mut stop)?;
         Ok(TranscriptionStream {
             run: Some(run),
             text: String::new(),
