@@ -451,8 +451,10 @@ impl NativeClient {
 
     /// A transcription as events (`transcript.text.delta` per segment, then
     /// `transcript.text.done`), as JSON texts. A bad request, or audio that cannot be decoded,
-    /// raises here, before any event.
-    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1))]
+    /// raises here, before any event. The GIL is released while the upload decodes; `cancel`
+    /// (or Ctrl-C) stops the decoding, and the model never gets the audio.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1, cancel=None))]
     fn audio_transcriptions_stream(
         &self,
         py: Python<'_>,
@@ -461,17 +463,20 @@ impl NativeClient {
         filename: Option<String>,
         sample_rate: Option<u32>,
         channels: u16,
+        cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<NativeStream> {
-        py.detach(|| {
+        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let result = py.detach(|| {
             let request = TranscriptionRequest::from_json(&request)?;
             let audio = transcription_audio(audio, filename, sample_rate, channels);
-            let stream = self.client.audio.transcriptions.stream(&request, audio)?;
+            let stream =
+                (self.client.audio.transcriptions)
+                    .stream_until(&request, audio, || check.stop())?;
             let texts: JsonTextStream =
                 Box::new(stream.map(|event| event.map(|event| event.to_json().to_string())));
             Ok(texts)
-        })
-        .map(NativeStream::new)
-        .map_err(py_err)
+        });
+        check.finish(result).map(NativeStream::new)
     }
 
     /// `audio.translations.create`: as `audio_transcriptions_create` (the core refuses every

@@ -576,3 +576,26 @@ def test_async_breaking_a_stream_stops_the_transcription(aclient):
         assert metrics["generated_tokens"] - before["generated_tokens"] <= 2
 
     asyncio.run(main())
+
+
+def test_a_cancelled_stream_stops_while_its_upload_decodes(client):
+    # What cancelling an awaited `create(stream=True)` does while the upload decodes (the async
+    # client passes a CancelFlag): here the flag is set before the call, so the first check,
+    # inside decoding, stops it. The model never gets the audio.
+    client.audio.transcriptions.create(model=MODEL, file=BECKETT)  # loaded
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0\0" * 16000 * 60)
+    before = client.metrics(MODEL)
+    cancel = ingle._ingle.CancelFlag()
+    cancel.set()
+    body = '{"model": "%s", "stream": true}' % MODEL
+    with pytest.raises(ingle.APIError) as raised:
+        client._native.audio_transcriptions_stream(body, buffer.getvalue(), "a.wav", cancel=cancel)
+    assert "cancelled" in str(raised.value), raised.value
+    after = client.metrics(MODEL)
+    assert after["audio_input_seconds"] == before["audio_input_seconds"], after
+    still_works(client)

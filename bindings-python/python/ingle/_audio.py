@@ -405,13 +405,15 @@ class AsyncTranscriptions(_Resource):
         **extra: Any,
     ) -> Union[Transcription, TranscriptionVerbose, str, AsyncStream[TranscriptionStreamEvent]]:
         """`Transcriptions.create`: the file is read, decoded and transcribed in a worker
-        thread. Cancelling the awaiting task stops the transcription before its next segment;
-        with ``stream=True``, ``async for event in stream``."""
+        thread. Cancelling the awaiting task stops the transcription while the file decodes or
+        before its next segment; with ``stream=True``, ``async for event in stream`` (and
+        cancelling the ``create`` stops the decoding)."""
         body = _transcription_body(locals(), extra)
         streaming = _arguments.stream_flag(stream)
         audio = await _in_thread(_arguments.audio_file, file, sample_rate)
         if streaming:
-            native = await _in_thread(self._native.audio_transcriptions_stream, body, *audio)
+            # Cancelling the awaiting task while the upload decodes stops the decoding.
+            native = await _cancellable(self._native.audio_transcriptions_stream, body, *audio)
             return AsyncStream(native, _TranscriptionStreamEvents)  # type: ignore[arg-type]
         result = await _cancellable(self._native.audio_transcriptions_create, body, *audio)
         return _transcription(result)

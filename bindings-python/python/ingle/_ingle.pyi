@@ -60,6 +60,7 @@ class NativeClient:
         filename: Optional[str] = None,
         sample_rate: Optional[int] = None,
         channels: int = 1,
+        cancel: Optional[CancelFlag] = None,
     ) -> NativeStream: ...
     def audio_translations_create(
         self,
