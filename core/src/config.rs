@@ -640,8 +640,7 @@ impl Config {
             return PathBuf::from(path);
         }
         let gpu = self.resolve(Path::new(DEFAULT_ONNXRUNTIME_GPU_FILE));
-        let cuda_allowed = crate::devices::requested().is_ok_and(|r| r.allows("cuda"));
-        if cuda_allowed && gpu.is_file() && crate::devices::cuda_driver().is_ok() {
+        if gpu.is_file() && crate::devices::cuda_allowed_and_driver() {
             return gpu;
         }
         self.resolve(Path::new(DEFAULT_ONNXRUNTIME_FILE))

@@ -138,6 +138,12 @@ pub fn cuda_driver() -> Result<(), String> {
         .clone()
 }
 
+/// Whether CUDA may be used by default here: `INGLE_DEVICE` allows it and NVIDIA's driver is on
+/// the machine. What picks ONNX Runtime's GPU build and pulls it along.
+pub fn cuda_allowed_and_driver() -> bool {
+    requested().is_ok_and(|r| r.allows("cuda")) && cuda_driver().is_ok()
+}
+
 /// The oldest NVIDIA GPU generation CUDA 13 builds for (Turing, compute capability 7.5): on an
 /// older GPU a CUDA 13 library loads, makes its session, and fails at its first run.
 pub const CUDA_13_MIN_COMPUTE: (i32, i32) = (7, 5);

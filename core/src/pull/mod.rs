@@ -246,8 +246,7 @@ impl Puller {
         progress: &mut dyn FnMut(&PullEvent) -> bool,
     ) -> Result<PullReport> {
         // ONNX Runtime's GPU build comes along where it can be used (see `Entry::with_cuda`).
-        let cuda = crate::devices::requested().is_ok_and(|r| r.allows("cuda"))
-            && crate::devices::cuda_driver().is_ok();
+        let cuda = crate::devices::cuda_allowed_and_driver();
         let entries = self.catalog.to_pull(tag, cuda).ok_or_else(|| {
             Error::new(
                 crate::ErrorKind::NotFound,

@@ -5,9 +5,10 @@
 //! The GPU build of ONNX Runtime keeps its CUDA code in `libonnxruntime_providers_cuda.so`
 //! beside `libonnxruntime.so`, loaded when a session asks for the provider. That library
 //! names the driver, CUDA 13's runtime, cuBLAS and cuRAND, and opens cuFFT, NVRTC and cuDNN 9
-//! by name when it runs; ingle loads them first from wherever they are (`crate::devices::preload`: a system CUDA, or
-//! NVIDIA's wheels, which `pip install ingle[cuda]` brings), so that a machine without them
-//! skips the provider with one reason instead of a loader error deep in a session.
+//! by name when it runs; ingle loads them first from wherever they are
+//! (`crate::devices::preload`: a system CUDA, or NVIDIA's wheels, which `pip install
+//! ingle[cuda]` brings), so that a machine without them skips the provider with one reason
+//! instead of a loader error deep in a session.
 use crate::devices::{self, Requested};
 use crate::error::{Error, Result};
 use std::path::Path;
@@ -48,6 +49,21 @@ pub struct OnnxDevice {
     pub why: String,
 }
 
+impl OnnxDevice {
+    /// `cuda`: `Ok`; `cpu`, or `none` where `INGLE_DEVICE=cuda` cannot be met: `Err(why)`.
+    fn new(library: &Path, cuda: std::result::Result<(), String>, forced: bool) -> OnnxDevice {
+        let (execution_provider, why) = match cuda {
+            Ok(()) => ("cuda", String::new()),
+            Err(why) => (if forced { "none" } else { "cpu" }, why),
+        };
+        OnnxDevice {
+            library: library.display().to_string(),
+            execution_provider: execution_provider.into(),
+            why,
+        }
+    }
+}
+
 static LAST: Mutex<Option<OnnxDevice>> = Mutex::new(None);
 
 /// Where the last ONNX session went, or `None` before any was loaded.
@@ -58,28 +74,14 @@ pub fn device() -> Option<OnnxDevice> {
 /// Where ONNX models would run with the ONNX Runtime at `library`, before any is loaded (a
 /// session may still fall back to the CPU: [`device`] then says why).
 pub fn planned(library: &Path) -> OnnxDevice {
-    let (execution_provider, why) = match plan(library) {
-        Ok(Ok(())) => ("cuda", String::new()),
-        Ok(Err(why)) => ("cpu", why),
-        Err(e) => ("none", e.message),
-    };
-    OnnxDevice {
-        library: library.display().to_string(),
-        execution_provider: execution_provider.into(),
-        why,
+    match plan(library) {
+        Ok(cuda) => OnnxDevice::new(library, cuda, false),
+        Err(e) => OnnxDevice::new(library, Err(e.message), true),
     }
 }
 
 pub(super) fn record(library: &Path, cuda: std::result::Result<(), String>) {
-    let (execution_provider, why) = match cuda {
-        Ok(()) => ("cuda", String::new()),
-        Err(why) => ("cpu", why),
-    };
-    let device = OnnxDevice {
-        library: library.display().to_string(),
-        execution_provider: execution_provider.into(),
-        why,
-    };
+    let device = OnnxDevice::new(library, cuda, false);
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if last.as_ref() != Some(&device)
         && std::env::var_os("INGLE_LOG").is_some_and(|v| !v.is_empty())
