@@ -113,6 +113,7 @@ fn the_vulkan_device_is_found_and_the_model_is_on_it() {
 /// of sums). Measured on lavapipe: docs/speed.md.
 const KL_MEAN_TOLERANCE: f64 = 0.02;
 const TOP_P_TOLERANCE: f64 = 0.15;
+const TOP_P_TOLERANCE_CUDA: f64 = 0.25;
 
 /// The CPU's 64 greedy tokens after each prompt, then every position's logits on the GPU
 /// and on the CPU (the same tokens in, one batch each): within the tolerances, and the
@@ -251,8 +252,15 @@ fn logits_on_the_gpu_are_the_cpus_within_tolerance() {
          |logit difference| is {worst:.4} (largest |logit| {spread:.1})"
     );
     assert!(kl_mean < KL_MEAN_TOLERANCE, "mean KL divergence {kl_mean}");
+    // CUDA's kernels round further from the CPU's than Vulkan's (an H200: mean KL 0.015, the
+    // top token's probability off by up to 0.17; docs/speed.md).
+    let top_p_tolerance = if info.gpu.devices[0].backend.eq_ignore_ascii_case("cuda") {
+        TOP_P_TOLERANCE_CUDA
+    } else {
+        TOP_P_TOLERANCE
+    };
     assert!(
-        top_p_diff < TOP_P_TOLERANCE,
+        top_p_diff < top_p_tolerance,
         "top token's probability differs by {top_p_diff}"
     );
 }
@@ -381,7 +389,9 @@ fn a_device_that_is_not_there_is_an_error_naming_device() {
         error.param.as_deref().unwrap_or("").ends_with("device"),
         "{error:?}"
     );
-    assert!(error.message.contains("Vulkan0"), "{}", error.message);
+    // The message lists the GPUs there are (`Vulkan0` on lavapipe, `CUDA0` on NVIDIA's).
+    let first = &ingle::system_info().unwrap().gpu.devices[0].name;
+    assert!(error.message.contains(first.as_str()), "{}", error.message);
 }
 
 /// Runs this test binary's `child_reports_system_info` with `env`, and returns its output.

@@ -203,6 +203,7 @@ impl LlamaPredictor {
             kept: vec![Vec::new(); parallel as usize],
             last_used: vec![0; parallel as usize],
             clock: 0,
+            recomputed: recomputed_on_a_hit(&offload),
         };
         let scheduler = std::thread::Builder::new()
             .name(format!("ingle-llama {}", config.tag))
@@ -736,4 +737,22 @@ fn stop_sequences(stop: Option<&Value>) -> Result<Vec<String>> {
             None => Err(invalid("`stop` must be a list of strings")),
         })
         .collect()
+}
+
+/// How many of a prompt's last tokens a prompt-cache hit computes again, so that it answers
+/// exactly as a cold request: at least two on the CPU and on Vulkan (a last batch of one token
+/// rounds differently; two or more never did, docs/speed.md). ggml's CUDA backend multiplies
+/// batches of up to 8 tokens with another kernel (MMVQ) than larger ones (MMQ), which round
+/// differently: a hit there computes 9, as a cold prefill computes a prompt of 9 or more.
+fn recomputed_on_a_hit(offload: &gpu::Offload) -> usize {
+    let on_cuda = offload.layers > 0
+        && offload
+            .device
+            .as_deref()
+            .is_some_and(|d| d.to_ascii_uppercase().starts_with("CUDA"));
+    if on_cuda {
+        9
+    } else {
+        2
+    }
 }

@@ -110,6 +110,8 @@ pub(super) struct Scheduler {
     /// slot is the one whose cache a request without a cached prefix overwrites.
     pub(super) last_used: Vec<u64>,
     pub(super) clock: u64,
+    /// How many of a prompt's last tokens a cache hit computes again (`recomputed_on_a_hit`).
+    pub(super) recomputed: usize,
 }
 
 impl Scheduler {
@@ -490,10 +492,10 @@ impl Scheduler {
         ctx: &mut LlamaContext,
     ) -> (usize, usize) {
         let free = (0..slots.len()).filter(|&id| slots[id].is_none());
-        // At least the last two prompt tokens are decoded again: the last one's logits give
-        // the first token, and a batch of one token can round differently from the batch a
-        // cold prefill computes it in (measured: docs/speed.md); two or more never did.
-        let limit = prompt.len().saturating_sub(2);
+        // At least the last two prompt tokens are decoded again (nine on CUDA): the last
+        // one's logits give the first token, and a small batch can round differently from
+        // the batch a cold prefill computes it in (measured: docs/speed.md).
+        let limit = prompt.len().saturating_sub(self.recomputed);
         let (id, mut reused) = free
             .map(|id| {
                 let shared = if follower {
