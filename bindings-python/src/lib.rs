@@ -634,15 +634,25 @@ impl NativeClient {
 
     /// Serves this client's predictors over the HTTP API of `ingle serve`, from a thread of
     /// its own, until `stop()`.
-    #[pyo3(signature = (host, port, api_key=None))]
+    #[pyo3(signature = (host, port, api_key=None, allowed_hosts=Vec::new(), cors_origins=Vec::new()))]
     fn serve(
         &self,
         py: Python<'_>,
         host: &str,
         port: u16,
         api_key: Option<String>,
+        allowed_hosts: Vec<String>,
+        cors_origins: Vec<String>,
     ) -> PyResult<server::NativeServer> {
-        server::NativeServer::start(py, self.client.clone(), host, port, api_key)
+        server::NativeServer::start(
+            py,
+            self.client.clone(),
+            host,
+            port,
+            api_key,
+            allowed_hosts,
+            cors_origins,
+        )
     }
 
     /// Load figures of a model, loading it if needed, as JSON.

@@ -25,7 +25,24 @@ impl NativeServer {
         host: &str,
         port: u16,
         api_key: Option<String>,
+        allowed_hosts: Vec<String>,
+        cors_origins: Vec<String>,
     ) -> PyResult<Self> {
+        for host in &allowed_hosts {
+            ingle_serve::check_allowed_host(host).map_err(|e| {
+                pyo3::exceptions::PyValueError::new_err(format!("allowed_hosts: {e}"))
+            })?;
+        }
+        for origin in &cors_origins {
+            ingle_serve::check_cors_origin(origin).map_err(|e| {
+                pyo3::exceptions::PyValueError::new_err(format!("cors_origins: {e}"))
+            })?;
+        }
+        if api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "api_key is empty: give a key, or None to serve without one",
+            ));
+        }
         let address = (host, port)
             .to_socket_addrs()
             .map_err(|e| PyOSError::new_err(format!("cannot resolve {host}:{port}: {e}")))?
@@ -33,6 +50,8 @@ impl NativeServer {
             .ok_or_else(|| PyOSError::new_err(format!("{host} resolves to no address")))?;
         let options = ingle_serve::Options {
             api_key,
+            allowed_hosts,
+            cors_origins,
             ..Default::default()
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -812,6 +812,39 @@ def test_ingle_serve_serves_python_predictors_to_the_openai_sdk(users):
         assert "@test/echo" in [m.id for m in sdk.models.list().data]
 
 
+def test_ingle_serve_refuses_web_pages_and_rebound_names_as_the_cli_does(users):
+    import urllib.error
+    import urllib.request
+
+    def get(url, headers):
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as r:
+                return r.status, dict(r.headers), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read().decode()
+
+    with pytest.raises(ValueError, match="api_key is empty"):
+        ingle.start_server(users, port=0, api_key="")
+    with pytest.raises(ValueError, match="cors_origins: `app.example.com` is not an origin"):
+        ingle.start_server(users, port=0, cors_origins=["app.example.com"])
+    with pytest.raises(ValueError, match="allowed_hosts"):
+        ingle.start_server(users, port=0, allowed_hosts=["https://x.example"])
+    with ingle.start_server(users, port=0, allowed_hosts=["models.example.com"],
+                            cors_origins="https://app.example.com") as server:
+        models = server.url + "/models"
+        status, _, body = get(models, {"Host": "evil.example"})
+        assert status == 403 and json.loads(body)["error"]["code"] == "host_not_allowed"
+        assert get(models, {"Host": "models.example.com"})[0] == 200
+        status, _, body = get(models, {"Origin": "https://evil.example"})
+        assert status == 403 and json.loads(body)["error"]["code"] == "origin_not_allowed"
+        status, headers, _ = get(models, {"Origin": "https://app.example.com"})
+        assert status == 200 and headers["access-control-allow-origin"] == "https://app.example.com"
+        # A keyless server's predictors are still served to programs on this machine.
+        sdk = openai.OpenAI(base_url=server.url, api_key="none", max_retries=0)
+        r = sdk.chat.completions.create(model="@test/echo", messages=[{"role": "user", "content": "still here"}])
+        assert r.choices[0].message.content == "still here "
+
+
 def test_the_example_runs(tmp_path):
     import pathlib
     import subprocess

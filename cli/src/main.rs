@@ -187,6 +187,16 @@ enum Command {
         /// Request logs on stderr: `text` (readable), `json` (one object a line), or `off`.
         #[arg(long, value_enum, default_value_t = LogFormat::Text)]
         log_format: LogFormat,
+        /// Host names the server answers to besides loopback names, IP addresses and this
+        /// machine's name: `models.example.com`, `.example.com` (and its subdomains), or `*`.
+        /// Requests naming another Host are refused (403): that stops DNS rebinding.
+        #[arg(long, value_delimiter = ',', value_parser = allowed_host)]
+        allowed_hosts: Vec<String>,
+        /// Browser origins whose pages may call the server (CORS), besides this machine's own
+        /// (http://localhost:PORT): `https://app.example.com`, or `*`. Requests from other
+        /// web pages are refused (403) before they run.
+        #[arg(long = "cors-origin", value_delimiter = ',', value_parser = cors_origin)]
+        cors_origins: Vec<String>,
     },
 }
 
@@ -328,10 +338,22 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             metrics,
             public_metrics,
             log_format: _,
+            allowed_hosts,
+            cors_origins,
         } => {
+            // An empty key would mean no key: refused rather than serving without one unnoticed
+            // (an `INGLE_API_KEY=` line in an env file, a secret that did not resolve).
+            if api_key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+                return Err(ingle::Error::invalid(
+                    "api_key",
+                    "--api-key (or INGLE_API_KEY) is empty: give a key, or unset INGLE_API_KEY \
+                     to serve without one",
+                )
+                .into());
+            }
             let duration = std::time::Duration::from_secs_f64;
             let options = ingle_serve::Options {
-                api_key: api_key.filter(|k| !k.is_empty()),
+                api_key,
                 body_limit,
                 upload_limit: (max_upload_mb * 1024.0 * 1024.0) as usize,
                 header_timeout: duration(header_timeout),
@@ -354,6 +376,8 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 drain_timeout: duration(drain_timeout),
                 metrics,
                 metrics_public: public_metrics,
+                allowed_hosts,
+                cors_origins,
             };
             ingle_serve::serve_until_signal(client, (host, port).into(), options, |addr| {
                 eprintln!("ingle: serving the OpenAI API on http://{addr}/v1 (Ctrl-C stops; SIGTERM drains)");
@@ -530,6 +554,14 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// An upload limit flag: megabytes (MiB), more than 0 and at most 4096.
+fn allowed_host(text: &str) -> Result<String, String> {
+    ingle_serve::check_allowed_host(text).map(|()| text.to_string())
+}
+
+fn cors_origin(text: &str) -> Result<String, String> {
+    ingle_serve::check_cors_origin(text).map(|()| text.to_string())
+}
+
 fn megabytes(text: &str) -> Result<f64, String> {
     let value: f64 = text
         .parse()

@@ -194,6 +194,10 @@ fn serve_refuses_nonsense_limits() {
         &["serve", "--max-connections", "0"][..],
         &["serve", "--max-upload-mb", "0"][..],
         &["serve", "--max-upload-mb", "lots"][..],
+        &["serve", "--cors-origin", "app.example.com"][..],
+        &["serve", "--cors-origin", "https://a.example/path"][..],
+        &["serve", "--allowed-hosts", "a b"][..],
+        &["serve", "--allowed-hosts", "*.example.com"][..],
     ] {
         let out = ingle(args);
         assert!(!out.status.success(), "{args:?}");
@@ -201,6 +205,113 @@ fn serve_refuses_nonsense_limits() {
         let flag = args[1].split('=').next().unwrap();
         assert!(stderr.contains(flag), "{args:?}: {stderr}");
     }
+    // An empty key would mean no key: refused, from the flag or the environment, before the
+    // server binds.
+    for (args, env) in [
+        (&["serve", "--port", "0", "--api-key", ""][..], None),
+        (&["serve", "--port", "0", "--api-key", "  "][..], None),
+        (&["serve", "--port", "0"][..], Some("")),
+    ] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ingle"));
+        command.args(args).env_remove("INGLE_CONFIG");
+        match env {
+            Some(value) => command.env("INGLE_API_KEY", value),
+            None => command.env_remove("INGLE_API_KEY"),
+        };
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(!out.status.success(), "{args:?} {env:?}: {stderr}");
+        assert!(
+            stderr.contains("--api-key (or INGLE_API_KEY) is empty"),
+            "{args:?} {env:?}: {stderr}"
+        );
+    }
+}
+
+/// Device settings a user can get wrong: `INGLE_DEVICE` (a process's environment) and a
+/// model's `n_gpu_layers` and `device` in a config. Each is an error naming the setting, or
+/// the documented fallback (docs/speed.md), never a crash.
+#[test]
+fn hostile_device_settings_are_errors_naming_them() {
+    for value in ["tpu", "cu da", "cuda,vulkan", "gpu0", &"x".repeat(10_000)] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ingle"))
+            .args(["system-info"])
+            .env("INGLE_DEVICE", value)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "INGLE_DEVICE={value:.20}: {stderr}");
+        assert!(
+            stderr.contains("expected cpu, vulkan, cuda or auto") && stderr.lines().count() <= 2,
+            "INGLE_DEVICE={value:.20}: {stderr}"
+        );
+    }
+    // Case and surrounding blanks are forgiven; empty means auto.
+    for value in ["CPU", " cpu ", ""] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ingle"))
+            .args(["system-info"])
+            .env("INGLE_DEVICE", value)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "INGLE_DEVICE={value:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let dir = std::env::temp_dir().join(format!("ingle-cli-device-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let models_dir = ingle::config::default_models_dir();
+    // None: served on the CPU (this process asked for it: INGLE_DEVICE=cpu puts no layer on
+    // a GPU, whatever `n_gpu_layers` says, docs/speed.md).
+    for (setting, named) in [
+        ("n_gpu_layers = -1", Some("n_gpu_layers")),
+        ("n_gpu_layers = 1.5", Some("n_gpu_layers")),
+        ("n_gpu_layers = \"all\"", Some("n_gpu_layers")),
+        ("n_gpu_layers = 99999999999", Some("n_gpu_layers")),
+        ("n_gpu_layers = 5000", None),
+        ("device = \"H100\"", Some("device")),
+        ("device = 0", Some("device")),
+        ("device = -1", Some("device")),
+        ("device = 1.5", Some("device")),
+        ("device = \"cpu\"", None),
+    ] {
+        let config = dir.join("ingle.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "models_dir = {:?}\n[[predictors]]\ntag = \"@me/tiny\"\nbackend = \"llama\"\nmodel = \"{}\"\nn_ctx = 512\n{setting}\n",
+                models_dir.display().to_string(),
+                ingle::config::DEFAULT_MODEL_FILE
+            ),
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_ingle"))
+            .args([
+                "--config",
+                config.to_str().unwrap(),
+                "chat",
+                "--model",
+                "@me/tiny",
+            ])
+            .args(["--max-tokens", "2", "Hi"])
+            .env("INGLE_DEVICE", "cpu")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match named {
+            None => assert!(out.status.success(), "{setting}: {stderr}"),
+            Some(named) => {
+                assert_eq!(out.status.code(), Some(1), "{setting}: {stderr}");
+                assert!(
+                    stderr.contains(&format!("predictors[0].{named}")),
+                    "{setting}: {stderr}"
+                );
+                assert_eq!(stderr.lines().count(), 1, "{setting}: {stderr}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

@@ -126,8 +126,8 @@ pub struct PredictorConfig {
     pub n_gpu_layers: Option<u32>,
     /// The GPU a chat model runs on, by index among the GPUs (`0`), ggml name (`Vulkan0`,
     /// `CUDA1`) or a part of its description (`H100`); `cpu` for none. Default: the GPU with
-    /// the most free memory.
-    #[serde(default)]
+    /// the most free memory. An index may be written as a TOML integer (`device = 0`).
+    #[serde(default, deserialize_with = "device_name_or_index")]
     pub device: Option<String>,
     /// A chat template (a llama.cpp template name such as `chatml`, or the template text)
     /// used when the model has none, or to override its own.
@@ -699,4 +699,26 @@ pub fn default_responses_store() -> PathBuf {
     }
     let data = env_path("XDG_DATA_HOME").unwrap_or_else(|| home().join(".local").join("share"));
     data.join("ingle").join("responses.sqlite3")
+}
+
+/// `device` as a string, or a GPU's index as a non-negative integer (`device = 0`).
+fn device_name_or_index<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<String>, D::Error> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum NameOrIndex {
+        Name(String),
+        Index(u32),
+    }
+    match <Option<NameOrIndex> as serde::Deserialize>::deserialize(deserializer) {
+        Ok(value) => Ok(value.map(|v| match v {
+            NameOrIndex::Name(name) => name,
+            NameOrIndex::Index(index) => index.to_string(),
+        })),
+        Err(_) => Err(serde::de::Error::custom(
+            "expected a GPU's index (0, 1...), its name (`CUDA0`, `Vulkan0`), a part of its \
+             description (`H100`), or `cpu`",
+        )),
+    }
 }

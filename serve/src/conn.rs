@@ -232,7 +232,7 @@ where
     tokio::pin!(drain);
     let mut draining = false;
     loop {
-        let (tcp, _peer) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             _ = &mut now => break,
             _ = &mut drain => {
                 draining = true;
@@ -261,8 +261,12 @@ where
         let unacknowledged = Unacknowledged::of(&tcp);
         let service_watch = Arc::clone(&watch);
         let router = router.clone();
-        let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
             service_watch.enter(REQUEST);
+            // Who sent it: `POST /drain` without a key is taken from loopback peers only.
+            request
+                .extensions_mut()
+                .insert(axum::extract::ConnectInfo(peer));
             let watch = Arc::clone(&service_watch);
             let router = router.clone();
             async move {

@@ -26,6 +26,7 @@
 mod auth;
 mod body;
 mod conn;
+mod guard;
 mod handlers;
 mod lifecycle;
 mod openapi;
@@ -47,6 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 
+pub use guard::{check_allowed_host, check_cors_origin};
 pub use openapi::openapi;
 #[doc(hidden)]
 pub use upload::parse_multipart_for_fuzzing;
@@ -95,6 +97,15 @@ pub struct Options {
     /// Serve `/metrics` without the API key, for scrapers that cannot send one (the Gateway
     /// API Inference Extension's endpoint picker).
     pub metrics_public: bool,
+    /// Without an API key, `Host` names served besides loopback names, IP addresses and this
+    /// machine's name (which are always): `models.example.com`, `.example.com` (a domain and
+    /// its subdomains), or `*` (any). Other names are refused (403), which stops DNS
+    /// rebinding. With a key every name is served (a web page cannot know the key).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins whose pages may call the server (CORS) besides this machine's own
+    /// (`http://localhost:PORT`, `http://127.0.0.1:PORT`): `https://app.example.com`, or `*`.
+    /// A request from any other origin is refused (403) before it runs.
+    pub cors_origins: Vec<String>,
 }
 
 impl Default for Options {
@@ -113,6 +124,8 @@ impl Default for Options {
             drain_timeout: Duration::from_secs(30),
             metrics: true,
             metrics_public: false,
+            allowed_hosts: Vec::new(),
+            cors_origins: Vec::new(),
         }
     }
 }
@@ -128,6 +141,7 @@ pub(crate) struct AppState {
     pub(crate) shutting_down: Arc<AtomicBool>,
     pub(crate) lifecycle: Arc<lifecycle::Lifecycle>,
     pub(crate) telemetry: Arc<telemetry::Telemetry>,
+    pub(crate) policy: Arc<guard::Policy>,
 }
 
 /// A bound server, ready to run.
@@ -148,6 +162,11 @@ impl Drainer {
     pub fn drain(&self) {
         self.0.start_drain();
     }
+
+    /// Whether a drain has started (by this handle, SIGTERM or `POST /drain`).
+    pub fn draining(&self) -> bool {
+        self.0.draining()
+    }
 }
 
 impl Server {
@@ -165,6 +184,11 @@ impl Server {
             shutting_down: Arc::clone(&shutting_down),
             lifecycle: Arc::clone(&lifecycle),
             telemetry: Arc::new(telemetry::Telemetry::new(client.clone())),
+            policy: Arc::new(guard::Policy::new(
+                &options.allowed_hosts,
+                &options.cors_origins,
+                options.api_key.is_none(),
+            )),
         };
         Ok(Server {
             client,
@@ -307,8 +331,15 @@ fn router(state: AppState, options: &Options) -> Router {
             state.clone(),
             telemetry::observe,
         ));
-    // What only the operator may do or see: behind the API key too.
-    let mut operator = Router::new().route("/drain", post(lifecycle::drain));
+    // What only the operator may do or see: behind the API key too. Without a key, a drain
+    // is taken only from this machine.
+    let mut operator = Router::new().route(
+        "/drain",
+        post(lifecycle::drain).route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            guard::drain_from_loopback,
+        )),
+    );
     let mut public = Router::new();
     match (options.metrics, options.metrics_public) {
         (true, false) => operator = operator.route("/metrics", get(telemetry::metrics)),
@@ -330,6 +361,9 @@ fn router(state: AppState, options: &Options) -> Router {
         .nest("/v1", v1)
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
+        // Outside the routes, so a refused Host or Origin reaches none of them, and a CORS
+        // preflight (OPTIONS) is answered for every route.
+        .layer(middleware::from_fn_with_state(state.clone(), guard::check))
         .layer(middleware::from_fn(request_id::with_request_id))
         .with_state(state)
 }
@@ -364,8 +398,8 @@ async fn unknown_route(method: Method, uri: Uri) -> Response {
 }
 
 /// Runs a server on a runtime of its own (what `ingle serve` does): SIGTERM drains it (see
-/// [`Server::run`]), SIGINT (Ctrl-C) stops it at once, as does a second signal during a
-/// drain. `ready` is told the bound address first.
+/// [`Server::run`]), SIGINT (Ctrl-C) stops it at once, as does SIGTERM during a drain
+/// (whether SIGTERM or `POST /drain` started it). `ready` is told the bound address first.
 pub fn serve_until_signal(
     client: Client,
     addr: SocketAddr,
@@ -381,7 +415,9 @@ pub fn serve_until_signal(
         let drainer = server.drainer();
         let now = async move {
             let first = first_signal().await;
-            if first == Signal::Terminate {
+            // A SIGTERM while a drain runs (one `POST /drain` started) stops at once, as a
+            // second one does.
+            if first == Signal::Terminate && !drainer.draining() {
                 drainer.drain();
                 first_signal().await;
             }

@@ -25,7 +25,6 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
-use std::cell::RefCell;
 use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -135,63 +134,115 @@ fn surface_of(path: &str) -> &'static str {
 pub(crate) struct StreamMade(pub(crate) std::sync::Arc<std::sync::atomic::AtomicBool>);
 
 tokio::task_local! {
-    /// The model a request names, set by its handler once the body is parsed.
-    static MODEL: RefCell<Option<String>>;
+    /// The request being answered, so its handler can name its model once the body is parsed.
+    static TRACKED: std::sync::Arc<Tracked>;
+}
+
+/// A request from its arrival to its last byte: its surface, the model it names (a label
+/// once known and registered), and the in-flight gauge it holds up meanwhile.
+struct Tracked {
+    telemetry: std::sync::Arc<Telemetry>,
+    client: Client,
+    surface: &'static str,
+    /// The model label it is counted under in `ingle_requests_in_flight` now.
+    model: std::sync::Mutex<String>,
+}
+
+impl Tracked {
+    /// Counts the request in flight (under no model, until its handler names one).
+    fn start(state: &AppState, surface: &'static str) -> std::sync::Arc<Self> {
+        let tracked = Tracked {
+            telemetry: std::sync::Arc::clone(&state.telemetry),
+            client: state.client.clone(),
+            surface,
+            model: std::sync::Mutex::new(String::new()),
+        };
+        tracked
+            .telemetry
+            .in_flight
+            .get_or_create(&tracked.labels())
+            .inc();
+        std::sync::Arc::new(tracked)
+    }
+
+    fn model(&self) -> std::sync::MutexGuard<'_, String> {
+        self.model.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn labels(&self) -> RequestLabels {
+        RequestLabels {
+            surface: self.surface,
+            model: self.model().clone(),
+        }
+    }
+
+    /// Moves the request to `model`'s label. Only a registered model is a label: anything
+    /// else a client sends would grow the series without bound.
+    fn note(&self, model: &str) {
+        if self.client.models.retrieve(model).is_err() {
+            return;
+        }
+        let mut current = self.model();
+        if *current == model {
+            return;
+        }
+        let in_flight = &self.telemetry.in_flight;
+        in_flight
+            .get_or_create(&RequestLabels {
+                surface: self.surface,
+                model: current.clone(),
+            })
+            .dec();
+        *current = model.to_string();
+        in_flight
+            .get_or_create(&RequestLabels {
+                surface: self.surface,
+                model: current.clone(),
+            })
+            .inc();
+    }
 }
 
 /// Records the model a request names (for its metrics and log line).
 pub(crate) fn note_model(model: &str) {
-    let _ = MODEL.try_with(|m| *m.borrow_mut() = Some(model.to_string()));
+    let _ = TRACKED.try_with(|tracked| tracked.note(model));
 }
 
-/// Middleware over `/v1`: counts the request, times it to its last byte, and logs one line
-/// when it ends.
+/// The status a request is recorded with when its client left before it was answered
+/// (nginx's "client closed request").
+const CLIENT_LEFT: u16 = 499;
+
+/// Middleware over `/v1`: counts the request in flight from its arrival, times it to its last
+/// byte, and logs one line when it ends, also when its client leaves before the answer (the
+/// handler is then dropped, and the request recorded as not completed, status 499).
 pub(crate) async fn observe(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Response {
     let started = Instant::now();
-    let surface = surface_of(request.uri().path());
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
+    let tracked = Tracked::start(&state, surface_of(request.uri().path()));
     let id = request
         .headers()
         .get(crate::request_id::REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let (response, model) = MODEL
-        .scope(RefCell::new(None), async {
-            let response = next.run(request).await;
-            (response, MODEL.with(|m| m.borrow_mut().take()))
-        })
-        .await;
-    // Only a registered model is a label: anything else a client sends would grow the series
-    // without bound.
-    let model = model
-        .filter(|m| state.client.models.retrieve(m).is_ok())
-        .unwrap_or_default();
-    let labels = RequestLabels {
-        surface,
-        model: model.clone(),
-    };
-    let telemetry = std::sync::Arc::clone(&state.telemetry);
-    telemetry.in_flight.get_or_create(&labels).inc();
-    let status = response.status().as_u16();
-    let stream = is_stream(response.headers());
-    let made = response.extensions().get::<StreamMade>().cloned();
-    let done = Done {
-        telemetry,
-        labels,
-        status,
+    let mut abandoned = Abandoned(Some(Done {
+        tracked: std::sync::Arc::clone(&tracked),
+        status: CLIENT_LEFT,
         started,
-        method: method.to_string(),
-        path,
+        method: request.method().to_string(),
+        path: request.uri().path().to_string(),
         id,
-        stream,
-        made,
-    };
+        stream: false,
+        made: None,
+    }));
+    let response = TRACKED.scope(tracked, next.run(request)).await;
+    let mut done = abandoned.0.take().expect("recorded only once");
+    done.status = response.status().as_u16();
+    done.stream = is_stream(response.headers());
+    done.made = response.extensions().get::<StreamMade>().cloned();
     let (parts, body) = response.into_parts();
     Response::from_parts(
         parts,
@@ -202,6 +253,18 @@ pub(crate) async fn observe(
     )
 }
 
+/// A request whose handler is dropped before it answers (its client left): recorded as not
+/// completed.
+struct Abandoned(Option<Done>);
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if let Some(done) = self.0.take() {
+            done.record(false);
+        }
+    }
+}
+
 fn is_stream(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
@@ -210,8 +273,7 @@ fn is_stream(headers: &HeaderMap) -> bool {
 
 /// What is recorded when a request's answer has been sent (or abandoned).
 struct Done {
-    telemetry: std::sync::Arc<Telemetry>,
-    labels: RequestLabels,
+    tracked: std::sync::Arc<Tracked>,
     status: u16,
     started: Instant,
     method: String,
@@ -229,13 +291,14 @@ impl Done {
                 .as_ref()
                 .is_some_and(|m| m.0.load(std::sync::atomic::Ordering::Acquire));
         let seconds = self.started.elapsed().as_secs_f64();
-        let t = &self.telemetry;
-        t.in_flight.get_or_create(&self.labels).dec();
-        t.duration.get_or_create(&self.labels).observe(seconds);
+        let labels = self.tracked.labels();
+        let t = &self.tracked.telemetry;
+        t.in_flight.get_or_create(&labels).dec();
+        t.duration.get_or_create(&labels).observe(seconds);
         t.requests
             .get_or_create(&StatusLabels {
-                surface: self.labels.surface,
-                model: self.labels.model.clone(),
+                surface: labels.surface,
+                model: labels.model.clone(),
                 status: self.status,
             })
             .inc();
@@ -244,8 +307,8 @@ impl Done {
             request_id = %self.id,
             method = %self.method,
             path = %self.path,
-            surface = self.labels.surface,
-            model = %self.labels.model,
+            surface = labels.surface,
+            model = %labels.model,
             status = self.status,
             stream = self.stream,
             // false: the client left (or the server stopped) before the answer's last byte.

@@ -10,15 +10,6 @@ use std::io::{BufReader, Read};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// The value of the sample `name{labels}` in a metrics text (labels as the server writes them,
-/// in order), or None.
-fn sample(metrics: &str, name_and_labels: &str) -> Option<f64> {
-    metrics.lines().find_map(|line| {
-        let rest = line.strip_prefix(name_and_labels)?;
-        rest.strip_prefix(' ')?.split(' ').next()?.parse().ok()
-    })
-}
-
 fn scrape(server: &TestServer, headers: &[(&str, &str)]) -> Reply {
     server.request("GET", "/metrics", headers, b"")
 }

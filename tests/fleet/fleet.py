@@ -81,8 +81,11 @@ class Replica:
         log = open(self.work / f"{self.name}-{self.starts}.log", "w")
         self.process = subprocess.Popen(
             [self.binary, "--config", str(pathlib.Path(__file__).with_name("replica.toml")), "serve", "--port", str(self.port), "--preload", ",".join([CHAT, EMBED, SPEECH, WHISPER]),
-             "--drain-timeout", "30", "--keep-alive", "never", "--log-format", "json"],
-            stdout=subprocess.DEVNULL, stderr=log, env={**os.environ, "INGLE_API_KEY": ""})
+             "--drain-timeout", "30", "--keep-alive", "never", "--log-format", "json",
+             # nginx names the replicas by its upstream (`Host: ingle`): a keyless server
+             # answers only to the names it is given (docs/operations.md).
+             "--allowed-hosts", "ingle"],
+            stdout=subprocess.DEVNULL, stderr=log, env={k: v for k, v in os.environ.items() if k != "INGLE_API_KEY"})
 
     def ready(self):
         return get_status(f"http://127.0.0.1:{self.port}/ready") == 200

@@ -111,7 +111,7 @@ def start_server(tmp_path, *args):
     log = open(tmp_path / "serve.log", "w+")
     process = subprocess.Popen(
         [os.environ["INGLE_SERVE_BIN"], "serve", "--port", "0", "--log-format", "json", *args],
-        stderr=log, env={**os.environ, "INGLE_API_KEY": ""})
+        stderr=log, env={k: v for k, v in os.environ.items() if k != "INGLE_API_KEY"})
     for _ in range(600):
         log.seek(0)
         found = re.search(r"http://\S+/v1", log.read())
@@ -170,3 +170,30 @@ def test_sigterm_drains_a_preloaded_replica_and_its_logs_are_json_lines(tmp_path
     assert any(line.get("message") == "drained" and line.get("finished") is True for line in lines)
     # No prompt text in the logs.
     assert "dragon" not in json.dumps(lines)
+
+
+def test_sigterm_during_a_drain_that_post_drain_began_stops_at_once(tmp_path):
+    """POST /drain begins a drain; SIGTERM then stops the server at once, as a second SIGTERM
+    does (the third probe: it was taken as "start a drain" and waited out --drain-timeout)."""
+    process, log, url = start_server(tmp_path, "--drain-timeout", "60")
+    root = url.removesuffix("/v1")
+    try:
+        client = openai.OpenAI(base_url=url, api_key="none", max_retries=0)
+        stream = client.chat.completions.create(
+            model=CHAT, messages=[{"role": "user", "content": "Write a very long story about a dragon."}],
+            max_tokens=2000, temperature=0, stream=True)
+        next(stream)
+        request = urllib.request.Request(f"{root}/drain", method="POST")
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            assert reply.status == 202
+        time.sleep(0.5)
+        assert process.poll() is None, "the drain waits on the stream"
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=15)
+        assert time.monotonic() - started < 12, "SIGTERM during the drain did not stop the server"
+        stream.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

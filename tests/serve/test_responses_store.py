@@ -23,7 +23,7 @@ class Server:
         self.log = open(log, "w+")
         self.process = subprocess.Popen(
             [os.environ["INGLE_SERVE_BIN"], "serve", "--port", "0", "--responses-store", str(store)],
-            stderr=self.log, env={**os.environ, "INGLE_API_KEY": ""})
+            stderr=self.log, env={k: v for k, v in os.environ.items() if k != "INGLE_API_KEY"})
         for _ in range(200):
             self.log.seek(0)
             found = re.search(r"http://\S+/v1", self.log.read())

@@ -188,7 +188,7 @@ def main():
         "ingle serve": subprocess.Popen(
             [args.bin, "serve", "--port", str(main_port), "--preload", ",".join([CHAT, TOOLS, EMBED, SPEECH, WHISPER]),
              "--log-format", "off"], stdout=subprocess.DEVNULL, stderr=open(work / "serve.log", "w"),
-            env={**os.environ, "INGLE_API_KEY": ""}),
+            env={k: v for k, v in os.environ.items() if k != "INGLE_API_KEY"}),
         "ingle.serve": subprocess.Popen(
             [sys.executable, "-c", USER_SERVER, str(user_port)], stdout=subprocess.DEVNULL,
             stderr=open(work / "user.log", "w")),

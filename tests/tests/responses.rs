@@ -349,6 +349,35 @@ fn what_ingle_cannot_honour_is_refused_by_name() {
             json!({"model": MODEL, "input": "Hi", "include": ["message.output_text.logprobs"]}),
             "include",
         ),
+        // An item's `type` and `id` are strings: another type is not taken for a message, nor
+        // an id silently replaced (the third probe).
+        (
+            json!({"model": MODEL, "input": [{"type": 7, "role": "user", "content": "Hi"}]}),
+            "input[0].type",
+        ),
+        (
+            json!({"model": MODEL, "input": [{"type": ["message"], "role": "user", "content": "Hi"}]}),
+            "input[0].type",
+        ),
+        (
+            json!({"model": MODEL, "input": [{"id": 12, "role": "user", "content": "Hi"}]}),
+            "input[0].id",
+        ),
+        (
+            json!({"model": MODEL, "input": "Hi", "text": {"format": {"type": "json_schema",
+                   "name": "a", "schema": {"type": "object"}, "strict": "yes"}}}),
+            "text.format.strict",
+        ),
+        (
+            json!({"model": MODEL, "input": "Hi", "text": {"format": {"type": "json_schema",
+                   "name": "a", "schema": {"type": "object"}, "description": 3}}}),
+            "text.format.description",
+        ),
+        (
+            json!({"model": MODEL, "input": "Hi", "tools": [{"type": "function", "name": "f",
+                   "parameters": {"type": "object"}, "strict": "yes"}]}),
+            "tools[0].strict",
+        ),
     ];
     for (body, param) in cases {
         let error = refused(body.clone());

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 __all__ = ["Server", "serve", "serve_async", "start_server"]
 
@@ -54,16 +54,35 @@ def _native_of(client: Any) -> Any:
 
 
 def start_server(client: Any, host: str = "127.0.0.1", port: int = 8080,
-                 api_key: Optional[str] = None) -> Server:
-    """Starts serving ``client`` in the background (port 0 picks a free port)."""
-    return Server(_native_of(client).serve(host, port, api_key))
+                 api_key: Optional[str] = None, allowed_hosts: Sequence[str] = (),
+                 cors_origins: Sequence[str] = ()) -> Server:
+    """Starts serving ``client`` in the background (port 0 picks a free port).
+
+    As ``ingle serve``, the server answers only to loopback host names, IP addresses and this
+    machine's name, plus ``allowed_hosts`` (``"*"``: any), which stops DNS rebinding; and it
+    refuses requests from web pages of other origins than this machine's own, plus
+    ``cors_origins`` (``"https://app.example.com"``, or ``"*"``)."""
+    return Server(_native_of(client).serve(host, port, api_key, _names(allowed_hosts, "allowed_hosts"),
+                                           _names(cors_origins, "cors_origins")))
+
+
+def _names(values: Sequence[str], name: str) -> list:
+    if isinstance(values, str):
+        values = [values]
+    values = list(values)
+    for value in values:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be strings, got {type(value).__name__}")
+    return values
 
 
 def serve(client: Any, host: str = "127.0.0.1", port: int = 8080,
-          api_key: Optional[str] = None) -> None:
+          api_key: Optional[str] = None, allowed_hosts: Sequence[str] = (),
+          cors_origins: Sequence[str] = ()) -> None:
     """Serves ``client`` until Ctrl-C. With ``api_key``, requests need
-    ``Authorization: Bearer <api_key>``."""
-    server = start_server(client, host, port, api_key)
+    ``Authorization: Bearer <api_key>``. ``allowed_hosts`` and ``cors_origins``: see
+    ``start_server``."""
+    server = start_server(client, host, port, api_key, allowed_hosts, cors_origins)
     print(f"ingle: serving on {server.url}", flush=True)
     try:
         server.wait()
@@ -72,9 +91,11 @@ def serve(client: Any, host: str = "127.0.0.1", port: int = 8080,
 
 
 async def serve_async(client: Any, host: str = "127.0.0.1", port: int = 8080,
-                      api_key: Optional[str] = None) -> None:
+                      api_key: Optional[str] = None, allowed_hosts: Sequence[str] = (),
+                      cors_origins: Sequence[str] = ()) -> None:
     """``serve`` for asyncio: runs until the task is cancelled."""
-    server = await asyncio.to_thread(start_server, client, host, port, api_key)
+    server = await asyncio.to_thread(start_server, client, host, port, api_key, allowed_hosts,
+                                     cors_origins)
     try:
         while not await asyncio.to_thread(server._native.wait, 0.25):
             pass

@@ -23,6 +23,10 @@ pub struct TestServer {
 
 impl TestServer {
     pub fn start(config: Config, options: Options) -> Self {
+        TestServer::start_at(config, options, ([127, 0, 0, 1], 0).into())
+    }
+
+    pub fn start_at(config: Config, options: Options, bind: SocketAddr) -> Self {
         static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
         let client = Client::from_config(&config).unwrap();
@@ -32,8 +36,7 @@ impl TestServer {
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Runtime::new().unwrap();
             runtime.block_on(async move {
-                let server =
-                    Server::bind(server_client, ([127, 0, 0, 1], 0).into(), options).await?;
+                let server = Server::bind(server_client, bind, options).await?;
                 addr_tx.send(server.local_addr()?).unwrap();
                 server
                     .run(async {
@@ -53,6 +56,11 @@ impl TestServer {
 
     pub fn default() -> Self {
         TestServer::start(Config::default(), Options::default())
+    }
+
+    /// A server listening on every interface (0.0.0.0), as `ingle serve --host 0.0.0.0`.
+    pub fn on_every_interface(options: Options) -> Self {
+        TestServer::start_at(Config::default(), options, ([0, 0, 0, 0], 0).into())
     }
 
     /// Shuts down and waits; returns how long the server took to finish.
@@ -129,8 +137,14 @@ pub fn send(
     headers: &[(&str, &str)],
     body: &[u8],
 ) {
+    // `Host: localhost` unless the test names its own.
+    let host = if headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        ""
+    } else {
+        "Host: localhost\r\n"
+    };
     let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\n{host}Connection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
     for (name, value) in headers {
@@ -220,4 +234,13 @@ pub fn read_events(reader: &mut BufReader<TcpStream>, n: usize) -> Vec<String> {
         }
     }
     events
+}
+
+/// The value of the sample `name{labels}` in a metrics text (labels as the server writes them,
+/// in order), or None.
+pub fn sample(metrics: &str, name_and_labels: &str) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let rest = line.strip_prefix(name_and_labels)?;
+        rest.strip_prefix(' ')?.split(' ').next()?.parse().ok()
+    })
 }

@@ -336,6 +336,12 @@ fn check_tool(tool: &Json, i: usize) -> Result<()> {
             "Missing required parameter: `tools[].name`",
         ));
     }
+    if let Some(strict) = tool
+        .get("strict")
+        .filter(|s| !s.is_null() && !s.is_boolean())
+    {
+        return Err(not_a(&format!("tools[{i}].strict"), "a boolean", strict));
+    }
     for key in tool.keys() {
         if !["type", "name", "description", "parameters", "strict"].contains(&key.as_str()) {
             return Err(Error::invalid(
@@ -387,10 +393,15 @@ pub(super) fn chat_response_format(format: &Json) -> Result<Option<Json>> {
                 "name": format.get("name").cloned().unwrap_or(json!("response")),
                 "schema": schema,
             });
-            for key in ["strict", "description"] {
-                if let Some(value) = format.get(key) {
-                    json_schema[key] = value.clone();
-                }
+            match format.get("strict") {
+                None | Some(Json::Null) => {}
+                Some(Json::Bool(strict)) => json_schema["strict"] = json!(strict),
+                Some(other) => return Err(not_a("text.format.strict", "a boolean", other)),
+            }
+            match format.get("description") {
+                None | Some(Json::Null) => {}
+                Some(Json::String(text)) => json_schema["description"] = json!(text),
+                Some(other) => return Err(not_a("text.format.description", "a string", other)),
             }
             Ok(Some(
                 json!({"type": "json_schema", "json_schema": json_schema}),
@@ -434,8 +445,17 @@ fn input_item(item: Json, at: &str) -> Result<Json> {
             Some(other) => Err(not_a(&format!("{at}.{key}"), "a string", other)),
         }
     };
-    let id = item.get("id").and_then(Json::as_str).map(str::to_string);
-    match item.get("type").and_then(Json::as_str).unwrap_or("message") {
+    let id = match item.get("id") {
+        None | Some(Json::Null) => None,
+        Some(Json::String(id)) => Some(id.clone()),
+        Some(other) => return Err(not_a(&format!("{at}.id"), "a string", other)),
+    };
+    let kind = match item.get("type") {
+        None | Some(Json::Null) => "message",
+        Some(Json::String(kind)) => kind.as_str(),
+        Some(other) => return Err(not_a(&format!("{at}.type"), "a string", other)),
+    };
+    match kind {
         "message" => {
             let role = string("role")?;
             if !["user", "system", "developer", "assistant"].contains(&role.as_str()) {
