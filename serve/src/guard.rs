@@ -3,12 +3,14 @@
 //! server in two ways, and both are closed here, before any route runs:
 //!
 //! - **Cross-origin requests.** A page may send "simple" requests (a form post, `fetch` with
-//!   `mode: "no-cors"`, `text/plain` bodies) anywhere without a CORS preflight; it cannot read
-//!   the answer, but the request runs. Every such request carries an `Origin` header, so a
-//!   request whose `Origin` is not allowed is refused (403) whatever its method: the loopback
-//!   origins of pages served from this machine, and those given by `--cors-origin`, are
-//!   allowed, and get the CORS headers (preflights included) that let their pages read the
-//!   answers.
+//!   `mode: "no-cors"`, `text/plain` bodies, an `<img>`) anywhere without a CORS preflight; it
+//!   cannot read the answer, but the request runs. Every such POST carries an `Origin` header,
+//!   and a request whose `Origin` is not allowed is refused (403) whatever its method: the
+//!   loopback origins of pages served from this machine, and those given by `--cors-origin`,
+//!   are allowed, and get the CORS headers (preflights included) that let their pages read the
+//!   answers. A cross-origin GET may carry no `Origin` (an `<img>`, a `no-cors` fetch); browsers
+//!   mark it `Sec-Fetch-Site: cross-site`, and it is refused too unless an allowed `Origin`
+//!   comes with it (its `onload`/`onerror` would tell a page which models exist).
 //! - **DNS rebinding.** A page whose own domain is made to resolve to 127.0.0.1 is
 //!   same-origin with the server and sends no `Origin` on a GET; only its `Host` header gives
 //!   it away. A server without an API key answers only when `Host` is a loopback name, an IP
@@ -16,7 +18,7 @@
 //!   is served: a page cannot know the key, and proxies and clusters name servers freely.)
 //!
 //! `POST /drain` (which stops the server) is refused with any `Origin` at all, and without an
-//! API key is taken only from a loopback peer.
+//! API key is taken only from a loopback peer, not through a proxy.
 
 use crate::{error_response, AppState};
 use axum::extract::{ConnectInfo, Request, State};
@@ -205,6 +207,14 @@ pub(crate) async fn check(State(state): State<AppState>, request: Request, next:
         }
     }
     let origin = match request.headers().get(header::ORIGIN) {
+        None if from_another_site(request.headers()) => {
+            return forbidden(
+                "origin_not_allowed",
+                "Requests from web pages of other sites are not allowed (this one came with \
+                 `Sec-Fetch-Site` and no allowed `Origin`)"
+                    .into(),
+            );
+        }
         None => return next.run(request).await,
         Some(origin) => String::from_utf8_lossy(origin.as_bytes()).into_owned(),
     };
@@ -224,7 +234,7 @@ pub(crate) async fn check(State(state): State<AppState>, request: Request, next:
         return forbidden(
             "origin_not_allowed",
             "POST /drain stops the server and is not taken from web pages (it carried an \
-             `Origin` header); call it from the operator's side (curl, a preStop hook)"
+             `Origin` header); call it from the operator's side (curl, a script)"
                 .into(),
         );
     }
@@ -257,6 +267,15 @@ pub(crate) async fn check(State(state): State<AppState>, request: Request, next:
     response
 }
 
+/// Whether a browser says the request comes from a page of another site (Fetch Metadata):
+/// `cross-site` or `same-site`; `same-origin` and `none` (typed in, a bookmark) are not.
+fn from_another_site(headers: &HeaderMap) -> bool {
+    headers.get("sec-fetch-site").is_some_and(|v| {
+        v.as_bytes().eq_ignore_ascii_case(b"cross-site")
+            || v.as_bytes().eq_ignore_ascii_case(b"same-site")
+    })
+}
+
 fn allow_origin(headers: &mut HeaderMap, origin: &str) {
     if let Ok(value) = HeaderValue::from_str(origin) {
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
@@ -276,6 +295,18 @@ pub(crate) async fn drain_from_loopback(
 ) -> Response {
     if state.api_key.is_some() {
         return next.run(request).await; // behind the key (auth::authorize)
+    }
+    // A proxy on this machine makes every peer loopback: what it forwards came from elsewhere.
+    let forwarded = ["forwarded", "x-forwarded-for", "x-real-ip"]
+        .iter()
+        .any(|h| request.headers().contains_key(*h));
+    if forwarded {
+        return forbidden(
+            "drain_not_allowed",
+            "POST /drain through a proxy (it carried a `Forwarded` or `X-Forwarded-For` header) \
+             needs the server to have an API key: start it with `--api-key`"
+                .into(),
+        );
     }
     let peer = request
         .extensions()

@@ -67,9 +67,18 @@ fn a_page_of_another_origin_can_neither_drain_nor_generate() {
         let reply = server.request("POST", "/drain", &[("Origin", origin)], b"");
         assert_eq!(reply.status, 403, "{origin}: {}", reply.body);
     }
-    // Reading is refused too, not left to the browser's CORS check.
+    // Reading is refused too, not left to the browser's CORS check; also a GET a page sends
+    // without `Origin` (an `<img>`), which the browser marks as another site's.
     let read = server.request("GET", "/v1/models", &[("Origin", FOREIGN)], b"");
     assert_eq!(read.status, 403, "{}", read.body);
+    for site in ["cross-site", "same-site"] {
+        let image = server.request("GET", "/v1/models", &[("Sec-Fetch-Site", site)], b"");
+        assert_eq!(image.status, 403, "{site}: {}", image.body);
+    }
+    for site in ["none", "same-origin"] {
+        let typed = server.request("GET", "/v1/models", &[("Sec-Fetch-Site", site)], b"");
+        assert_eq!(typed.status, 200, "{site}: {}", typed.body);
+    }
     // Still serving, not draining, and nothing was generated.
     assert_eq!(ready(&server), 200);
     let metrics = server.request("GET", "/metrics", &[], b"").body;
@@ -253,6 +262,12 @@ fn a_keyless_server_takes_a_drain_from_this_machine_only() {
         }
         None => eprintln!("no address but loopback here: the LAN half is not run"),
     }
+    // Through a proxy on this machine every peer is loopback: a forwarded drain is refused.
+    for header in ["X-Forwarded-For", "Forwarded", "X-Real-IP"] {
+        let proxied = server.request("POST", "/drain", &[(header, "203.0.113.7")], b"");
+        assert_eq!(proxied.status, 403, "{header}: {}", proxied.body);
+    }
+    assert_eq!(ready(&server), 200);
     let local = server.request("POST", "/drain", &[], b"");
     assert_eq!(local.status, 202, "{}", local.body);
 }
