@@ -150,3 +150,17 @@ def test_metrics_count_what_a_request_did(client):
     assert first["buckets"][-1] == [None, first["count"]] and first["sum_seconds"] > 0
     assert after["kv_cells_total"] > 0 and after["kv_cells_used"] == 0
     assert after["memory_bytes"] > 50_000_000
+
+
+def test_a_gguf_file_is_a_model_by_its_path(client):
+    import os
+    import pathlib
+
+    models = pathlib.Path(os.environ.get("INGLE_MODELS_DIR", pathlib.Path.home() / ".cache/ingle/models"))
+    path = models / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    r = client.chat.completions.create(model=str(path), messages=FRANCE, max_tokens=8, temperature=0)
+    assert "Paris" in r.choices[0].message.content
+    assert str(path) in [m.id for m in client.models.list()]
+    with pytest.raises(ingle.NotFoundError) as e:
+        client.chat.completions.create(model="/nonexistent/x.gguf", messages=FRANCE)
+    assert e.value.param == "model" and "does not exist" in e.value.message

@@ -219,7 +219,8 @@ fn keep_alive(text: &str) -> Result<KeepAlive, String> {
 
 #[derive(Args)]
 struct GenerationArgs {
-    #[arg(long, default_value = DEFAULT_MODEL)]
+    /// A model's tag (or its name without the namespace), or a GGUF file's path.
+    #[arg(long, default_value = DEFAULT_MODEL, value_parser = model_name)]
     model: String,
     #[arg(long)]
     max_tokens: Option<i64>,
@@ -351,6 +352,12 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 )
                 .into());
             }
+            if api_key.is_none() && cors_origins.iter().any(|o| o.trim() == "*") {
+                eprintln!(
+                    "ingle: warning: --cors-origin '*' without --api-key lets every web page \
+                     you visit use this server"
+                );
+            }
             let duration = std::time::Duration::from_secs_f64;
             let options = ingle_serve::Options {
                 api_key,
@@ -363,12 +370,14 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                 max_connections: max_connections as usize,
                 keep_alive: keep_alive.0.map(duration),
                 preload: if preload.iter().any(|m| m == "all") {
+                    // Each model once: not again by its name without a namespace.
                     client
                         .models
                         .list()
                         .data
                         .into_iter()
                         .map(|m| m.id)
+                        .filter(|id| client.models.retrieve(id).is_ok_and(|m| m.id == *id))
                         .collect()
                 } else {
                     preload
@@ -554,6 +563,21 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// An upload limit flag: megabytes (MiB), more than 0 and at most 4096.
+/// A model by tag, or a GGUF file by its path: a relative one is made absolute (the library
+/// takes a model file by its absolute path).
+fn model_name(text: &str) -> Result<String, String> {
+    let path = std::path::Path::new(text);
+    let gguf = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+    if gguf && !path.is_absolute() {
+        return std::path::absolute(path)
+            .map(|p| p.display().to_string())
+            .map_err(|e| format!("cannot make {text} an absolute path: {e}"));
+    }
+    Ok(text.to_string())
+}
+
 fn allowed_host(text: &str) -> Result<String, String> {
     ingle_serve::check_allowed_host(text).map(|()| text.to_string())
 }

@@ -145,6 +145,8 @@ pub fn models(
         .data
         .into_iter()
         .map(|m| m.id)
+        // Each model once, by its tag (not again by its name without a namespace).
+        .filter(|id| client.models.retrieve(id).is_ok_and(|m| m.id == *id))
         .collect();
     if json {
         let mut rows: Vec<serde_json::Value> = catalog

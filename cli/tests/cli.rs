@@ -182,6 +182,54 @@ fn a_config_file_registers_its_predictors() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The config adds to the built-in models: they are listed and served beside it, also by
+    // their names without a namespace (what openai-agents can send).
+    assert!(table.contains("@local/smollm2-135m-instruct"), "{table}");
+    for model in ["@local/smollm2-135m-instruct", "smollm2-135m-instruct"] {
+        let out = ingle(&[
+            "--config",
+            config,
+            "chat",
+            "--model",
+            model,
+            "--temperature",
+            "0",
+            "Name the capital of France.",
+        ]);
+        assert!(
+            stdout(&out).contains("Paris"),
+            "{model}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A GGUF by its path, absolute or relative, with no config; a missing one is named.
+    let file = models_dir.join(ingle::config::DEFAULT_MODEL_FILE);
+    let copy = dir.join("my model.gguf");
+    std::os::unix::fs::symlink(&file, &copy).unwrap();
+    for (model, cwd) in [
+        (file.to_str().unwrap().to_string(), std::env::temp_dir()),
+        ("my model.gguf".to_string(), dir.clone()),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_ingle"))
+            .args(["chat", "--model", &model, "--temperature", "0"])
+            .arg("Name the capital of France.")
+            .current_dir(&cwd)
+            .env_remove("INGLE_CONFIG")
+            .output()
+            .unwrap();
+        assert!(
+            stdout(&out).contains("Paris"),
+            "{model}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = ingle(&["chat", "--model", "/nonexistent/x.gguf", "Hi"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("The model file `/nonexistent/x.gguf` does not exist"),
+        "{stderr}"
+    );
     std::fs::remove_dir_all(dir).unwrap();
 }
 

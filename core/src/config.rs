@@ -329,6 +329,11 @@ pub struct Config {
     pub models_dir: Option<PathBuf>,
     #[serde(default)]
     pub predictors: Vec<PredictorConfig>,
+    /// Whether a config file (or JSON config) also serves the built-in models (those of
+    /// [`Config::default`]) besides its own predictors: a config adds models, and a tag in
+    /// both is the config's. `builtin_models = false` serves the config's alone.
+    #[serde(default = "serve_builtin_models")]
+    pub builtin_models: bool,
     /// The ONNX Runtime shared library (1.31 or later); a relative path is taken inside the
     /// models directory (in a config file: next to the file). Default: `$ORT_DYLIB_PATH`, else
     /// [`DEFAULT_ONNXRUNTIME_GPU_FILE`] in the models directory where it is there and the
@@ -356,6 +361,10 @@ pub struct ResponsesConfig {
     /// While the stored responses take more than this, the oldest are forgotten.
     #[serde(default = "default_max_megabytes")]
     pub max_megabytes: u64,
+}
+
+fn serve_builtin_models() -> bool {
+    true
 }
 
 fn default_max_age_days() -> u32 {
@@ -437,6 +446,7 @@ impl Config {
         Config {
             models_dir: None,
             predictors: Vec::new(),
+            builtin_models: false,
             onnxruntime: None,
             responses: ResponsesConfig::default(),
         }
@@ -458,6 +468,29 @@ impl Config {
         self
     }
 
+    /// The config's predictors, then the built-in models whose tags it does not use (what a
+    /// config file means unless it says `builtin_models = false`).
+    pub fn with_builtin_models(mut self) -> Self {
+        let builtins = Config::default().predictors;
+        for builtin in builtins {
+            if !self.predictors.iter().any(|p| p.tag == builtin.tag) {
+                self.predictors.push(builtin);
+            }
+        }
+        self.builtin_models = false; // added
+        self
+    }
+
+    /// A config as a file (or the bindings' JSON) gives it: the built-in models joined, unless
+    /// it says `builtin_models = false`.
+    fn given(self) -> Self {
+        if self.builtin_models {
+            self.with_builtin_models()
+        } else {
+            self
+        }
+    }
+
     pub fn from_toml(text: &str) -> Result<Self> {
         // With the path of the field at fault: `threads = -1` said only "expected u32".
         serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
@@ -472,10 +505,11 @@ impl Config {
         })
     }
 
-    /// The same fields as the TOML file, as a JSON object (what the C and JS bindings take).
+    /// The same fields as the TOML file, as a JSON object (what the C and JS bindings take),
+    /// with the built-in models joined unless it says `"builtin_models": false`.
     pub fn from_json(text: &str) -> Result<Self> {
         use crate::json::{parse_one, JsonProblem};
-        parse_one(text).map_err(|problem| {
+        parse_one(text).map(Config::given).map_err(|problem| {
             let message = match problem {
                 JsonProblem::Syntax(message) => {
                     format!("Invalid ingle config: not valid JSON: {message}")
@@ -503,6 +537,8 @@ impl Config {
             e.message = format!("{} ({})", e.message, path.display());
             e
         })?;
+        // A config file adds models to the built-in ones (unless `builtin_models = false`).
+        config = config.given();
         // Relative directories in a file mean relative to the file.
         if let Some(parent) = path.parent() {
             let store = &mut config.responses.store;
@@ -722,3 +758,7 @@ fn device_name_or_index<'de, D: serde::Deserializer<'de>>(
         )),
     }
 }
+
+#[cfg(test)]
+#[path = "config/tests.rs"]
+mod tests;

@@ -50,6 +50,9 @@ pub struct Registry {
     entries: RwLock<Vec<Arc<Entry>>>,
     /// Where the config's models are (and where `models.pull` puts them).
     models_dir: PathBuf,
+    /// The config's settings without its predictors: what a model named by its file's path
+    /// (`model="/models/qwen.gguf"`) loads with.
+    file_config: Config,
 }
 
 impl Default for Registry {
@@ -57,6 +60,7 @@ impl Default for Registry {
         Registry {
             entries: RwLock::default(),
             models_dir: crate::config::default_models_dir(),
+            file_config: Config::empty(),
         }
     }
 }
@@ -69,6 +73,10 @@ impl Registry {
                 .models_dir
                 .clone()
                 .unwrap_or_else(crate::config::default_models_dir),
+            file_config: Config {
+                predictors: Vec::new(),
+                ..config.clone()
+            },
             ..Registry::default()
         };
         for predictor in &config.predictors {
@@ -135,13 +143,42 @@ impl Registry {
         self.register_loader(&tag, move || Ok(Arc::clone(&predictor)))
     }
 
+    /// The entry `tag` names: its own tag, else (a name without `/`) the one entry whose tag
+    /// ends in `/NAME` (`smollm2-135m-instruct` for `@local/smollm2-135m-instruct`), else a
+    /// GGUF file by its absolute path, registered under that path on first use.
     fn entry(&self, tag: &str) -> Result<Arc<Entry>> {
+        match self.named(tag) {
+            Err(not_found) if Path::new(tag).is_absolute() => {
+                let Some(predictor) = model_file(tag)? else {
+                    return Err(not_found);
+                };
+                let config = self.file_config.clone();
+                // Two first requests at once: one registers it, the other finds it.
+                let _ = self.add(
+                    tag,
+                    Box::new(move || crate::backends::load(&config, &predictor)),
+                    None,
+                    BTreeMap::new(),
+                );
+                self.named(tag)
+            }
+            found => found,
+        }
+    }
+
+    fn named(&self, tag: &str) -> Result<Arc<Entry>> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
-        entries
-            .iter()
-            .find(|e| e.tag == tag && e.present())
-            .cloned()
-            .ok_or_else(|| model_not_found(tag))
+        let present = || entries.iter().filter(|e| e.present());
+        if let Some(entry) = present().find(|e| e.tag == tag) {
+            return Ok(Arc::clone(entry));
+        }
+        if !tag.contains('/') {
+            let mut named = present().filter(|e| short_name(&e.tag) == Some(tag));
+            if let (Some(entry), None) = (named.next(), named.next()) {
+                return Ok(Arc::clone(entry));
+            }
+        }
+        Err(model_not_found(tag))
     }
 
     /// Where the config's models are.
@@ -220,13 +257,29 @@ impl Registry {
             .collect()
     }
 
+    /// Every model served, by its tag; then, for each tag with a `/`, its name without the
+    /// namespace (`smollm2-135m-instruct`), where that names it alone: frameworks that read
+    /// `PROVIDER/MODEL` in a model's name (openai-agents, LiteLLM) can name it so.
     pub fn list(&self) -> Vec<ModelInfo> {
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
-        entries
-            .iter()
-            .filter(|e| e.present())
-            .map(|e| Self::info(e))
-            .collect()
+        let present: Vec<&Arc<Entry>> = entries.iter().filter(|e| e.present()).collect();
+        let mut list: Vec<ModelInfo> = present.iter().map(|e| Self::info(e)).collect();
+        for entry in &present {
+            let Some(name) = short_name(&entry.tag) else {
+                continue;
+            };
+            let alone = present.iter().all(|other| {
+                other.tag != name
+                    && (Arc::ptr_eq(other, entry) || short_name(&other.tag) != Some(name))
+            });
+            if alone {
+                list.push(ModelInfo {
+                    tag: name.to_string(),
+                    ..Self::info(entry)
+                });
+            }
+        }
+        list
     }
 
     pub fn info_of(&self, tag: &str) -> Result<ModelInfo> {
@@ -246,6 +299,35 @@ impl Registry {
             loaded,
         }
     }
+}
+
+/// A chat model given by its file's absolute path (`/models/qwen2.5-1.5b-q4_k_m.gguf`): its
+/// predictor, served under that path; None for a path that is no GGUF file's. A `.gguf` path
+/// whose file is missing is an error naming it.
+fn model_file(path: &str) -> Result<Option<crate::config::PredictorConfig>> {
+    let file = Path::new(path);
+    let gguf = file
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+    if !gguf {
+        return Ok(None);
+    }
+    if !file.is_file() {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            format!("The model file `{}` does not exist", shown(path)),
+        )
+        .with_param("model")
+        .with_code("model_not_found"));
+    }
+    Ok(Some(crate::config::PredictorConfig::llama(path, file)))
+}
+
+/// A tag's name without its namespace: what follows its last `/` (`@local/smollm2-135m-instruct`
+/// → `smollm2-135m-instruct`), a name that clients which take `/` for a provider can send.
+pub fn short_name(tag: &str) -> Option<&str> {
+    let (_, name) = tag.rsplit_once('/')?;
+    (!name.is_empty()).then_some(name)
 }
 
 /// No predictor `tag`; for a model ingle can pull, the message says how. Here, not in
@@ -272,6 +354,52 @@ pub fn model_not_found(tag: &str) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tag_is_also_named_without_its_namespace_where_that_names_it_alone() {
+        let registry = Registry::default();
+        for tag in [
+            "@local/chat-a",
+            "@me/shared",
+            "@you/shared",
+            "plain",
+            "@x/plain",
+        ] {
+            let message = format!("loaded {tag}");
+            registry
+                .register_loader(tag, move || Err(Error::internal(message.clone())))
+                .unwrap();
+        }
+        let loads = |name: &str| registry.get(name).err().map(|e| e.message);
+        assert_eq!(loads("chat-a").as_deref(), Some("loaded @local/chat-a"));
+        // Two tags end in `/shared`: neither is named by it.
+        assert_eq!(
+            registry.get("shared").err().unwrap().kind,
+            ErrorKind::NotFound
+        );
+        // A tag of its own wins over another's short name.
+        assert_eq!(loads("plain").as_deref(), Some("loaded plain"));
+        // Only a name without `/` is looked up so.
+        assert_eq!(
+            registry.get("@other/chat-a").err().unwrap().kind,
+            ErrorKind::NotFound
+        );
+        let listed: Vec<String> = registry.list().into_iter().map(|m| m.tag).collect();
+        assert_eq!(
+            listed,
+            [
+                "@local/chat-a",
+                "@me/shared",
+                "@you/shared",
+                "plain",
+                "@x/plain",
+                "chat-a"
+            ]
+        );
+        assert_eq!(short_name("@local/a/b"), Some("b"));
+        assert_eq!(short_name("a/"), None);
+        assert_eq!(short_name("plain"), None);
+    }
 
     fn hidden_model(dir: &Path) -> Registry {
         let config = Config::empty().models_dir(dir).predictor(

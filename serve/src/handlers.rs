@@ -42,6 +42,9 @@ pub(crate) async fn models_retrieve(State(state): State<AppState>, uri: Uri) -> 
             return error_response(StatusCode::BAD_REQUEST, &error);
         }
     };
+    if let Some(refusal) = crate::lifecycle::refuse_a_file_path(&model) {
+        return refusal;
+    }
     match state
         .client
         .models

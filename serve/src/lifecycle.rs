@@ -172,6 +172,9 @@ pub(crate) async fn refuse_while_draining(
 /// A 503 with `Retry-After`, for a request for `model` while it loads at startup; `None`
 /// when the request may go on.
 pub(crate) fn refuse_if_loading(state: &AppState, model: &str) -> Option<Response> {
+    if let Some(refusal) = refuse_a_file_path(model) {
+        return Some(refusal);
+    }
     crate::telemetry::note_model(model);
     if !state.lifecycle.loading(model) {
         return None;
@@ -195,4 +198,23 @@ fn retry_later(error: Error) -> Response {
         HeaderValue::from_static(RETRY_AFTER_SECONDS),
     );
     response
+}
+
+/// A model named by a file's path (`/models/x.gguf`) is served in-process and by the CLI, not
+/// over HTTP: a client must not make the server open, or probe for, files of its choosing.
+pub(crate) fn refuse_a_file_path(model: &str) -> Option<Response> {
+    if !std::path::Path::new(model).is_absolute() {
+        return None;
+    }
+    let error = Error::new(
+        ErrorKind::NotFound,
+        format!(
+            "The model `{}` does not exist (a model file is served by its path in-process and \
+             by `ingle chat --model PATH`, not over HTTP: give it a tag in a config)",
+            ingle::error::shown(model)
+        ),
+    )
+    .with_param("model")
+    .with_code("model_not_found");
+    Some(error_response(StatusCode::NOT_FOUND, &error))
 }

@@ -179,9 +179,11 @@ impl Tracked {
     /// Moves the request to `model`'s label. Only a registered model is a label: anything
     /// else a client sends would grow the series without bound.
     fn note(&self, model: &str) {
-        if self.client.models.retrieve(model).is_err() {
+        // Under its tag, also when named without its namespace (`smollm2-135m-instruct`).
+        let Ok(found) = self.client.models.retrieve(model) else {
             return;
-        }
+        };
+        let model = found.id.as_str();
         let mut current = self.model();
         if *current == model {
             return;
@@ -214,7 +216,8 @@ const CLIENT_LEFT: u16 = 499;
 
 /// Middleware over `/v1`: counts the request in flight from its arrival, times it to its last
 /// byte, and logs one line when it ends, also when its client leaves before the answer (the
-/// handler is then dropped, and the request recorded as not completed, status 499).
+/// handler is then dropped, and the request recorded as not completed, status 499; 503 when
+/// the server was stopping).
 pub(crate) async fn observe(
     State(state): State<AppState>,
     request: Request,
@@ -228,18 +231,21 @@ pub(crate) async fn observe(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let mut abandoned = Abandoned(Some(Done {
-        tracked: std::sync::Arc::clone(&tracked),
-        status: CLIENT_LEFT,
-        started,
-        method: request.method().to_string(),
-        path: request.uri().path().to_string(),
-        id,
-        stream: false,
-        made: None,
-    }));
+    let mut abandoned = Abandoned(
+        std::sync::Arc::clone(&state.shutting_down),
+        Some(Done {
+            tracked: std::sync::Arc::clone(&tracked),
+            status: CLIENT_LEFT,
+            started,
+            method: request.method().to_string(),
+            path: request.uri().path().to_string(),
+            id,
+            stream: false,
+            made: None,
+        }),
+    );
     let response = TRACKED.scope(tracked, next.run(request)).await;
-    let mut done = abandoned.0.take().expect("recorded only once");
+    let mut done = abandoned.1.take().expect("recorded only once");
     done.status = response.status().as_u16();
     done.stream = is_stream(response.headers());
     done.made = response.extensions().get::<StreamMade>().cloned();
@@ -253,13 +259,16 @@ pub(crate) async fn observe(
     )
 }
 
-/// A request whose handler is dropped before it answers (its client left): recorded as not
-/// completed.
-struct Abandoned(Option<Done>);
+/// A request whose handler is dropped before it answers: recorded as not completed, with
+/// 499 when its client left, 503 when the server was stopping (the shutdown flag).
+struct Abandoned(std::sync::Arc<std::sync::atomic::AtomicBool>, Option<Done>);
 
 impl Drop for Abandoned {
     fn drop(&mut self) {
-        if let Some(done) = self.0.take() {
+        if let Some(mut done) = self.1.take() {
+            if self.0.load(std::sync::atomic::Ordering::Acquire) {
+                done.status = 503;
+            }
             done.record(false);
         }
     }

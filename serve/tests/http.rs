@@ -489,7 +489,7 @@ fn four_stalled_readers_do_not_stop_chat() {
 fn a_half_sent_header_is_closed_after_the_header_timeout() {
     let server = TestServer::start(Config::default(), short_timeouts());
     let mut slow = server.connect();
-    slow.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Ty")
+    slow.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Ty")
         .unwrap();
     let start = Instant::now();
     read_until_closed(&mut slow);
@@ -506,7 +506,7 @@ fn a_body_shorter_than_its_content_length_is_408() {
     let server = TestServer::start(Config::default(), short_timeouts());
     let mut short = server.connect();
     short
-        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\"")
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\"")
         .unwrap();
     let reply = Reply::parse(&read_until_closed(&mut short));
     assert_eq!(
@@ -523,7 +523,7 @@ fn a_chunked_body_that_trickles_forever_is_408() {
     let server = TestServer::start(Config::default(), short_timeouts());
     let mut trickle = server.connect();
     trickle
-        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
         .unwrap();
     let mut writer = trickle.try_clone().unwrap();
     let feeding = std::thread::spawn(move || {
@@ -562,7 +562,7 @@ fn idle_connections_are_closed_after_the_idle_timeout() {
     );
     // One kept alive after a request.
     let mut kept = server.connect();
-    kept.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    kept.write_all(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .unwrap();
     let raw = read_until_closed(&mut kept);
     assert!(String::from_utf8_lossy(&raw).starts_with("HTTP/1.1 200"));
@@ -604,14 +604,14 @@ fn the_body_limit_applies_while_reading() {
     // A declared length over the limit is refused before any body arrives.
     let mut declared = server.connect();
     declared
-        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000000000\r\n\r\n")
         .unwrap();
     let reply = Reply::parse(&read_until_closed(&mut declared));
     assert_eq!(reply.status, 413, "{}", reply.body);
     // A chunked body is refused once it passes the limit, not read to its end.
     let mut chunked = server.connect();
     chunked
-        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
         .unwrap();
     let chunk = format!("400\r\n{}\r\n", "x".repeat(1024));
     chunked.write_all(chunk.as_bytes()).unwrap();
@@ -1619,7 +1619,15 @@ fn generation_options_at_their_edges_are_400_naming_the_field_or_served() {
     assert!(started.elapsed() < Duration::from_secs(5));
     // Path-like, huge and control-character model names: 404 naming `model`, never a file
     // read (they name no registered model).
+    // A model file by its path is served in-process and by the CLI, not over HTTP, even one
+    // that is there.
+    let real_file = ingle::config::default_models_dir()
+        .join(ingle::config::DEFAULT_MODEL_FILE)
+        .display()
+        .to_string();
     for model in [
+        real_file.as_str(),
+        "/nonexistent/model.gguf",
         "../../../../etc/passwd",
         "/etc/passwd",
         "@local/../../etc/passwd",

@@ -106,3 +106,23 @@ def test_agent_answers_from_the_tool_result():
         assert calls and is_paris(calls[0]), calls  # the tool ran, with the city asked for
     if "sunny" not in result.final_output.lower() and "21" not in result.final_output:
         raise NoAnswer(result.final_output)
+
+
+@pytest.mark.client("openai-agents", "openai-agents", "`Agent(model=\"qwen2.5-coder-0.5b-instruct\")`: a model named by a string, with `set_default_openai_client(AsyncOpenAI(base_url=URL))`: the model's name without its `@local/` namespace, which the SDK does not take for a provider")
+def test_agent_names_its_model_by_a_string():
+    from agents import set_default_openai_api, set_default_openai_client
+    from agents.exceptions import UserError
+
+    set_default_openai_client(AsyncOpenAI(base_url=URL, api_key=KEY, max_retries=0, timeout=TIMEOUT),
+                              use_for_tracing=False)
+    set_default_openai_api("chat_completions")
+    settings = ModelSettings(temperature=0, max_tokens=60, tool_choice="required")
+    # The tag itself is read as provider `@local`: why a name without `/` is served too.
+    with pytest.raises(UserError):
+        Runner.run_sync(Agent(name="Weather", model=QWEN, tools=[get_weather], model_settings=settings),
+                        WEATHER_QUESTION, max_turns=2)
+    calls.clear()
+    agent = Agent(name="Weather", instructions="You answer questions about the weather.",
+                  tools=[get_weather], model=QWEN.removeprefix("@local/"),
+                  model_settings=settings, tool_use_behavior="stop_on_first_tool")
+    check_tool_result_is_the_answer(Runner.run_sync(agent, WEATHER_QUESTION, max_turns=2))

@@ -63,7 +63,9 @@ def test_embeddings_float_and_base64(client):
 
 def test_models(client):
     ids = [m.id for m in client.models.list()]
-    assert ids == [CHAT, "@local/qwen2.5-coder-0.5b-instruct", EMBED, SPEECH, WHISPER]
+    tags = [CHAT, "@local/qwen2.5-coder-0.5b-instruct", EMBED, SPEECH, WHISPER]
+    # Each also without its namespace, for frameworks that read `@local/` as a provider.
+    assert ids == tags + [tag.removeprefix("@local/") for tag in tags]
     assert client.models.retrieve(CHAT).id == CHAT
 
 

@@ -165,9 +165,17 @@ fn models_list_and_retrieve() {
             ingle::TOOLS_MODEL,
             ingle::DEFAULT_EMBEDDING_MODEL,
             ingle::DEFAULT_SPEECH_MODEL,
-            ingle::config::DEFAULT_TRANSCRIPTION_MODEL
+            ingle::config::DEFAULT_TRANSCRIPTION_MODEL,
+            // Each also without its namespace (openai-agents reads `@local/` as a provider).
+            "smollm2-135m-instruct",
+            "qwen2.5-coder-0.5b-instruct",
+            "all-minilm-l6-v2",
+            "piper-en-us-joe-medium",
+            "whisper-tiny-en",
         ]
     );
+    let short = shared().models.retrieve("smollm2-135m-instruct").unwrap();
+    assert_eq!(short.id, MODEL);
     let model = shared().models.retrieve(MODEL).unwrap();
     assert_eq!(
         (model.object.as_str(), model.owned_by.as_str()),

@@ -803,7 +803,8 @@ fn the_default_model_pulled_from_a_mirror_answers() {
 
     let puller = Puller::with_catalog(Catalog::from_toml(&text).unwrap(), &dir.0);
     pull(&puller, ingle::DEFAULT_MODEL).0.unwrap();
-    assert_eq!(client.models.list().data.len(), 1);
+    // Listed by its tag and by its name without the namespace.
+    assert_eq!(client.models.list().data.len(), 2);
     let mut request = request;
     request.temperature = Some(0.0);
     request.max_tokens = Some(12);
