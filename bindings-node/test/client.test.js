@@ -76,7 +76,9 @@ test('completions, models and predictions', async () => {
 
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);
-  assert.deepEqual(ids, [model, '@local/qwen2.5-coder-0.5b-instruct', '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium', '@local/whisper-tiny-en']);
+  const tags = [model, '@local/qwen2.5-coder-0.5b-instruct', '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium', '@local/whisper-tiny-en'];
+  // Each also without its namespace, for frameworks that read `@local/` as a provider.
+  assert.deepEqual(ids, [...tags, ...tags.map((t) => t.replace('@local/', ''))]);
   const page = await client.models.list();
   assert.equal(page.object, 'list');
   assert.equal(page.data[0].id, model);

@@ -380,7 +380,20 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                         .filter(|id| client.models.retrieve(id).is_ok_and(|m| m.id == *id))
                         .collect()
                 } else {
-                    preload
+                    // By tag (a name without its namespace names the same model), and never
+                    // a file's path (refused over HTTP).
+                    let mut tags = Vec::new();
+                    for model in preload {
+                        if std::path::Path::new(&model).is_absolute() {
+                            return Err(ingle::Error::invalid(
+                                "preload",
+                                format!("--preload takes models' tags, not files ({model}): give the file a tag in a config"),
+                            )
+                            .into());
+                        }
+                        tags.push(client.models.retrieve(&model).map_or(model, |m| m.id));
+                    }
+                    tags
                 },
                 drain_timeout: duration(drain_timeout),
                 metrics,
@@ -563,14 +576,14 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// An upload limit flag: megabytes (MiB), more than 0 and at most 4096.
-/// A model by tag, or a GGUF file by its path: a relative one is made absolute (the library
-/// takes a model file by its absolute path).
+/// A model by tag, or a GGUF file by its path: a relative one that is there is made absolute
+/// (the library takes a model file by its absolute path).
 fn model_name(text: &str) -> Result<String, String> {
     let path = std::path::Path::new(text);
     let gguf = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
-    if gguf && !path.is_absolute() {
+    if gguf && !path.is_absolute() && path.is_file() {
         return std::path::absolute(path)
             .map(|p| p.display().to_string())
             .map_err(|e| format!("cannot make {text} an absolute path: {e}"));

@@ -329,9 +329,11 @@ pub struct Config {
     pub models_dir: Option<PathBuf>,
     #[serde(default)]
     pub predictors: Vec<PredictorConfig>,
-    /// Whether a config file (or JSON config) also serves the built-in models (those of
-    /// [`Config::default`]) besides its own predictors: a config adds models, and a tag in
-    /// both is the config's. `builtin_models = false` serves the config's alone.
+    /// Whether a client made from this config also serves the built-in models (those of
+    /// [`Config::default`], once their files are in the models directory) besides its own
+    /// predictors: a config adds models, and a tag in both is the config's. True in a parsed
+    /// config unless it says `builtin_models = false`; false in [`Config::empty`] and
+    /// [`Config::default`] (which is them).
     #[serde(default = "serve_builtin_models")]
     pub builtin_models: bool,
     /// The ONNX Runtime shared library (1.31 or later); a relative path is taken inside the
@@ -468,27 +470,17 @@ impl Config {
         self
     }
 
-    /// The config's predictors, then the built-in models whose tags it does not use (what a
-    /// config file means unless it says `builtin_models = false`).
+    /// The config's predictors, then the built-in models whose tags it does not use, each
+    /// served once its files are in this config's models directory: what a client made from a
+    /// config file or JSON serves, unless it says `builtin_models = false`.
     pub fn with_builtin_models(mut self) -> Self {
-        let builtins = Config::default().predictors;
-        for builtin in builtins {
+        for builtin in Config::default().predictors {
             if !self.predictors.iter().any(|p| p.tag == builtin.tag) {
-                self.predictors.push(builtin);
+                self.predictors.push(builtin.if_present());
             }
         }
-        self.builtin_models = false; // added
+        self.builtin_models = false; // joined: not again
         self
-    }
-
-    /// A config as a file (or the bindings' JSON) gives it: the built-in models joined, unless
-    /// it says `builtin_models = false`.
-    fn given(self) -> Self {
-        if self.builtin_models {
-            self.with_builtin_models()
-        } else {
-            self
-        }
     }
 
     pub fn from_toml(text: &str) -> Result<Self> {
@@ -505,11 +497,10 @@ impl Config {
         })
     }
 
-    /// The same fields as the TOML file, as a JSON object (what the C and JS bindings take),
-    /// with the built-in models joined unless it says `"builtin_models": false`.
+    /// The same fields as the TOML file, as a JSON object (what the C and JS bindings take).
     pub fn from_json(text: &str) -> Result<Self> {
         use crate::json::{parse_one, JsonProblem};
-        parse_one(text).map(Config::given).map_err(|problem| {
+        parse_one(text).map_err(|problem| {
             let message = match problem {
                 JsonProblem::Syntax(message) => {
                     format!("Invalid ingle config: not valid JSON: {message}")
@@ -537,8 +528,6 @@ impl Config {
             e.message = format!("{} ({})", e.message, path.display());
             e
         })?;
-        // A config file adds models to the built-in ones (unless `builtin_models = false`).
-        config = config.given();
         // Relative directories in a file mean relative to the file.
         if let Some(parent) = path.parent() {
             let store = &mut config.responses.store;

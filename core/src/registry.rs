@@ -67,6 +67,14 @@ impl Default for Registry {
 
 impl Registry {
     pub fn from_config(config: &Config) -> Result<Self> {
+        // A config file adds to the built-in models (unless `builtin_models = false`).
+        let joined;
+        let config = if config.builtin_models {
+            joined = config.clone().with_builtin_models();
+            &joined
+        } else {
+            config
+        };
         config.validate(crate::backends::validate)?;
         let registry = Registry {
             models_dir: config
@@ -144,9 +152,14 @@ impl Registry {
     }
 
     /// The entry `tag` names: its own tag, else (a name without `/`) the one entry whose tag
-    /// ends in `/NAME` (`smollm2-135m-instruct` for `@local/smollm2-135m-instruct`), else a
-    /// GGUF file by its absolute path, registered under that path on first use.
+    /// ends in `/NAME` (`smollm2-135m-instruct` for `@local/smollm2-135m-instruct`).
     fn entry(&self, tag: &str) -> Result<Arc<Entry>> {
+        self.named(tag)
+    }
+
+    /// [`Self::entry`], else a GGUF file by its absolute path, registered under that path at
+    /// its first use (and listed while the file is there).
+    fn entry_or_file(&self, tag: &str) -> Result<Arc<Entry>> {
         match self.named(tag) {
             Err(not_found) if Path::new(tag).is_absolute() => {
                 let Some(predictor) = model_file(tag)? else {
@@ -157,7 +170,7 @@ impl Registry {
                 let _ = self.add(
                     tag,
                     Box::new(move || crate::backends::load(&config, &predictor)),
-                    None,
+                    Some(vec![PathBuf::from(tag)]),
                     BTreeMap::new(),
                 );
                 self.named(tag)
@@ -173,9 +186,25 @@ impl Registry {
             return Ok(Arc::clone(entry));
         }
         if !tag.contains('/') {
-            let mut named = present().filter(|e| short_name(&e.tag) == Some(tag));
-            if let (Some(entry), None) = (named.next(), named.next()) {
-                return Ok(Arc::clone(entry));
+            let named: Vec<&Arc<Entry>> = present()
+                .filter(|e| short_name(&e.tag) == Some(tag))
+                .collect();
+            match named[..] {
+                [entry] => return Ok(Arc::clone(entry)),
+                [] => {}
+                _ => {
+                    let tags: Vec<&str> = named.iter().map(|e| e.tag.as_str()).collect();
+                    return Err(Error::new(
+                        ErrorKind::NotFound,
+                        format!(
+                            "The model `{}` names several models: {}; give one of their tags",
+                            shown(tag),
+                            tags.join(", ")
+                        ),
+                    )
+                    .with_param("model")
+                    .with_code("model_not_found"));
+                }
             }
         }
         Err(model_not_found(tag))
@@ -188,7 +217,7 @@ impl Registry {
 
     /// The predictor for `tag`, loading it if this is its first use.
     pub fn get(&self, tag: &str) -> Result<Arc<dyn Predictor>> {
-        let entry = self.entry(tag)?;
+        let entry = self.entry_or_file(tag)?;
         *entry.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         let mut loaded = entry.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(predictor) = loaded.as_ref() {
@@ -326,6 +355,9 @@ fn model_file(path: &str) -> Result<Option<crate::config::PredictorConfig>> {
 /// A tag's name without its namespace: what follows its last `/` (`@local/smollm2-135m-instruct`
 /// → `smollm2-135m-instruct`), a name that clients which take `/` for a provider can send.
 pub fn short_name(tag: &str) -> Option<&str> {
+    if Path::new(tag).is_absolute() {
+        return None; // a model file's path: named by its path only
+    }
     let (_, name) = tag.rsplit_once('/')?;
     (!name.is_empty()).then_some(name)
 }
@@ -399,6 +431,7 @@ mod tests {
         assert_eq!(short_name("@local/a/b"), Some("b"));
         assert_eq!(short_name("a/"), None);
         assert_eq!(short_name("plain"), None);
+        assert_eq!(short_name("/models/x.gguf"), None);
     }
 
     fn hidden_model(dir: &Path) -> Registry {

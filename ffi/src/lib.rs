@@ -106,7 +106,8 @@ pub extern "C" fn ingle_version() -> *const c_char {
 /// `INGLE_CONFIG` environment variable, or else the default model from the models cache), or a
 /// JSON object with the fields of the TOML config, e.g.
 /// `{"models_dir": "/opt/models", "predictors": [{"tag": "@me/chat", "backend": "llama",
-/// "model": "my.gguf", "n_ctx": 2048, "threads": 2, "parallel": 4}]}`.
+/// "model": "my.gguf", "n_ctx": 2048, "threads": 2, "parallel": 4}]}`. Its predictors join the
+/// built-in models (a tag in both is the config's) unless it says `"builtin_models": false`.
 /// Models load on first use, not here. On success `*out` is a client to free with
 /// `ingle_client_free`; on failure it is NULL.
 #[no_mangle]

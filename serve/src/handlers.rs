@@ -19,7 +19,12 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
 pub(crate) async fn models_list(State(state): State<AppState>) -> Response {
-    match to_json_text(&state.client.models.list()) {
+    let mut list = state.client.models.list();
+    // A model file used by its path in-process (`ingle.serve` of a client that did) is no
+    // model of the HTTP API: its path is the server's business.
+    list.data
+        .retain(|m| !std::path::Path::new(&m.id).is_absolute());
+    match to_json_text(&list) {
         Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
         Err(error) => core_error(error),
     }

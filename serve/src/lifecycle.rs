@@ -176,7 +176,9 @@ pub(crate) fn refuse_if_loading(state: &AppState, model: &str) -> Option<Respons
         return Some(refusal);
     }
     crate::telemetry::note_model(model);
-    if !state.lifecycle.loading(model) {
+    // Preloads are kept by tag: a model asked for by its name without a namespace too.
+    let tag = state.client.models.retrieve(model).map(|m| m.id);
+    if !state.lifecycle.loading(tag.as_deref().unwrap_or(model)) {
         return None;
     }
     let error = Error::new(

@@ -472,7 +472,7 @@ static int32_t slow(const IngleInputs *inputs, IngleSink *sink, void *user_data)
 /* Freeing the client waits for running callbacks, so their user_data may be freed then. */
 static void test_predictor_free_waits(void) {
     IngleClient *own = NULL;
-    CHECK_STATUS(ingle_client_create("{\"predictors\":[]}", &own), INGLE_OK);
+    CHECK_STATUS(ingle_client_create("{\"builtin_models\":false,\"predictors\":[]}", &own), INGLE_OK);
     atomic_store(&slow_returned, 0);
     CHECK_STATUS(ingle_predictor_register(own, "{\"tag\":\"@c/slow\",\"kind\":\"generator\",\"outputs\":[{"
                                                "\"name\":\"n\",\"type\":\"integer\"}]}",
@@ -501,7 +501,7 @@ static const Test tests[] = {
 };
 
 int main(int argc, char **argv) {
-    if (ingle_client_create("{\"predictors\":[]}", &client) != INGLE_OK) {
+    if (ingle_client_create("{\"builtin_models\":false,\"predictors\":[]}", &client) != INGLE_OK) {
         fprintf(stderr, "cannot create the client: %s\n", ingle_last_error());
         return 1;
     }

@@ -15,38 +15,44 @@ fn a_config_file_adds_to_the_built_in_models_and_wins_on_a_shared_tag() {
                 [[predictors]]\ntag = \"@local/all-minilm-l6-v2\"\nbackend = \"llama\"\n\
                 model = \"b.gguf\"\n";
     std::fs::write(&file, mine).unwrap();
-    let config = Config::from_file(&file).unwrap();
+    // As parsed: the config's own, to be joined by the client (Registry::from_config).
+    let parsed = Config::from_file(&file).unwrap();
+    assert!(parsed.builtin_models);
+    assert_eq!(tags(&parsed), ["@me/chat", "@local/all-minilm-l6-v2"]);
+    let config = parsed.with_builtin_models();
+    assert!(!config.builtin_models);
     let builtins = Config::default();
+    assert!(!builtins.builtin_models);
     assert_eq!(tags(&config)[..2], ["@me/chat", "@local/all-minilm-l6-v2"]);
     for builtin in &builtins.predictors {
-        assert_eq!(
-            config
-                .predictors
-                .iter()
-                .filter(|p| p.tag == builtin.tag)
-                .count(),
-            1,
-            "{}",
-            builtin.tag
-        );
+        let count = config
+            .predictors
+            .iter()
+            .filter(|p| p.tag == builtin.tag)
+            .count();
+        assert_eq!(count, 1, "{}", builtin.tag);
     }
-    // The shared tag is the config's model, not the built-in one.
+    // The shared tag is the config's model, not the built-in one; the built-ins are served
+    // once their files are in the config's models directory.
     assert_eq!(config.predictors[1].model, PathBuf::from("b.gguf"));
     assert_eq!(config.predictors.len(), builtins.predictors.len() + 1);
+    assert!(config.predictors[2..].iter().all(|p| p.if_present));
     // The same from JSON (what the C library and Node take).
     let json = Config::from_json(
         r#"{"predictors": [{"tag": "@me/chat", "backend": "llama", "model": "a.gguf"}]}"#,
     )
     .unwrap();
-    assert_eq!(json.predictors.len(), builtins.predictors.len() + 1);
+    assert!(json.builtin_models);
+    let joined = json.with_builtin_models();
+    assert_eq!(joined.predictors.len(), builtins.predictors.len() + 1);
     // Alone when it says so.
     std::fs::write(&file, format!("builtin_models = false\n{mine}")).unwrap();
     let alone = Config::from_file(&file).unwrap();
-    assert_eq!(tags(&alone), ["@me/chat", "@local/all-minilm-l6-v2"]);
+    assert!(!alone.builtin_models);
     let alone = Config::from_json(
         r#"{"builtin_models": false, "predictors": [{"tag": "@me/chat", "backend": "llama", "model": "a.gguf"}]}"#,
     )
     .unwrap();
-    assert_eq!(tags(&alone), ["@me/chat"]);
+    assert!(!alone.builtin_models);
     std::fs::remove_dir_all(&dir).unwrap();
 }
