@@ -114,7 +114,8 @@ fn model_files_missing() {
         .into_iter()
         .map(|m| m.id)
         .collect();
-    assert_eq!(tags, [ingle::DEFAULT_MODEL]);
+    // (and by its name without the namespace)
+    assert_eq!(tags, [ingle::DEFAULT_MODEL, "smollm2-135m-instruct"]);
     // Named explicitly, it is listed, and using it says which file is missing.
     let config = Config::empty()
         .models_dir(&empty)
