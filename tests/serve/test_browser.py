@@ -22,9 +22,12 @@ import pytest
 CHAT = "@local/smollm2-135m-instruct"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
-pytestmark = pytest.mark.skipif(
-    os.environ.get("CI") != "true" and not os.path.exists(CHROMIUM),
-    reason="Chromium is not installed (scripts/setup --tests installs it)")
+
+
+@pytest.fixture(autouse=True)
+def chromium_is_installed():
+    # Not skipped: scripts/setup --tests (which scripts/test runs) installs it.
+    assert os.path.exists(CHROMIUM), "Chromium is missing: run scripts/setup --tests (apt install chromium)"
 
 ATTACK = """<!doctype html>
 <html><body><pre id="out">running</pre>
