@@ -335,6 +335,8 @@ export interface PullResult {
   models_dir: string;
   files: { tag: string; path: string; size: number; sha256: string; fetched: boolean }[];
   downloaded_bytes: number;
+  /** What to know: a Hugging Face repo's vision projector left aside, a cached copy used. */
+  notes: string[];
 }
 
 export interface Model {
@@ -472,8 +474,9 @@ export declare class Stream<Item> implements AsyncIterable<Item> {
 
 /** Checked by the constructor: a wrong-typed option throws OpenAIError naming it. */
 export interface ClientOptions {
-  /** An ingle TOML config file. Default: $INGLE_CONFIG, else the default model. */
-  config?: string | null;
+  /** An ingle TOML config file, the config as TOML text, or the config as an object
+   * (`{ predictors: [...] }`). Default: $INGLE_CONFIG, else the default model. */
+  config?: string | Record<string, unknown> | null;
   /** Where relative model paths resolve. */
   modelsDir?: string | null;
   /** Predictors of your own to serve (see `predictor`). */

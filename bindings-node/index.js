@@ -175,11 +175,12 @@ class Models {
     return page;
   }
 
-  /** Downloads `model` (a tag of ingle's catalog: `ingle models` lists them) and what it needs
+  /** Downloads `model` (a tag of ingle's catalog: `ingle models` lists them; or a Hugging Face
+   * reference, `hf.co/ORG/REPO[:QUANT][@REVISION]`, into the Hub's shared cache) and what it needs
    * into the models directory, each file verified (sha256) and written atomically; an
    * interrupted pull resumes. Files already there are re-hashed, a corrupted one fetched again;
    * the model is then served by this client. Resolves to `{tag, status, models_dir, files:
-   * [{tag, path, size, sha256, fetched}], downloaded_bytes}`. `options.onProgress(event)`
+   * [{tag, path, size, sha256, fetched}], downloaded_bytes, notes}`. `options.onProgress(event)`
    * receives `{status: 'waiting'|'verifying'|'downloading'|'success', tag, file, completed,
    * total}`;
    * `options.signal` aborts (APIUserAbortError; the next pull resumes). ingle's own method, as
@@ -313,16 +314,24 @@ function tensorDtype(data) {
   return found ? found[1] : null;
 }
 
-/** Runs models in this process. `config`: an ingle TOML config file (default: $INGLE_CONFIG,
- * else the default model); `modelsDir`: where model files are. The openai client's connection
+/** Runs models in this process. `config`: an ingle TOML config file, the config as TOML text, or
+ * the config as an object (`{ predictors: [...] }`) (default: $INGLE_CONFIG, else the default model); `modelsDir`: where model files are. The openai client's connection
  * options (`apiKey`, `baseURL`, `timeout`, ...) are accepted and ignored. */
 class OpenAI {
   constructor(options = {}) {
     if (!isObject(options)) throw badOption(`new OpenAI(options): options must be an object, not ${describe(options)}`);
-    const { config = null, modelsDir = null } = options;
+    let { config = null, modelsDir = null } = options;
+    // The config itself, as an object: JSON for the engine (a string is a path or TOML text).
+    if (isObject(config)) {
+      try {
+        config = JSON.stringify(config);
+      } catch (e) {
+        throw badOption(`new OpenAI(options): options.config cannot be written as JSON (${e.message})`);
+      }
+    }
     for (const [name, value] of [['config', config], ['modelsDir', modelsDir]]) {
       if (value !== null && typeof value !== 'string') {
-        throw badOption(`new OpenAI(options): options.${name} must be a path string, not ${describe(value)}`);
+        throw badOption(`new OpenAI(options): options.${name} must be a path string (options.config: also TOML text or an object), not ${describe(value)}`);
       }
       if (typeof value === 'string' && lonelySurrogate(value)) {
         throw badOption(`new OpenAI(options): options.${name} contains a lone UTF-16 surrogate (half of a character)`);

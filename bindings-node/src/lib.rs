@@ -277,12 +277,12 @@ pub struct NativeClient {
 
 #[napi]
 impl NativeClient {
-    /// `config`: a TOML config file (default: `$INGLE_CONFIG`, else the default model);
-    /// `modelsDir`: where relative model paths resolve.
+    /// `config`: a TOML config file, or the config as TOML or JSON text (an object) (default:
+    /// `$INGLE_CONFIG`, else the default model); `modelsDir`: where relative model paths resolve.
     #[napi(constructor)]
     pub fn new(config: Option<String>, models_dir: Option<String>) -> napi::Result<Self> {
         let mut config = match config {
-            Some(path) => Config::from_file(std::path::Path::new(&path)),
+            Some(value) => Config::from_file_or_text(&value),
             None => Config::from_env(),
         }
         .map_err(js_error)?;

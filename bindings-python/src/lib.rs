@@ -165,12 +165,18 @@ impl NativeClient {
     /// `config`: a TOML config file (default: `$INGLE_CONFIG`, else the default model);
     /// `models_dir`: where relative model paths resolve. The core checks the whole config
     /// here (`Client::from_config`), so a bad one raises at construction, not at first use.
+    /// `config_text`: the config itself, as TOML or JSON text (`config=` given a dict or TOML).
     #[new]
-    #[pyo3(signature = (config=None, models_dir=None))]
-    fn new(config: Option<PathBuf>, models_dir: Option<PathBuf>) -> PyResult<Self> {
-        let mut config = match config {
-            Some(path) => Config::from_file(&path),
-            None => Config::from_env(),
+    #[pyo3(signature = (config=None, models_dir=None, config_text=None))]
+    fn new(
+        config: Option<PathBuf>,
+        models_dir: Option<PathBuf>,
+        config_text: Option<String>,
+    ) -> PyResult<Self> {
+        let mut config = match (config, config_text) {
+            (_, Some(text)) => Config::from_text(&text),
+            (Some(path), None) => Config::from_file(&path),
+            (None, None) => Config::from_env(),
         }
         .map_err(py_err)?;
         if let Some(dir) = models_dir {

@@ -169,6 +169,10 @@ enum Command {
         /// ~/.local/share/ingle/responses.sqlite3). Several servers may share one file.
         #[arg(long)]
         responses_store: Option<PathBuf>,
+        /// A model to serve, pulled first where it is a Hugging Face reference not yet in the
+        /// cache (`hf.co/ORG/REPO:QUANT`), and loaded before /ready answers 200 (repeatable).
+        #[arg(long = "model", value_parser = model_name)]
+        models: Vec<String>,
         /// Models to load before /ready answers 200: `all` (every model the config has files
         /// for), or tags separated by commas. Others load on their first request.
         #[arg(long, value_delimiter = ',')]
@@ -320,6 +324,19 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
         return pull::pull(&models_dir, tags, all, quiet, &mut out);
     }
     let client = Client::from_config(&config)?;
+    // A Hugging Face reference not pulled yet is pulled first, as `ollama run` does.
+    let mut cli = cli;
+    match &mut cli.command {
+        Command::Chat { options, .. } | Command::Complete { options } => {
+            options.model = pull::ensure(&client, &models_dir, &options.model)?;
+        }
+        Command::Embed { model, .. }
+        | Command::Speak { model, .. }
+        | Command::Transcribe { model, .. } => {
+            *model = pull::ensure(&client, &models_dir, model)?;
+        }
+        _ => {}
+    }
     match cli.command {
         Command::Serve {
             host,
@@ -334,6 +351,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             max_connections,
             keep_alive,
             responses_store: _,
+            models,
             preload,
             drain_timeout,
             metrics,
@@ -392,6 +410,20 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                             .into());
                         }
                         tags.push(client.models.retrieve(&model).map_or(model, |m| m.id));
+                    }
+                    // `--model`s: pulled where they must be, and loaded before /ready.
+                    for model in &models {
+                        if std::path::Path::new(model).is_absolute() {
+                            return Err(ingle::Error::invalid(
+                                "model",
+                                format!("--model takes a tag or a Hugging Face reference, not a file ({model}): over HTTP a model is never named by its path; give the file a tag in a config"),
+                            )
+                            .into());
+                        }
+                        let id = pull::ensure(&client, &models_dir, model)?;
+                        if !tags.contains(&id) {
+                            tags.push(id);
+                        }
                     }
                     tags
                 },

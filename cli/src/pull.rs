@@ -97,36 +97,73 @@ pub fn pull(
         tags
     };
     for tag in &tags {
-        let mut bars = Bars::new(quiet);
-        let report = puller.pull(tag, &mut |event| {
-            bars.on(event);
-            true
-        });
-        for bar in bars.bars.values() {
-            bar.finish();
+        pull_one(&puller, tag, quiet, out)?;
+    }
+    Ok(())
+}
+
+/// Pulls one model (a catalog tag or a Hugging Face reference) with progress bars, then says
+/// what it did.
+fn pull_one(
+    puller: &Puller,
+    tag: &str,
+    quiet: bool,
+    out: &mut dyn Write,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut bars = Bars::new(quiet);
+    let report = puller.pull(tag, &mut |event| {
+        bars.on(event);
+        true
+    });
+    for bar in bars.bars.values() {
+        bar.finish();
+    }
+    let report = report?;
+    let size: u64 = report.files.iter().map(|f| f.size).sum();
+    if !quiet {
+        // A Hub reference is named as it is served (with the quant the pull picked).
+        let name = &report.tag;
+        let place = report.models_dir.display();
+        if report.downloaded_bytes > 0 || report.files.iter().any(|f| f.fetched) {
+            writeln!(
+                out,
+                "pulled {name}: {} ({} downloaded), verified, in {place}",
+                human(size),
+                human(report.downloaded_bytes),
+            )?;
+        } else {
+            writeln!(
+                out,
+                "{name} is up to date: {}, verified, in {place}",
+                human(size)
+            )?;
         }
-        let report = report?;
-        let size: u64 = report.files.iter().map(|f| f.size).sum();
-        if !quiet {
-            if report.downloaded_bytes > 0 || report.files.iter().any(|f| f.fetched) {
-                writeln!(
-                    out,
-                    "pulled {tag}: {} ({} downloaded), verified, in {}",
-                    human(size),
-                    human(report.downloaded_bytes),
-                    models_dir.display()
-                )?;
-            } else {
-                writeln!(
-                    out,
-                    "{tag} is up to date: {}, verified, in {}",
-                    human(size),
-                    models_dir.display()
-                )?;
-            }
+        for note in &report.notes {
+            writeln!(out, "note: {note}")?;
         }
     }
     Ok(())
+}
+
+/// Before `ingle chat --model hf.co/...` (and the other commands, and `serve --model`): a
+/// Hugging Face reference that is not in the cache yet is pulled first, as `ollama run` does.
+/// Returns the model's name as the client serves it.
+pub fn ensure(
+    client: &Client,
+    models_dir: &Path,
+    model: &str,
+) -> Result<String, Box<dyn std::error::Error>> {
+    if !ingle::pull::hub::HubRef::looks_like(model) {
+        return Ok(model.to_string());
+    }
+    match client.models.retrieve(model) {
+        Ok(found) => return Ok(found.id),
+        Err(e) if e.code.as_deref() != Some("model_not_found") => return Err(e.into()),
+        Err(_) => {}
+    }
+    let puller = Puller::new(models_dir)?;
+    pull_one(&puller, model, false, &mut std::io::stderr())?;
+    Ok(client.models.retrieve(model)?.id)
 }
 
 /// `ingle models`: the catalog (size, whether it is downloaded) and the config's own

@@ -101,6 +101,16 @@ impl Backend {
     }
 }
 
+/// How an embedding model pools its token states (sentence-transformers' `pooling_mode_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pooling {
+    /// The mean over the real (unpadded) tokens.
+    Mean,
+    /// The first token's state (BERT's `[CLS]`).
+    Cls,
+}
+
 /// One predictor of the config.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -141,6 +151,10 @@ pub struct PredictorConfig {
     /// inputs are truncated. Default 256, all-MiniLM-L6-v2's window.
     #[serde(default)]
     pub max_length: Option<u32>,
+    /// How an embedding model turns its tokens' states into one vector: `mean` (over the real
+    /// tokens, the default) or `cls` (the first token's), as its `1_Pooling/config.json` says.
+    #[serde(default)]
+    pub pooling: Option<Pooling>,
     /// The `.onnx.json` of a Piper voice; default: the model path + `.json`.
     #[serde(default)]
     pub voice_config: Option<PathBuf>,
@@ -228,6 +242,7 @@ impl PredictorConfig {
             chat_template: None,
             tokenizer: None,
             max_length: None,
+            pooling: None,
             voice_config: None,
             voices: BTreeMap::new(),
             if_present: false,
@@ -515,6 +530,29 @@ impl Config {
             };
             Error::invalid("config", message)
         })
+    }
+
+    /// A config given as text: a JSON object (`{...}`, what a Python dict or a JS object
+    /// becomes) or TOML.
+    pub fn from_text(text: &str) -> Result<Self> {
+        if text.trim_start().starts_with('{') {
+            Config::from_json(text)
+        } else {
+            Config::from_toml(text)
+        }
+    }
+
+    /// What a binding's `config` argument gives: a file's path, or the config itself as TOML or
+    /// JSON text. Text that names an existing file is that file; text with a `=`, a `[`, a `{`
+    /// or a line break that names none is the config.
+    pub fn from_file_or_text(value: &str) -> Result<Self> {
+        let path = Path::new(value);
+        let text_like = value.contains(['=', '[', '{', '\n']);
+        if path.is_file() || !text_like {
+            Config::from_file(path)
+        } else {
+            Config::from_text(value)
+        }
     }
 
     pub fn from_file(path: &Path) -> Result<Self> {

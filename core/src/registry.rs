@@ -3,6 +3,7 @@
 use crate::config::Config;
 use crate::error::{shown, Error, ErrorKind, Result};
 use crate::predict::{unix_now, Predictor};
+use crate::pull::hub::{HubRef, HubSettings};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -152,15 +153,35 @@ impl Registry {
     }
 
     /// The entry `tag` names: its own tag, else (a name without `/`) the one entry whose tag
-    /// ends in `/NAME` (`smollm2-135m-instruct` for `@local/smollm2-135m-instruct`).
+    /// ends in `/NAME` (`smollm2-135m-instruct` for `@local/smollm2-135m-instruct`), else a model
+    /// of the Hugging Face cache (`hf.co/ORG/REPO:QUANT`, or its name without `/`), registered
+    /// at its first use.
     fn entry(&self, tag: &str) -> Result<Arc<Entry>> {
-        self.named(tag)
+        match self.named(tag) {
+            Err(not_found) if !tag.contains('/') => {
+                // `REPO:QUANT`: a model pulled from the Hub, by its short name.
+                self.add_hub_models();
+                self.named(tag).map_err(|_| not_found)
+            }
+            Err(not_found) if HubRef::looks_like(tag) => {
+                let Some(reference) = HubRef::parse(tag)? else {
+                    return Err(not_found);
+                };
+                let settings = HubSettings::from_env();
+                let Some(cached) = crate::pull::hub::find_cached(&settings, &reference)? else {
+                    return Err(crate::pull::hub::not_pulled(&reference, &settings));
+                };
+                self.add_hub_model(&cached);
+                self.named(&cached.reference.to_string())
+            }
+            found => found,
+        }
     }
 
     /// [`Self::entry`], else a GGUF file by its absolute path, registered under that path at
     /// its first use (and listed while the file is there).
     fn entry_or_file(&self, tag: &str) -> Result<Arc<Entry>> {
-        match self.named(tag) {
+        match self.entry(tag) {
             Err(not_found) if Path::new(tag).is_absolute() => {
                 let Some(predictor) = model_file(tag)? else {
                     return Err(not_found);
@@ -176,6 +197,36 @@ impl Registry {
                 self.named(tag)
             }
             found => found,
+        }
+    }
+
+    /// Registers a model of the Hub's cache under its reference (one already registered stays).
+    fn add_hub_model(&self, cached: &crate::pull::hub::Cached) {
+        let tag = cached.reference.to_string();
+        let exists = self
+            .entries
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|e| e.tag == tag);
+        if exists {
+            return;
+        }
+        let (config, cached_model) = (self.file_config.clone(), cached.clone());
+        // Two first requests at once: one registers it, the other finds it.
+        let _ = self.add(
+            &tag,
+            Box::new(move || crate::backends::load(&config, &cached_model.predictor()?)),
+            Some(cached.paths()),
+            BTreeMap::new(),
+        );
+    }
+
+    /// Registers every model of the Hub's cache that ingle can serve (listed, and named by its
+    /// short name).
+    fn add_hub_models(&self) {
+        for cached in crate::pull::hub::cached_models(&HubSettings::from_env()) {
+            self.add_hub_model(&cached);
         }
     }
 
@@ -290,6 +341,7 @@ impl Registry {
     /// namespace (`smollm2-135m-instruct`), where that names it alone: frameworks that read
     /// `PROVIDER/MODEL` in a model's name (openai-agents, LiteLLM) can name it so.
     pub fn list(&self) -> Vec<ModelInfo> {
+        self.add_hub_models();
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
         let present: Vec<&Arc<Entry>> = entries.iter().filter(|e| e.present()).collect();
         let mut list: Vec<ModelInfo> = present.iter().map(|e| Self::info(e)).collect();

@@ -553,3 +553,9 @@ def _shown(text: str) -> str:
 
 def _kind(value: Any) -> str:
     return "None" if value is None else type(value).__name__
+
+
+def config_json(value: Mapping[str, Any]) -> str:
+    """A config given as a dict (``OpenAI(config={"predictors": [...]})``), as the JSON the
+    engine reads: checked as a request body is (no NaN, no lone surrogate, no cycle)."""
+    return _dumps(value, "config")

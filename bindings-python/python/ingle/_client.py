@@ -15,6 +15,7 @@ from typing import (
     Dict,
     List,
     Literal,
+    Mapping,
     Optional,
     Sequence,
     Union,
@@ -113,8 +114,9 @@ class Models(_Resource):
     def pull(
         self, model: str = REQUIRED, *, progress: Optional[Callable[[PullProgress], Any]] = None
     ) -> PullResult:
-        """Downloads ``model`` (a tag of ingle's catalog: ``ingle models`` lists them) and what it
-        needs into the models directory, each file verified (sha256) and written atomically;
+        """Downloads ``model`` (a tag of ingle's catalog: ``ingle models`` lists them; or a
+        Hugging Face reference, ``hf.co/ORG/REPO[:QUANT][@REVISION]``, into the Hub's shared
+        cache, where ``huggingface_hub`` finds it too) and what it needs into the models directory, each file verified (sha256) and written atomically;
         an interrupted pull resumes. Files already there are re-hashed, a corrupted one fetched
         again; the model is then served by this client. ``progress`` receives a
         ``PullProgress`` per step; returning ``False`` (or raising, or Ctrl-C) stops the pull.
@@ -179,15 +181,21 @@ class Predictors:
 
 
 def _native_client(config: Any, models_dir: Any) -> Any:
-    """The engine's client; an invalid config (or path) raises here, not at the first call."""
-    return _ingle.NativeClient(
-        _arguments.path("config", config), _arguments.path("models_dir", models_dir)
-    )
+    """The engine's client; an invalid config (or path) raises here, not at the first call.
+    ``config`` is a file's path, the config as a dict, or the config as TOML text (a str with
+    a ``=``, ``[`` or line break that names no file)."""
+    models_dir = _arguments.path("models_dir", models_dir)
+    if isinstance(config, Mapping):
+        return _ingle.NativeClient(None, models_dir, _arguments.config_json(config))
+    if isinstance(config, str) and any(c in config for c in "=[\n") and not os.path.isfile(config):
+        return _ingle.NativeClient(None, models_dir, _arguments.text("config", config))
+    return _ingle.NativeClient(_arguments.path("config", config), models_dir)
 
 
 class OpenAI:
-    """Runs models in this process. ``config``: an ingle TOML config file (default:
-    ``$INGLE_CONFIG``, else the default model); ``models_dir``: where model files are.
+    """Runs models in this process. ``config``: an ingle TOML config file, the config as a dict
+    (``{"predictors": [...]}``) or as TOML text (default: ``$INGLE_CONFIG``, else the default
+    model); ``models_dir``: where model files are.
 
     The ``openai`` client's connection arguments (``api_key``, ``base_url``, ``timeout``, ...)
     are accepted and ignored, so existing code runs unchanged. ``base_url`` reads ``None``:
@@ -199,7 +207,7 @@ class OpenAI:
     def __init__(
         self,
         *,
-        config: Union[str, "os.PathLike[str]", None] = None,
+        config: Union[str, "os.PathLike[str]", Mapping[str, Any], None] = None,
         models_dir: Union[str, "os.PathLike[str]", None] = None,
         predictors: Sequence["_predictors.Predictor"] = (),
         **openai_arguments: Any,
@@ -334,7 +342,7 @@ class AsyncOpenAI:
     def __init__(
         self,
         *,
-        config: Union[str, "os.PathLike[str]", None] = None,
+        config: Union[str, "os.PathLike[str]", Mapping[str, Any], None] = None,
         models_dir: Union[str, "os.PathLike[str]", None] = None,
         predictors: Sequence["_predictors.Predictor"] = (),
         **openai_arguments: Any,

@@ -377,6 +377,8 @@ class PullResult(BaseModel):
     models_dir: str
     files: List[PulledFile]
     downloaded_bytes: int
+    #: What to know (a Hugging Face repo's vision projector left aside, a cached copy used).
+    notes: List[str]
     _nested = {"files": PulledFile}
 
 

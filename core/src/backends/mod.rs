@@ -109,6 +109,7 @@ pub(crate) fn reject_options(predictor: &PredictorConfig, options: &[&str]) -> R
         "chat_template" => predictor.chat_template.is_some(),
         "tokenizer" => predictor.tokenizer.is_some(),
         "max_length" => predictor.max_length.is_some(),
+        "pooling" => predictor.pooling.is_some(),
         "voice_config" => predictor.voice_config.is_some(),
         "voices" => !predictor.voices.is_empty(),
         "defaults" => predictor.defaults != crate::config::SamplingDefaults::default(),

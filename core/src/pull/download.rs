@@ -341,7 +341,12 @@ pub(super) fn read_some(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::R
     }
 }
 
-fn interrupted(url: &str, have: u64, len: Option<u64>, why: impl std::fmt::Display) -> Error {
+pub(super) fn interrupted(
+    url: &str,
+    have: u64,
+    len: Option<u64>,
+    why: impl std::fmt::Display,
+) -> Error {
     let of = len.map_or(String::new(), |l| format!(" of {l}"));
     download_error(
         url,

@@ -40,7 +40,7 @@ pub const SERVER_ERROR: &str = "download_server_error";
 /// ([`RANGE_NOT_SATISFIABLE`]), a 404 `not_found` when given, a redirect one not followed (a
 /// loopback mirror's), any other status an answer that is not the resource. Every status is
 /// judged here (the agents do not turn statuses into errors).
-fn check_status(
+pub(super) fn check_status(
     url: &str,
     response: ureq::http::Response<ureq::Body>,
     expected: &[u16],
@@ -67,7 +67,7 @@ fn check_status(
 
 /// An error of a request before any status: "cannot reach the server", with its own code,
 /// for what a network does.
-fn request_error(url: &str, e: ureq::Error) -> Error {
+pub(super) fn request_error(url: &str, e: ureq::Error) -> Error {
     match e {
         ureq::Error::Io(_)
         | ureq::Error::Timeout(_)
@@ -148,7 +148,25 @@ impl Http {
     /// says where its bytes start: at the range asked for (206), or at 0 (200, the whole
     /// resource: a server that ignores ranges).
     pub fn get_range(&self, url: &str, range: Range) -> Result<Body> {
+        self.get_range_as(url, range, None)
+    }
+
+    /// [`Self::get_range`] with an `Authorization` header (the Hub's token, sent only to the
+    /// Hub's own endpoint: a redirect elsewhere is never followed with it).
+    pub fn get_range_as(
+        &self,
+        url: &str,
+        range: Range,
+        authorization: Option<&str>,
+    ) -> Result<Body> {
         let mut request = self.agent(url)?.get(url);
+        if let Some(authorization) = authorization {
+            request = request
+                .header("Authorization", authorization)
+                .config()
+                .max_redirects(0)
+                .build();
+        }
         let header = match range {
             Range::From(0) => None,
             Range::From(from) => Some(format!("bytes={from}-")),
@@ -197,6 +215,64 @@ impl Http {
             reader,
             start: 0,
             total: length,
+        })
+    }
+
+    /// A request whose answer is read whatever its status, redirects not followed: the Hub's
+    /// API and `resolve` (whose 302 to a CDN ingle follows itself, without the token).
+    /// `method` is `GET` or `HEAD`; the body is read up to `limit` bytes.
+    pub fn call_raw(
+        &self,
+        method: &str,
+        url: &str,
+        authorization: Option<&str>,
+        limit: u64,
+    ) -> Result<RawAnswer> {
+        let agent = self.agent(url)?;
+        let response = if method == "HEAD" {
+            let mut request = agent.head(url);
+            if let Some(a) = authorization {
+                request = request.header("Authorization", a);
+            }
+            request.config().max_redirects(0).build().call()
+        } else {
+            let mut request = agent.get(url);
+            if let Some(a) = authorization {
+                request = request.header("Authorization", a);
+            }
+            request
+                .header("Accept", "application/json")
+                .config()
+                .max_redirects(0)
+                .build()
+                .call()
+        }
+        .map_err(|e| request_error(url, e))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| {
+                Some((
+                    k.as_str().to_ascii_lowercase(),
+                    v.to_str().ok()?.to_string(),
+                ))
+            })
+            .collect();
+        let body = if method == "HEAD" {
+            Vec::new()
+        } else {
+            response
+                .into_body()
+                .with_config()
+                .limit(limit)
+                .read_to_vec()
+                .map_err(|e| download_error(url, e))?
+        };
+        Ok(RawAnswer {
+            status,
+            headers,
+            body,
         })
     }
 
@@ -292,6 +368,22 @@ impl Http {
         let url = file.url.as_str();
         // A fragment (`#sha256=...`) is for the client, not the server.
         Ok(join_url(&page, url.split('#').next().unwrap_or(url)))
+    }
+}
+
+/// An answer of [`Http::call_raw`]: its status, headers (names lowercase) and body.
+pub struct RawAnswer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl RawAnswer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 

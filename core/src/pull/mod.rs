@@ -16,6 +16,7 @@ mod assemble;
 pub mod catalog;
 mod download;
 mod http;
+pub mod hub;
 #[doc(hidden)]
 pub mod zip;
 
@@ -81,6 +82,9 @@ pub struct PullReport {
     pub files: Vec<PulledFile>,
     /// Bytes that came over the network.
     pub downloaded_bytes: u64,
+    /// What the user should know (a Hub repo's vision projector left aside, a cached copy used
+    /// offline).
+    pub notes: Vec<String>,
 }
 
 /// One file of a pull.
@@ -183,6 +187,30 @@ impl Stamp {
     }
 }
 
+/// The pull of `tag`'s reports to `progress`: a `false` from it cancels (an error).
+fn emitter<'a>(
+    tag: &'a str,
+    progress: &'a mut dyn FnMut(&PullEvent) -> bool,
+) -> impl FnMut(PullStatus, Option<&str>, u64, u64) -> Result<()> + 'a {
+    move |status, file: Option<&str>, completed, total| {
+        let event = PullEvent {
+            status,
+            tag: tag.to_string(),
+            file: file.map(str::to_string),
+            completed,
+            total,
+        };
+        if progress(&event) {
+            Ok(())
+        } else {
+            Err(Error::cancelled(format!(
+                "The pull of `{}` was cancelled; pulling it again resumes where it stopped",
+                crate::error::shown(tag)
+            )))
+        }
+    }
+}
+
 /// Reports `(status, file, completed, total)`; an error (the caller cancelled) stops the pull.
 type Emit<'a> = dyn FnMut(PullStatus, Option<&str>, u64, u64) -> Result<()> + 'a;
 
@@ -245,6 +273,10 @@ impl Puller {
         tag: &str,
         progress: &mut dyn FnMut(&PullEvent) -> bool,
     ) -> Result<PullReport> {
+        // A Hugging Face reference: into the Hub's shared cache.
+        if let Some(reference) = hub::HubRef::parse(tag)? {
+            return hub::pull(self, &reference, progress);
+        }
         // ONNX Runtime's GPU build comes along where it can be used (see `Entry::with_cuda`).
         let cuda = crate::devices::cuda_allowed_and_driver();
         let entries = self.catalog.to_pull(tag, cuda).ok_or_else(|| {
@@ -265,24 +297,9 @@ impl Puller {
             models_dir: self.models_dir.clone(),
             files: Vec::new(),
             downloaded_bytes: 0,
+            notes: Vec::new(),
         };
-        let mut emit = |status, file: Option<&str>, completed, total| -> Result<()> {
-            let event = PullEvent {
-                status,
-                tag: tag.to_string(),
-                file: file.map(str::to_string),
-                completed,
-                total,
-            };
-            if progress(&event) {
-                Ok(())
-            } else {
-                Err(Error::cancelled(format!(
-                    "The pull of `{}` was cancelled; pulling it again resumes where it stopped",
-                    crate::error::shown(tag)
-                )))
-            }
-        };
+        let mut emit = emitter(tag, &mut *progress);
         for entry in entries {
             for file in &entry.files {
                 let (fetched, downloaded) = self.fetch_file(file, &mut emit)?;
@@ -296,6 +313,7 @@ impl Puller {
                 });
             }
         }
+        drop(emit);
         // The pull is done: a `false` here cancels nothing.
         progress(&PullEvent {
             status: PullStatus::Success,

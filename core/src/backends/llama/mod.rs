@@ -86,7 +86,13 @@ pub fn backend() -> Result<&'static LlamaBackend> {
 }
 
 /// Config options this backend has no use for.
-pub const UNUSED_OPTIONS: &[&str] = &["tokenizer", "max_length", "voice_config", "voices"];
+pub const UNUSED_OPTIONS: &[&str] = &[
+    "tokenizer",
+    "max_length",
+    "pooling",
+    "voice_config",
+    "voices",
+];
 
 /// Counters shared by the predictor and its scheduler thread.
 #[derive(Default)]

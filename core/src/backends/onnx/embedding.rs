@@ -18,7 +18,7 @@
 //! throughput of batches of 32; see docs/speed.md.
 
 use super::{environment, load_session, ort_error, Graph};
-use crate::config::{Config, PredictorConfig};
+use crate::config::{Config, Pooling, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::{
     Annotation, Inputs, Metrics, OutputStream, Parameter, Predictor, PredictorKind, Signature,
@@ -80,6 +80,7 @@ struct EmbeddingModel {
     /// Which output is the hidden state `[batch, sequence, dims]`.
     hidden_state: usize,
     dims: usize,
+    pooling: Pooling,
 }
 
 /// The queue of requests and what the last runs saw of concurrency.
@@ -96,8 +97,8 @@ struct Batching {
     last_end: Option<Instant>,
 }
 
-/// Models by (model file, tokenizer file, threads, max_length): loaded once per process.
-type ModelKey = (PathBuf, PathBuf, usize, usize);
+/// Models by (model file, tokenizer file, threads, max_length, pooling): loaded once per process.
+type ModelKey = (PathBuf, PathBuf, usize, usize, Pooling);
 static MODELS: Mutex<Option<HashMap<ModelKey, Weak<EmbeddingModel>>>> = Mutex::new(None);
 
 /// An embedding predictor: texts in, a float32 `[N, D]` matrix of unit vectors out.
@@ -138,12 +139,14 @@ impl EmbeddingPredictor {
                 format!("`threads` of `{tag}` must be at least 1 and `max_length` at least 2"),
             ));
         }
+        let pooling = predictor.pooling.unwrap_or(Pooling::Mean);
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let key = (
             canonical(&model_path),
             canonical(&tokenizer_path),
             threads,
             max_length,
+            pooling,
         );
         let mut models = MODELS.lock().unwrap_or_else(PoisonError::into_inner);
         let models = models.get_or_insert_with(HashMap::new);
@@ -158,6 +161,7 @@ impl EmbeddingPredictor {
                     &tokenizer_path,
                     threads,
                     max_length,
+                    pooling,
                     tag,
                 )?);
                 models.insert(key, Arc::downgrade(&model));
@@ -218,6 +222,7 @@ impl EmbeddingModel {
         tokenizer_path: &Path,
         threads: usize,
         max_length: usize,
+        pooling: Pooling,
         tag: &str,
     ) -> Result<Self> {
         let environment = environment(library)?;
@@ -283,6 +288,7 @@ impl EmbeddingModel {
             token_type_ids,
             hidden_state,
             dims,
+            pooling,
         })
     }
 
@@ -426,7 +432,8 @@ impl EmbeddingModel {
         Ok(matrices)
     }
 
-    /// Runs one padded batch; returns its rows mean-pooled over their real tokens.
+    /// Runs one padded batch; returns its rows pooled: the mean over their real tokens, or
+    /// their first token's state.
     fn run(&self, session: &mut Session, rows: &[&tokenizers::Encoding]) -> Result<Vec<f32>> {
         let width = rows.iter().map(|e| e.len()).max().unwrap_or(0).max(1);
         let shape = [rows.len(), width];
@@ -464,6 +471,12 @@ impl EmbeddingModel {
         }
         let mut pooled = vec![0f32; rows.len() * self.dims];
         for (r, encoding) in rows.iter().enumerate() {
+            if self.pooling == Pooling::Cls {
+                let start = r * width * self.dims;
+                pooled[r * self.dims..(r + 1) * self.dims]
+                    .copy_from_slice(&hidden[start..start + self.dims]);
+                continue;
+            }
             let n = encoding.len().max(1);
             let sum = &mut pooled[r * self.dims..(r + 1) * self.dims];
             for t in 0..encoding.len() {

@@ -31,6 +31,7 @@ pub const SPEECH_UNUSED_OPTIONS: &[&str] = &[
     "chat_template",
     "tokenizer",
     "max_length",
+    "pooling",
     "defaults",
     "n_gpu_layers",
     "device",

@@ -40,6 +40,7 @@ pub const TRANSCRIPTION_UNUSED_OPTIONS: &[&str] = &[
     "chat_template",
     "tokenizer",
     "max_length",
+    "pooling",
     "voice_config",
     "voices",
     "defaults",
