@@ -48,7 +48,7 @@ def test_missing_model_file_then_usable(tmp_path):
     config = tmp_path / "ingle.toml"
     config.write_text('[[predictors]]\ntag = "@me/gone"\nbackend = "llama"\nmodel = "gone.gguf"\n')
     c = ingle.OpenAI(config=config)
-    with pytest.raises(ingle.InternalServerError) as e:
+    with pytest.raises(ingle.NotFoundError) as e:
         c.chat.completions.create(model="@me/gone", messages=FRANCE)
     assert "gone.gguf" in e.value.message
     ids = [m.id for m in c.models.list()]
@@ -81,7 +81,7 @@ def test_models_dir_argument(tmp_path):
     # An empty models directory: the model's file is looked up there, and the error says how to
     # get it. The client stays usable for other calls.
     c = ingle.OpenAI(models_dir=tmp_path)
-    with pytest.raises(ingle.InternalServerError) as e:
+    with pytest.raises(ingle.NotFoundError) as e:
         c.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=2)
     assert str(tmp_path) in e.value.message
     assert f"ingle pull {MODEL}" in e.value.message and f'client.models.pull("{MODEL}")' in e.value.message

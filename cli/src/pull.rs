@@ -145,6 +145,11 @@ fn pull_one(
     Ok(())
 }
 
+/// Whether `tag` names a model of the Hugging Face cache.
+fn hub(tag: &str) -> bool {
+    ingle::pull::hub::HubRef::looks_like(tag)
+}
+
 /// Before `ingle chat --model hf.co/...` (and the other commands, and `serve --model`): a
 /// Hugging Face reference that is not in the cache yet is pulled first, as `ollama run` does.
 /// Returns the model's name as the client serves it.
@@ -198,7 +203,8 @@ pub fn models(
             .iter()
             .filter(|t| !catalog.iter().any(|c| &c.tag == *t))
         {
-            rows.push(serde_json::json!({"tag": tag, "kind": "config", "configured": true}));
+            let kind = if hub(tag) { "hugging-face" } else { "config" };
+            rows.push(serde_json::json!({"tag": tag, "kind": kind, "configured": true}));
         }
         let doc = serde_json::json!({"models_dir": models_dir, "models": rows});
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
@@ -239,12 +245,20 @@ pub fn models(
         .iter()
         .filter(|t| !catalog.iter().any(|c| &c.tag == *t))
     {
-        writeln!(
-            out,
-            "{tag:<width$}  {:<13}  {:>9}  from the config",
-            "config", "-"
-        )?;
+        let (kind, status) = if hub(tag) {
+            ("hugging-face", "in the Hugging Face cache")
+        } else if std::path::Path::new(tag).is_absolute() {
+            ("file", "a model file")
+        } else {
+            ("config", "from the config")
+        };
+        writeln!(out, "{tag:<width$}  {kind:<13}  {:>9}  {status}", "-")?;
     }
     writeln!(out, "models directory: {}", models_dir.display())?;
+    writeln!(
+        out,
+        "Hugging Face cache: {}",
+        ingle::pull::hub::HubSettings::from_env().cache.display()
+    )?;
     Ok(())
 }

@@ -651,3 +651,196 @@ fn pull_fetches_verifies_and_shows_progress_on_a_terminal() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A local stand-in for the Hugging Face Hub (tests/hub/standin.py) serving the default GGUF as
+/// `ingle-test/SmolLM2-135M-Instruct-GGUF`, and the environment that points ingle at it, with
+/// a Hub cache of its own.
+struct Hub {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+    env: Vec<(&'static str, String)>,
+}
+
+impl Hub {
+    fn start(name: &str) -> Hub {
+        use std::io::BufRead;
+        let dir = std::env::temp_dir().join(format!("ingle-cli-hub-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let repo = dir.join("repos/ingle-test/SmolLM2-135M-Instruct-GGUF");
+        std::fs::create_dir_all(&repo).unwrap();
+        let gguf = ingle::config::default_models_dir().join(ingle::config::DEFAULT_MODEL_FILE);
+        std::os::unix::fs::symlink(&gguf, repo.join("SmolLM2-135M-Instruct.Q4_1.gguf")).unwrap();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .unwrap();
+        let mut child = Command::new("python3")
+            .arg(root.join("tests/hub/standin.py"))
+            .arg("--repos")
+            .arg(dir.join("repos"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let urls: serde_json::Value = serde_json::from_str(&line).unwrap();
+        let env = vec![
+            ("HF_ENDPOINT", urls["hub"].as_str().unwrap().to_string()),
+            ("HF_HUB_CACHE", dir.join("hub").display().to_string()),
+            ("HF_HOME", dir.join("home").display().to_string()),
+        ];
+        Hub { child, dir, env }
+    }
+
+    fn ingle(&self, args: &[&str]) -> std::process::Output {
+        self.command(args).output().unwrap()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ingle"));
+        command
+            .args(args)
+            .env_remove("INGLE_CONFIG")
+            .env_remove("HF_TOKEN")
+            .env_remove("HF_HUB_OFFLINE")
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        command
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One HTTP/1.1 exchange with `ingle serve`: the status and the body.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_string();
+    (status, body)
+}
+
+#[test]
+fn a_hugging_face_reference_is_pulled_on_first_use_chatted_with_listed_and_served() {
+    let hub = Hub::start("chat");
+    let reference = "hf.co/ingle-test/SmolLM2-135M-Instruct-GGUF";
+    let pulled = format!("{reference}:Q4_1");
+    // `ingle chat` pulls a reference it does not have yet, as `ollama run` does.
+    let out = hub.ingle(&[
+        "chat",
+        "--model",
+        reference,
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "8",
+        "Name the capital of France.",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout(&out).contains("Paris"), "{}", stdout(&out));
+    assert!(stderr.contains(&format!("pulled {pulled}")), "{stderr}");
+    // Listed beside the catalog, and pulled again: up to date.
+    let models = stdout(&hub.ingle(&["models"]));
+    assert!(
+        models.contains(&pulled) && models.contains("hugging-face"),
+        "{models}"
+    );
+    let again = hub.ingle(&["pull", reference]);
+    assert!(
+        stdout(&again).contains(&format!("{pulled} is up to date")),
+        "{}",
+        stdout(&again)
+    );
+    // What the Hub does not have: one line, non-zero.
+    let missing = hub.ingle(&["pull", "hf.co/ingle-test/nothing-here"]);
+    assert!(!missing.status.success());
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains("no model ingle-test/nothing-here") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+
+    // `ingle serve --model REF` serves it, by reference and by REPO:QUANT, and lists it.
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut server = Killed(
+        hub.command(&[
+            "serve",
+            "--port",
+            "0",
+            "--model",
+            reference,
+            "--log-format",
+            "off",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(server.0.stderr.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split("/v1").next())
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    // `--model` loads it before /ready answers 200.
+    let ready = std::time::Instant::now();
+    while http(&addr, "GET", "/ready", "").0 != 200 {
+        assert!(ready.elapsed().as_secs() < 60, "not ready in a minute");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (status, body) = http(&addr, "GET", "/v1/models", "");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains(&format!("\"{pulled}\""))
+            && body.contains("\"SmolLM2-135M-Instruct-GGUF:Q4_1\""),
+        "{body}"
+    );
+    for model in [reference, "SmolLM2-135M-Instruct-GGUF:Q4_1"] {
+        let request = format!(
+            r#"{{"model": "{model}", "temperature": 0, "max_tokens": 8, "messages": [{{"role": "user", "content": "Name the capital of France."}}]}}"#
+        );
+        let (status, body) = http(&addr, "POST", "/v1/chat/completions", &request);
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("Paris"), "{body}");
+    }
+    // A reference not pulled is a 404 that says how, never a download by a request.
+    let request = r#"{"model": "hf.co/ingle-test/other-GGUF", "messages": [{"role": "user", "content": "hi"}]}"#;
+    let (status, body) = http(&addr, "POST", "/v1/chat/completions", request);
+    assert_eq!(status, 404, "{body}");
+    assert!(
+        body.contains("ingle pull hf.co/ingle-test/other-GGUF"),
+        "{body}"
+    );
+    drop(server);
+}

@@ -95,7 +95,10 @@ impl Registry {
             let tag = predictor.tag.clone();
             registry.add(
                 &tag,
-                Box::new(move || crate::backends::load(&config, &predictor)),
+                // `model = "hf.co/..."`: the Hub cache's files, looked up at load.
+                Box::new(move || {
+                    crate::backends::load(&config, &crate::pull::hub::resolved(&predictor)?)
+                }),
                 needs_files,
                 voice_aliases,
             )?;
@@ -274,7 +277,7 @@ impl Registry {
         if let Some(predictor) = loaded.as_ref() {
             return Ok(Arc::clone(predictor));
         }
-        let predictor = (entry.loader)()?;
+        let predictor = (entry.loader)().map_err(|e| unloadable(tag, e))?;
         *loaded = Some(Arc::clone(&predictor));
         // Idle time starts after the load, not before it.
         *entry.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
@@ -380,6 +383,35 @@ impl Registry {
             loaded,
         }
     }
+}
+
+/// A model that cannot load is the caller's to fix (pull it, fix the config), not a server
+/// failure that SDKs retry: its files missing, 404; present but unreadable, 400; both name
+/// `model` and keep their code.
+fn unloadable(tag: &str, error: Error) -> Error {
+    if error.kind != ErrorKind::Model {
+        return error;
+    }
+    let missing = matches!(
+        error.code.as_deref(),
+        Some("model_file_missing" | "onnxruntime_missing")
+    );
+    let kind = if missing {
+        ErrorKind::NotFound
+    } else {
+        ErrorKind::InvalidRequest
+    };
+    let mut unloadable = Error::new(
+        kind,
+        format!(
+            "The model `{}` cannot be loaded: {}",
+            shown(tag),
+            error.message
+        ),
+    )
+    .with_param(error.param.unwrap_or_else(|| "model".into()));
+    unloadable.code = error.code.or(Some("model_unloadable".into()));
+    unloadable
 }
 
 /// A chat model given by its file's absolute path (`/models/qwen2.5-1.5b-q4_k_m.gguf`): its

@@ -345,7 +345,7 @@ static void test_bad_config(void) {
     CHECK_STATUS(ingle_client_create(missing, &other), INGLE_OK);
     char *out = NULL;
     const char *request = "{\"model\":\"@me/gone\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
-    CHECK_STATUS(ingle_chat_completions_create(other, request, &out), INGLE_ERROR_MODEL);
+    CHECK_STATUS(ingle_chat_completions_create(other, request, &out), INGLE_ERROR_NOT_FOUND);
     CHECK(strstr(ingle_last_error(), "/nonexistent/SmolLM2-135M-Instruct.Q4_1.gguf") &&
               strstr(ingle_last_error(), "ingle pull @local/smollm2-135m-instruct"),
           "%s", ingle_last_error());

@@ -37,7 +37,7 @@ fn the_library_path_is_configurable_and_errors_say_which_file_and_how_to_get_it(
     let error = embed(&base.clone()).unwrap_err();
     assert_eq!(
         (error.kind, error.code.as_deref()),
-        (ErrorKind::Model, Some("onnxruntime_missing"))
+        (ErrorKind::NotFound, Some("onnxruntime_missing"))
     );
     for words in [
         missing.to_str().unwrap(),

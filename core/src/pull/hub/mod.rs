@@ -268,4 +268,41 @@ pub fn not_pulled(reference: &HubRef, settings: &HubSettings) -> Error {
     .with_code("model_not_found")
 }
 
+/// A config's predictor whose `model` is a Hub reference (`model = "hf.co/ORG/REPO:QUANT"`, to
+/// give it a `chat_template` or other options): the same predictor with the cached files' paths.
+/// Any other predictor is returned as it is.
+pub fn resolved(
+    predictor: &crate::config::PredictorConfig,
+) -> Result<crate::config::PredictorConfig> {
+    let Some(text) = predictor.model.to_str().filter(|t| HubRef::looks_like(t)) else {
+        return Ok(predictor.clone());
+    };
+    let Some(reference) = HubRef::parse(text)? else {
+        return Ok(predictor.clone());
+    };
+    let settings = HubSettings::from_env();
+    let cached =
+        find_cached(&settings, &reference)?.ok_or_else(|| not_pulled(&reference, &settings))?;
+    let found = cached.predictor()?;
+    if found.backend != predictor.backend {
+        return Err(Error::invalid(
+            "model",
+            format!(
+                "The config gives `{}` the backend `{}`, but {} is a `{}` model",
+                shown(&predictor.tag),
+                predictor.backend.name(),
+                cached.reference,
+                found.backend.name()
+            ),
+        ));
+    }
+    Ok(crate::config::PredictorConfig {
+        model: found.model,
+        tokenizer: predictor.tokenizer.clone().or(found.tokenizer),
+        max_length: predictor.max_length.or(found.max_length),
+        pooling: predictor.pooling.or(found.pooling),
+        ..predictor.clone()
+    })
+}
+
 pub use fetch::pull;
