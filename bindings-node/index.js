@@ -324,14 +324,14 @@ class OpenAI {
     // The config itself, as an object: JSON for the engine (a string is a path or TOML text).
     if (isObject(config)) {
       try {
-        config = JSON.stringify(config);
+        config = toJson(config, 'config');
       } catch (e) {
         throw badOption(`new OpenAI(options): options.config cannot be written as JSON (${e.message})`);
       }
     }
     for (const [name, value] of [['config', config], ['modelsDir', modelsDir]]) {
       if (value !== null && typeof value !== 'string') {
-        throw badOption(`new OpenAI(options): options.${name} must be a path string (options.config: also TOML text or an object), not ${describe(value)}`);
+        throw badOption(`new OpenAI(options): options.${name} must be a path string, not ${describe(value)}${name === 'config' ? ' (or TOML text, or an object)' : ''}`);
       }
       if (typeof value === 'string' && lonelySurrogate(value)) {
         throw badOption(`new OpenAI(options): options.${name} contains a lone UTF-16 surrogate (half of a character)`);

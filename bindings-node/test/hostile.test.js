@@ -249,12 +249,18 @@ test('bad client options are OpenAIErrors naming the option', async () => {
     ['a number', 42, /options must be an object/],
     ['a string', 'ingle.toml', /options must be an object/],
     ['config a number', { config: 42 }, /options\.config must be a path string, not a number/],
-    ['config an object', { config: {} }, /options\.config/],
+    ['config an object JSON cannot write', { config: { n: 1n } }, /options\.config cannot be written as JSON/],
     ['modelsDir a number', { modelsDir: 5 }, /options\.modelsDir must be a path string/],
     ['config a lone surrogate', { config: 'a\uD800.toml' }, /options\.config contains a lone UTF-16 surrogate/],
   ]) {
     assert.throws(() => new OpenAI(options), (err) => checkError(err, { Class: OpenAIError, match }, label));
   }
+  // The config as an object is read as the config file would be: its mistakes are the engine's
+  // 400s, naming the field.
+  assert.throws(
+    () => new OpenAI({ config: { predictors: 5 } }),
+    (err) => checkError(err, { Class: BadRequestError, param: 'config', match: /predictors/ }, 'config an object that is no config'),
+  );
   // Ignored openai options, and explicit nulls, are fine.
   const other = new OpenAI({ apiKey: 'unused', baseURL: 'http://nowhere', config: null, modelsDir: undefined });
   assert.equal((await other.models.retrieve(model)).id, model);

@@ -844,3 +844,56 @@ fn a_hugging_face_reference_is_pulled_on_first_use_chatted_with_listed_and_serve
     );
     drop(server);
 }
+
+#[test]
+fn a_catalog_entry_a_user_adds_is_served_once_its_files_are_there() {
+    // $INGLE_CATALOG with a model of the user's own: listed as not downloaded, then, once its
+    // file is in the models directory (as `ingle pull` would put it), served: no circle of
+    // "does not exist here yet; run ingle pull" after a pull that says "up to date".
+    let dir = std::env::temp_dir().join(format!("ingle-cli-catalog-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("models/mine")).unwrap();
+    let catalog = ingle::pull::catalog::BUILTIN_CATALOG
+        .replace(
+            "tag = \"@local/smollm2-135m-instruct\"",
+            "tag = \"@me/mine\"",
+        )
+        .replace(
+            "path = \"SmolLM2-135M-Instruct.Q4_1.gguf\"",
+            "path = \"mine/smol.gguf\"",
+        );
+    std::fs::write(dir.join("catalog.toml"), catalog).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ingle"))
+            .args(args)
+            .env_remove("INGLE_CONFIG")
+            .env("INGLE_CATALOG", dir.join("catalog.toml"))
+            .env("INGLE_MODELS_DIR", dir.join("models"))
+            .output()
+            .unwrap()
+    };
+    let listed = stdout(&run(&["models"]));
+    assert!(
+        listed.contains("not downloaded: ingle pull @me/mine"),
+        "{listed}"
+    );
+    let gguf = ingle::config::default_models_dir().join(ingle::config::DEFAULT_MODEL_FILE);
+    std::os::unix::fs::symlink(&gguf, dir.join("models/mine/smol.gguf")).unwrap();
+    let out = run(&[
+        "chat",
+        "--model",
+        "@me/mine",
+        "--temperature",
+        "0",
+        "--max-tokens",
+        "8",
+        "Name the capital of France.",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout(&out).contains("Paris"), "{}", stdout(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}

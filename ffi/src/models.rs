@@ -41,7 +41,8 @@ pub unsafe extern "C" fn ingle_models_retrieve(
 }
 
 /// Downloads `model`, a tag of ingle's model catalog (`ingle models` lists them), and what it
-/// needs (ONNX Runtime for the ONNX models) into the client's models directory: each file
+/// needs (ONNX Runtime for the ONNX models) into the client's models directory, or a Hugging Face
+/// reference (`hf.co/ORG/REPO[:QUANT][@REVISION]`) into the Hub's shared cache: each file
 /// verified (sha256), written atomically, an interrupted download resumed by the next call.
 /// Files already there are re-hashed; a corrupted one is fetched again. A model the client's
 /// config registers only when its files exist is served by this client afterwards.
@@ -50,8 +51,10 @@ pub unsafe extern "C" fn ingle_models_retrieve(
 /// "total"}` (bytes); a non-zero return stops the pull with `INGLE_ERROR_CANCELLED`, keeping
 /// what was downloaded (on `success` it changes nothing: the pull is done). `*out_json` (NULL: not wanted) receives the report,
 /// `{"tag", "status": "success", "models_dir", "files": [{"tag", "path", "size", "sha256",
-/// "fetched"}], "downloaded_bytes"}`, to free with `ingle_string_free`.
-/// `INGLE_ERROR_NOT_FOUND` for a tag the catalog does not have; network and checksum
+/// "fetched"}], "downloaded_bytes", "notes": [...]}`, to free with `ingle_string_free`.
+/// `INGLE_ERROR_NOT_FOUND` for a tag the catalog does not have (or a Hub repo, revision or
+/// file that does not exist); `INGLE_ERROR_INVALID_REQUEST` for a gated repo without access
+/// (`code` `gated_repo`) or files ingle cannot serve; network and checksum
 /// failures are `INGLE_ERROR_MODEL` (`code` `download_unreachable` / `download_interrupted` /
 /// `download_server_error` / `download_failed` / `checksum_mismatch`), after the pull's own
 /// retries of a dropped connection or an HTTP 5xx.
