@@ -454,56 +454,6 @@ impl Default for Config {
                 )
                 .if_present(),
             )
-            .with_catalog_models()
-    }
-}
-
-impl Config {
-    /// The models of the pull catalog (`$INGLE_CATALOG`'s too) that it has no predictor for,
-    /// each served once its files are in the models directory: an entry a user adds to their
-    /// catalog is served once `ingle pull` has fetched it. A catalog that cannot be read adds
-    /// nothing (`ingle pull` reports why).
-    fn with_catalog_models(mut self) -> Self {
-        let Ok(catalog) = crate::pull::Catalog::load() else {
-            return self;
-        };
-        for entry in &catalog.entries {
-            if self.predictors.iter().any(|p| p.tag == entry.tag) {
-                continue;
-            }
-            let backend = entry
-                .backend
-                .as_deref()
-                .and_then(|b| serde_json::from_value::<Backend>(b.into()).ok());
-            let file = |wanted: &dyn Fn(&str) -> bool| {
-                entry
-                    .files
-                    .iter()
-                    .map(|f| f.path.as_str())
-                    .find(|p| wanted(p))
-            };
-            let ends =
-                |suffix: &'static str| move |p: &str| p.to_ascii_lowercase().ends_with(suffix);
-            let predictor = match backend {
-                Some(Backend::Llama) => {
-                    file(&ends(".gguf")).map(|m| PredictorConfig::llama(&entry.tag, m))
-                }
-                Some(Backend::Piper) => {
-                    file(&ends(".onnx")).map(|m| PredictorConfig::speech(&entry.tag, m))
-                }
-                Some(Backend::Whisper) => {
-                    file(&ends("model.bin")).map(|m| PredictorConfig::transcription(&entry.tag, m))
-                }
-                Some(Backend::OnnxEmbedding) => file(&ends(".onnx"))
-                    .zip(file(&ends("tokenizer.json")))
-                    .map(|(m, t)| PredictorConfig::embedding(&entry.tag, m, t)),
-                None => None,
-            };
-            if let Some(predictor) = predictor {
-                self.predictors.push(predictor.if_present());
-            }
-        }
-        self
     }
 }
 

@@ -76,6 +76,19 @@ impl Registry {
         } else {
             config
         };
+        // The catalog's models come with the built-in ones (a user's `$INGLE_CATALOG` entry is
+        // served once pulled), not into a config that serves its own alone.
+        let with_catalog;
+        let config = if config
+            .predictors
+            .iter()
+            .any(|p| p.tag == crate::config::DEFAULT_MODEL)
+        {
+            with_catalog = crate::pull::catalog::with_catalog_models(config.clone());
+            &with_catalog
+        } else {
+            config
+        };
         config.validate(crate::backends::validate)?;
         let registry = Registry {
             models_dir: config

@@ -1,6 +1,7 @@
 //! The catalog of models ingle can fetch (`core/catalog.toml`, built in; `$INGLE_CATALOG`
 //! names another file with the same layout).
 
+use crate::config::{Backend, Config, PredictorConfig};
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
@@ -370,6 +371,52 @@ fn check_source(source: &Source, path: &str) -> Result<()> {
         }
     };
     Err(invalid(format!("a part of `{path}`: {problem}")))
+}
+
+/// The models of the pull catalog (`$INGLE_CATALOG`'s too) that it has no predictor for,
+/// each served once its files are in the models directory: an entry a user adds to their
+/// catalog is served once `ingle pull` has fetched it. A catalog that cannot be read adds
+/// nothing (`ingle pull` reports why).
+pub fn with_catalog_models(mut config: Config) -> Config {
+    let Ok(catalog) = Catalog::load() else {
+        return config;
+    };
+    for entry in &catalog.entries {
+        if config.predictors.iter().any(|p| p.tag == entry.tag) {
+            continue;
+        }
+        let backend = entry
+            .backend
+            .as_deref()
+            .and_then(|b| serde_json::from_value::<Backend>(b.into()).ok());
+        let file = |wanted: &dyn Fn(&str) -> bool| {
+            entry
+                .files
+                .iter()
+                .map(|f| f.path.as_str())
+                .find(|p| wanted(p))
+        };
+        let ends = |suffix: &'static str| move |p: &str| p.to_ascii_lowercase().ends_with(suffix);
+        let predictor = match backend {
+            Some(Backend::Llama) => {
+                file(&ends(".gguf")).map(|m| PredictorConfig::llama(&entry.tag, m))
+            }
+            Some(Backend::Piper) => {
+                file(&ends(".onnx")).map(|m| PredictorConfig::speech(&entry.tag, m))
+            }
+            Some(Backend::Whisper) => {
+                file(&ends("model.bin")).map(|m| PredictorConfig::transcription(&entry.tag, m))
+            }
+            Some(Backend::OnnxEmbedding) => file(&ends(".onnx"))
+                .zip(file(&ends("tokenizer.json")))
+                .map(|(m, t)| PredictorConfig::embedding(&entry.tag, m, t)),
+            None => None,
+        };
+        if let Some(predictor) = predictor {
+            config.predictors.push(predictor.if_present());
+        }
+    }
+    config
 }
 
 #[cfg(test)]

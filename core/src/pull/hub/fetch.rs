@@ -19,13 +19,12 @@ use super::super::http::{self, download_error, Range, RawAnswer};
 use super::super::{
     local_error, Emit, PullEvent, PullReport, PullStatus, PulledFile, Puller, Stamp,
 };
+use super::blob::{hashes, link, write_atomically};
 use super::{detect, find_cached, HubRef, HubSettings};
 use crate::error::{shown, Error, ErrorKind, Result};
-use sha1::Sha1;
-use sha2::{Digest, Sha256};
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{Read, Write};
+use std::path::Path;
 
 /// Most bytes of an API answer read (a big repo's tree page is a few MB).
 const API_LIMIT: u64 = 64 << 20;
@@ -34,13 +33,13 @@ const MAX_REDIRECTS: usize = 5;
 
 /// One file of a repo, as the tree API lists it.
 #[derive(Debug, Clone)]
-struct TreeFile {
-    path: String,
-    size: u64,
+pub(super) struct TreeFile {
+    pub(super) path: String,
+    pub(super) size: u64,
     /// The git blob sha1.
-    oid: String,
+    pub(super) oid: String,
     /// A large file's sha256.
-    lfs: Option<String>,
+    pub(super) lfs: Option<String>,
 }
 
 impl TreeFile {
@@ -420,7 +419,7 @@ impl Hub<'_> {
                 .header("x-linked-size")
                 .and_then(|s| s.trim().parse::<u64>().ok());
             match answer.status {
-                200..=299 | 300..=399 => {}
+                200..=399 => {}
                 _ => return Err(self.refusal(&url, &answer, Some(&file.path))),
             }
             let location = answer.header("location").map(str::to_string);
@@ -697,89 +696,6 @@ impl Hub<'_> {
     }
 }
 
-/// The sha256 of `path` (for a large file) and its git blob sha1 (`blob {size}\0` + bytes),
-/// reporting `verifying` as it goes.
-fn hashes(path: &Path, file: &TreeFile, emit: &mut Emit) -> Result<(Option<String>, String)> {
-    let input = File::open(path).map_err(|e| local_error("read", path, e))?;
-    let size = input.metadata().map_or(0, |m| m.len());
-    let mut reader = BufReader::with_capacity(1 << 20, input);
-    let mut sha256 = Sha256::new();
-    let mut sha1 = Sha1::new();
-    let small = file.lfs.is_none();
-    if small {
-        sha1.update(format!("blob {size}\0").as_bytes());
-    }
-    let mut buffer = vec![0u8; 1 << 20];
-    let (mut done, mut since) = (0u64, 0u64);
-    emit(PullStatus::Verifying, Some(&file.path), 0, size)?;
-    loop {
-        let n = read_some(&mut reader, &mut buffer).map_err(|e| local_error("read", path, e))?;
-        if n == 0 {
-            break;
-        }
-        sha256.update(&buffer[..n]);
-        if small {
-            sha1.update(&buffer[..n]);
-        }
-        done += n as u64;
-        since += n as u64;
-        if since >= super::super::VERIFY_PROGRESS_EVERY {
-            since = 0;
-            emit(PullStatus::Verifying, Some(&file.path), done, size)?;
-        }
-    }
-    emit(PullStatus::Verifying, Some(&file.path), done, size)?;
-    Ok((
-        Some(format!("{:x}", sha256.finalize())),
-        format!("{:x}", sha1.finalize()),
-    ))
-}
-
-/// Links `pointer` (in `snapshot`) to `blob` by a relative path, as huggingface_hub does
-/// (`../../blobs/ETAG`, one `../` more per folder of the file's path), replacing what was there.
-fn link(blob: &Path, pointer: &Path, snapshot: &Path) -> Result<()> {
-    let depth = pointer
-        .strip_prefix(snapshot)
-        .map_or(1, |p| p.components().count());
-    let mut target = PathBuf::new();
-    for _ in 0..depth + 1 {
-        target.push("..");
-    }
-    target.push("blobs");
-    target.push(blob.file_name().unwrap_or_default());
-    if let Some(dir) = pointer.parent() {
-        fs::create_dir_all(dir).map_err(|e| local_error("create", dir, e))?;
-    }
-    if fs::read_link(pointer).is_ok_and(|t| t == target) {
-        return Ok(());
-    }
-    let tmp = pointer.with_file_name(format!(
-        ".{}.ingle-link",
-        pointer.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    fs::remove_file(&tmp).ok();
-    #[cfg(unix)]
-    std::os::unix::fs::symlink(&target, &tmp).map_err(|e| local_error("link", &tmp, e))?;
-    #[cfg(not(unix))]
-    fs::copy(blob, &tmp).map_err(|e| local_error("copy to", &tmp, e))?;
-    fs::rename(&tmp, pointer).map_err(|e| local_error("link", pointer, e))?;
-    Ok(())
-}
-
-/// Writes `bytes` to `path` by a rename: a reader sees the old contents or the new.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).map_err(|e| local_error("create", dir, e))?;
-    }
-    let tmp = path.with_file_name(format!(
-        ".{}.ingle-partial",
-        path.file_name().unwrap_or_default().to_string_lossy()
-    ));
-    fs::write(&tmp, bytes).map_err(|e| local_error("write", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| local_error("write", path, e))?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -793,22 +709,5 @@ mod tests {
             "https://huggingface.co"
         );
         assert_eq!(origin("http://127.0.0.1:8080"), "http://127.0.0.1:8080");
-        let dir = std::env::temp_dir().join(format!("ingle-hub-link-{}", std::process::id()));
-        let snapshot = dir.join("snapshots/c");
-        fs::create_dir_all(dir.join("blobs")).unwrap();
-        fs::write(dir.join("blobs/e"), b"x").unwrap();
-        let pointer = snapshot.join("onnx/model.onnx");
-        link(&dir.join("blobs/e"), &pointer, &snapshot).unwrap();
-        assert_eq!(
-            fs::read_link(&pointer).unwrap(),
-            Path::new("../../../blobs/e")
-        );
-        assert_eq!(fs::read(&pointer).unwrap(), b"x");
-        link(&dir.join("blobs/e"), &snapshot.join("a.txt"), &snapshot).unwrap();
-        assert_eq!(
-            fs::read_link(snapshot.join("a.txt")).unwrap(),
-            Path::new("../../blobs/e")
-        );
-        fs::remove_dir_all(&dir).unwrap();
     }
 }
