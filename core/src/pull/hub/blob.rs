@@ -2,7 +2,6 @@
 
 use super::super::download::read_some;
 use super::super::{local_error, Emit, PullStatus};
-use super::fetch::TreeFile;
 use crate::error::Result;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
@@ -11,10 +10,12 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 /// The sha256 of `path` (for a large file) and its git blob sha1 (`blob {size}\0` + bytes),
-/// reporting `verifying` as it goes.
+/// reporting `verifying` as it goes for `name` (the file's path in its repo); the sha1 only of a
+/// `small` (not LFS) file.
 pub(super) fn hashes(
     path: &Path,
-    file: &TreeFile,
+    name: &str,
+    small: bool,
     emit: &mut Emit,
 ) -> Result<(Option<String>, String)> {
     let input = File::open(path).map_err(|e| local_error("read", path, e))?;
@@ -22,13 +23,12 @@ pub(super) fn hashes(
     let mut reader = BufReader::with_capacity(1 << 20, input);
     let mut sha256 = Sha256::new();
     let mut sha1 = Sha1::new();
-    let small = file.lfs.is_none();
     if small {
         sha1.update(format!("blob {size}\0").as_bytes());
     }
     let mut buffer = vec![0u8; 1 << 20];
     let (mut done, mut since) = (0u64, 0u64);
-    emit(PullStatus::Verifying, Some(&file.path), 0, size)?;
+    emit(PullStatus::Verifying, Some(name), 0, size)?;
     loop {
         let n = read_some(&mut reader, &mut buffer).map_err(|e| local_error("read", path, e))?;
         if n == 0 {
@@ -42,10 +42,10 @@ pub(super) fn hashes(
         since += n as u64;
         if since >= super::super::VERIFY_PROGRESS_EVERY {
             since = 0;
-            emit(PullStatus::Verifying, Some(&file.path), done, size)?;
+            emit(PullStatus::Verifying, Some(name), done, size)?;
         }
     }
-    emit(PullStatus::Verifying, Some(&file.path), done, size)?;
+    emit(PullStatus::Verifying, Some(name), done, size)?;
     Ok((
         Some(format!("{:x}", sha256.finalize())),
         format!("{:x}", sha1.finalize()),

@@ -33,13 +33,13 @@ const MAX_REDIRECTS: usize = 5;
 
 /// One file of a repo, as the tree API lists it.
 #[derive(Debug, Clone)]
-pub(super) struct TreeFile {
-    pub(super) path: String,
-    pub(super) size: u64,
+struct TreeFile {
+    path: String,
+    size: u64,
     /// The git blob sha1.
-    pub(super) oid: String,
+    oid: String,
     /// A large file's sha256.
-    pub(super) lfs: Option<String>,
+    lfs: Option<String>,
 }
 
 impl TreeFile {
@@ -505,7 +505,7 @@ impl Hub<'_> {
             let url = retrying(&mut (), |_| self.locate(commit, file), |_| Ok(()))?;
             let resumed = fs::metadata(&incomplete).is_ok_and(|m| m.len() > 0);
             downloaded += self.download(&url, file, &incomplete, emit)?;
-            let (sha256, sha1) = hashes(&incomplete, file, emit)?;
+            let (sha256, sha1) = hashes(&incomplete, &file.path, file.lfs.is_none(), emit)?;
             if sha256.as_deref() == file.lfs.as_deref().or(sha256.as_deref())
                 && (file.lfs.is_some() || sha1 == file.oid)
             {
@@ -565,7 +565,7 @@ impl Hub<'_> {
             return Ok(None);
         }
         *checked = Some(stamp);
-        let (sha256, sha1) = hashes(blob, file, emit)?;
+        let (sha256, sha1) = hashes(blob, &file.path, file.lfs.is_none(), emit)?;
         let good = match &file.lfs {
             Some(lfs) => sha256.as_deref() == Some(lfs.as_str()),
             None => sha1 == file.oid,
