@@ -543,12 +543,17 @@ impl Config {
     }
 
     /// What a binding's `config` argument gives: a file's path, or the config itself as TOML or
-    /// JSON text. Text that names an existing file is that file; text with a `=`, a `[`, a `{`
-    /// or a line break that names none is the config.
+    /// JSON text. Text that names an existing file is that file; so is one line ending in
+    /// `.toml` or `.json` (a missing file: "cannot read"); else text with a `=`, a `[`, a `{` or a
+    /// line break is the config.
     pub fn from_file_or_text(value: &str) -> Result<Self> {
         let path = Path::new(value);
+        let named = !value.contains('\n')
+            && [".toml", ".json"]
+                .iter()
+                .any(|e| value.trim_end().to_ascii_lowercase().ends_with(e));
         let text_like = value.contains(['=', '[', '{', '\n']);
-        if path.is_file() || !text_like {
+        if path.is_file() || named || !text_like {
             Config::from_file(path)
         } else {
             Config::from_text(value)

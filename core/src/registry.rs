@@ -54,6 +54,9 @@ pub struct Registry {
     /// The config's settings without its predictors: what a model named by its file's path
     /// (`model="/models/qwen.gguf"`) loads with.
     file_config: Config,
+    /// Whether the Hugging Face cache's models are served (with the built-in models; not for a
+    /// config that serves its own alone).
+    hub: bool,
 }
 
 impl Default for Registry {
@@ -62,6 +65,7 @@ impl Default for Registry {
             entries: RwLock::default(),
             models_dir: crate::config::default_models_dir(),
             file_config: Config::empty(),
+            hub: true,
         }
     }
 }
@@ -79,11 +83,11 @@ impl Registry {
         // The catalog's models come with the built-in ones (a user's `$INGLE_CATALOG` entry is
         // served once pulled), not into a config that serves its own alone.
         let with_catalog;
-        let config = if config
+        let builtins = config
             .predictors
             .iter()
-            .any(|p| p.tag == crate::config::DEFAULT_MODEL)
-        {
+            .any(|p| p.tag == crate::config::DEFAULT_MODEL);
+        let config = if builtins {
             with_catalog = crate::pull::catalog::with_catalog_models(config.clone());
             &with_catalog
         } else {
@@ -99,6 +103,7 @@ impl Registry {
                 predictors: Vec::new(),
                 ..config.clone()
             },
+            hub: builtins,
             ..Registry::default()
         };
         for predictor in &config.predictors {
@@ -174,12 +179,22 @@ impl Registry {
     /// at its first use.
     fn entry(&self, tag: &str) -> Result<Arc<Entry>> {
         match self.named(tag) {
-            Err(not_found) if !tag.contains('/') => {
-                // `REPO:QUANT`: a model pulled from the Hub, by its short name.
-                self.add_hub_models();
-                self.named(tag).map_err(|_| not_found)
+            Err(not_found) if self.hub && !tag.contains('/') => {
+                // `REPO:QUANT`: a model pulled from the Hub, by its short name (only the repos
+                // of that name are looked at).
+                let repo = tag.split(':').next().unwrap_or(tag);
+                for cached in
+                    crate::pull::hub::cached_models_named(&HubSettings::from_env(), Some(repo))
+                {
+                    self.add_hub_model(&cached);
+                }
+                match self.named(tag) {
+                    Err(e) if e.message.contains("names several models") => Err(e),
+                    Err(_) => Err(not_found),
+                    found => found,
+                }
             }
-            Err(not_found) if HubRef::looks_like(tag) => {
+            Err(not_found) if self.hub && HubRef::looks_like(tag) => {
                 let Some(reference) = HubRef::parse(tag)? else {
                     return Err(not_found);
                 };
@@ -216,26 +231,52 @@ impl Registry {
         }
     }
 
-    /// Registers a model of the Hub's cache under its reference (one already registered stays).
+    /// Registers a model of the Hub's cache under its reference; one registered from another
+    /// snapshot (a pull moved `refs/main`) is replaced, and requests running on it finish on it.
     fn add_hub_model(&self, cached: &crate::pull::hub::Cached) {
         let tag = cached.reference.to_string();
-        let exists = self
-            .entries
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|e| e.tag == tag);
-        if exists {
-            return;
+        let paths = cached.paths();
+        let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = entries.iter().position(|e| e.tag == tag) {
+            let old = &entries[at];
+            if old.needs_files.as_ref() == Some(&paths) {
+                return;
+            }
+            // Only an entry of this repo's snapshots is replaced (a config's has other files).
+            let snapshots = cached.snapshot.parent().unwrap_or(&cached.snapshot);
+            let from_the_hub = old
+                .needs_files
+                .as_ref()
+                .is_some_and(|files| files.iter().all(|f| f.starts_with(snapshots)));
+            if !from_the_hub {
+                return;
+            }
+            entries.remove(at);
         }
+        drop(entries);
         let (config, cached_model) = (self.file_config.clone(), cached.clone());
         // Two first requests at once: one registers it, the other finds it.
         let _ = self.add(
             &tag,
             Box::new(move || crate::backends::load(&config, &cached_model.predictor()?)),
-            Some(cached.paths()),
+            Some(paths),
             BTreeMap::new(),
         );
+    }
+
+    /// After a pull of `reference`: the client serves what the cache holds now.
+    pub fn refresh_hub(&self, reference: &str) {
+        if !self.hub {
+            return;
+        }
+        let Ok(Some(reference)) = HubRef::parse(reference) else {
+            return;
+        };
+        if let Ok(Some(cached)) =
+            crate::pull::hub::find_cached(&HubSettings::from_env(), &reference)
+        {
+            self.add_hub_model(&cached);
+        }
     }
 
     /// Registers every model of the Hub's cache that ingle can serve (listed, and named by its
@@ -357,7 +398,9 @@ impl Registry {
     /// namespace (`smollm2-135m-instruct`), where that names it alone: frameworks that read
     /// `PROVIDER/MODEL` in a model's name (openai-agents, LiteLLM) can name it so.
     pub fn list(&self) -> Vec<ModelInfo> {
-        self.add_hub_models();
+        if self.hub {
+            self.add_hub_models();
+        }
         let entries = self.entries.read().unwrap_or_else(|e| e.into_inner());
         let present: Vec<&Arc<Entry>> = entries.iter().filter(|e| e.present()).collect();
         let mut list: Vec<ModelInfo> = present.iter().map(|e| Self::info(e)).collect();

@@ -109,11 +109,14 @@ fn stream_options_takes_only_its_own_keys() {
     );
     assert_eq!(error.kind, ErrorKind::InvalidRequest);
     assert_eq!(error.param.as_deref(), Some("stream_options.bogus"));
-    // The documented key is accepted (and the request then reaches the missing model).
+    // The documented key is accepted (and the request then reaches the missing model: a 404
+    // naming `model`, not a 500 that SDKs retry).
     let error = chat_error(
         r#"{"model": "m", "messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true, "include_obfuscation": false}}"#,
     );
-    assert_eq!(error.kind, ErrorKind::Model, "{error:?}");
+    assert_eq!(error.kind, ErrorKind::NotFound, "{error:?}");
+    assert_eq!(error.code.as_deref(), Some("model_file_missing"));
+    assert_eq!(error.param.as_deref(), Some("model"));
 }
 
 #[test]

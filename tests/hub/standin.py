@@ -84,6 +84,9 @@ def iso(ts):
     return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
+# Entries of a tree page when the client names no `limit`.
+DEFAULT_TREE_PAGE = 5
+
 class Hashes:
     """sha256 and git blob sha1 of files, computed once per (real path, size, mtime)."""
 
@@ -595,7 +598,9 @@ class HubHandler(Handler):
                         "status": "safe", "avScan": {"virusFound": False, "virusNames": None},
                         "pickleImportScan": None}
         headers = []
-        limit = self.query.get("limit", [None])[0]
+        # The real Hub pages a tree whether or not a client asks (1,000 entries); the stand-in
+        # pages by 5, so that every client's pagination (ingle's, huggingface_hub's) is used.
+        limit = self.query.get("limit", [None])[0] or DEFAULT_TREE_PAGE
         if limit:
             try:
                 limit = max(int(limit), 1)

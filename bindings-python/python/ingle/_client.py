@@ -180,14 +180,24 @@ class Predictors:
             _predictors._register(self._native, item)
 
 
+def _is_config_text(value: str) -> bool:
+    """Whether ``config=`` holds the config itself (TOML): text with a ``=``, ``[``, ``{`` or line
+    break that names no file, unless it is one line ending in ``.toml`` or ``.json`` (a path)."""
+    if os.path.isfile(value):
+        return False
+    if "\n" not in value and value.rstrip().lower().endswith((".toml", ".json")):
+        return False
+    return any(c in value for c in "=[{\n")
+
+
 def _native_client(config: Any, models_dir: Any) -> Any:
     """The engine's client; an invalid config (or path) raises here, not at the first call.
     ``config`` is a file's path, the config as a dict, or the config as TOML text (a str with
-    a ``=``, ``[`` or line break that names no file)."""
+    a ``=``, ``[`` or line break that names no file and does not end in ``.toml`` / ``.json``)."""
     models_dir = _arguments.path("models_dir", models_dir)
     if isinstance(config, Mapping):
         return _ingle.NativeClient(None, models_dir, _arguments.config_json(config))
-    if isinstance(config, str) and any(c in config for c in "=[\n") and not os.path.isfile(config):
+    if isinstance(config, str) and _is_config_text(config):
         return _ingle.NativeClient(None, models_dir, _arguments.text("config", config))
     return _ingle.NativeClient(_arguments.path("config", config), models_dir)
 

@@ -65,7 +65,12 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
         Backend::Llama => Err(without_llama()),
         Backend::OnnxEmbedding => {
             reject_options(predictor, onnx::EMBEDDING_UNUSED_OPTIONS)?;
-            if predictor.tokenizer.is_none() {
+            // A Hub reference brings its tokenizer.json from the repo.
+            let from_the_hub = predictor
+                .model
+                .to_str()
+                .is_some_and(crate::pull::hub::HubRef::looks_like);
+            if predictor.tokenizer.is_none() && !from_the_hub {
                 return Err(Error::invalid(
                     "tokenizer",
                     format!(

@@ -38,7 +38,10 @@ impl Models {
         model: &str,
         progress: &mut dyn FnMut(&crate::pull::PullEvent) -> bool,
     ) -> Result<crate::pull::PullReport> {
-        crate::pull::Puller::new(self.registry.models_dir())?.pull(model, progress)
+        let report = crate::pull::Puller::new(self.registry.models_dir())?.pull(model, progress)?;
+        // A Hub model is served from the snapshot just pulled (`refs/main` may have moved).
+        self.registry.refresh_hub(&report.tag);
+        Ok(report)
     }
 
     /// The catalog's entries: what [`Models::pull`] can download, each with its size and

@@ -71,15 +71,23 @@ pub(super) fn link(blob: &Path, pointer: &Path, snapshot: &Path) -> Result<()> {
         return Ok(());
     }
     let tmp = pointer.with_file_name(format!(
-        ".{}.ingle-link",
-        pointer.file_name().unwrap_or_default().to_string_lossy()
+        ".{}.{}.ingle-link",
+        pointer.file_name().unwrap_or_default().to_string_lossy(),
+        unique()
     ));
     fs::remove_file(&tmp).ok();
     #[cfg(unix)]
     std::os::unix::fs::symlink(&target, &tmp).map_err(|e| local_error("link", &tmp, e))?;
     #[cfg(not(unix))]
     fs::copy(blob, &tmp).map_err(|e| local_error("copy to", &tmp, e))?;
-    fs::rename(&tmp, pointer).map_err(|e| local_error("link", pointer, e))?;
+    if let Err(e) = fs::rename(&tmp, pointer) {
+        fs::remove_file(&tmp).ok();
+        // Another pull linked it the same way meanwhile.
+        if fs::read_link(pointer).is_ok_and(|t| t == target) {
+            return Ok(());
+        }
+        return Err(local_error("link", pointer, e));
+    }
     Ok(())
 }
 
@@ -89,12 +97,23 @@ pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         fs::create_dir_all(dir).map_err(|e| local_error("create", dir, e))?;
     }
     let tmp = path.with_file_name(format!(
-        ".{}.ingle-partial",
-        path.file_name().unwrap_or_default().to_string_lossy()
+        ".{}.{}.ingle-partial",
+        path.file_name().unwrap_or_default().to_string_lossy(),
+        unique()
     ));
     fs::write(&tmp, bytes).map_err(|e| local_error("write", &tmp, e))?;
-    fs::rename(&tmp, path).map_err(|e| local_error("write", path, e))?;
+    fs::rename(&tmp, path).map_err(|e| {
+        fs::remove_file(&tmp).ok();
+        local_error("write", path, e)
+    })?;
     Ok(())
+}
+
+/// A name part no other writer (thread or process) uses at the same time.
+fn unique() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
 }
 
 #[cfg(test)]

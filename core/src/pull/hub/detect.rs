@@ -43,8 +43,10 @@ fn file_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// A vision projector (`mmproj-model-f16.gguf`, `llava-v1.5-7b-mmproj-f16.gguf`), as llama.cpp
+/// finds them.
 fn is_mmproj(path: &str) -> bool {
-    file_name(path).to_ascii_lowercase().starts_with("mmproj")
+    file_name(path).to_ascii_lowercase().contains("mmproj")
 }
 
 /// `(prefix, index, count)` of a split GGUF's shard (`NAME-00002-of-00003.gguf`).
@@ -75,8 +77,17 @@ fn names_quant(path: &str, quant: &str) -> bool {
     })
 }
 
-/// The quant tag a GGUF's name carries (`Q4_K_M`, `IQ4_XS`, `F16`, `UD-Q4_K_XL`), uppercase.
+/// The quant tag a GGUF's name carries (`Q4_K_M`, `IQ4_XS`, `F16`, `UD-Q4_K_XL`), uppercase; else
+/// the one its folders carry (`Q8_0/model-00001-of-00002.gguf`).
 fn quant_of(path: &str) -> Option<String> {
+    quant_of_name(path).or_else(|| {
+        let mut folders: Vec<&str> = path.split('/').collect();
+        folders.pop();
+        folders.into_iter().rev().find_map(quant_of_name)
+    })
+}
+
+fn quant_of_name(path: &str) -> Option<String> {
     let name = file_name(path);
     let name = shard(name).map_or_else(
         || name.strip_suffix(".gguf").unwrap_or(name),
@@ -148,6 +159,7 @@ pub fn select(reference: &HubRef, files: &[(String, u64)]) -> Result<Selection> 
             },
             &inside,
         )?;
+        selection.quant = None; // named by its folder, not its quant
         selection
             .files
             .iter_mut()
@@ -201,9 +213,19 @@ pub fn select(reference: &HubRef, files: &[(String, u64)]) -> Result<Selection> 
         });
     }
     // A sentence-transformers export with its ONNX graph.
+    // A sentence-transformers repo says so: an ONNX decoder or cross-encoder with a tokenizer
+    // is no embedding model.
+    let sentence_transformers = [
+        "modules.json",
+        "1_Pooling/config.json",
+        "sentence_bert_config.json",
+    ]
+    .into_iter()
+    .any(&has);
     let onnx = ["onnx/model.onnx", "model.onnx"]
         .into_iter()
-        .find(|p| has(p));
+        .find(|p| has(p))
+        .filter(|_| sentence_transformers);
     if let Some(onnx) = onnx {
         let tokenizer = [
             "tokenizer.json".to_string(),
@@ -372,6 +394,10 @@ fn select_gguf(
         }
     };
     let mut selection = gguf_files(pick, ggufs);
+    if let Some(quant) = wanted {
+        // Named as asked (`:q4_k_m` is `:Q4_K_M`), whatever the file's own spelling.
+        selection.quant = Some(quant.to_ascii_uppercase());
+    }
     let projectors: Vec<&str> = files
         .iter()
         .map(|(p, _)| p.as_str())
@@ -515,6 +541,23 @@ mod tests {
         );
         assert_eq!(quant_of("x-UD-Q4_K_XL.gguf").as_deref(), Some("UD-Q4_K_XL"));
         assert_eq!(quant_of("model.gguf"), None);
+        assert_eq!(
+            quant_of("Q8_0/model-00001-of-00002.gguf").as_deref(),
+            Some("Q8_0")
+        );
+        // llava's projector is no model, wherever "mmproj" is in its name.
+        let s = pick(
+            "hf.co/o/r",
+            &["llava-v1.5-7b-mmproj-f16.gguf", "llava-v1.5-7b-Q5_K.gguf"],
+        )
+        .unwrap();
+        assert_eq!(s.model, "llava-v1.5-7b-Q5_K.gguf");
+        // An ONNX graph with a tokenizer but no sentence-transformers files: not an embedder.
+        let decoder = pick(
+            "hf.co/o/r",
+            &["onnx/model.onnx", "tokenizer.json", "config.json"],
+        );
+        assert!(decoder.unwrap_err().message.contains("cannot tell"));
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! One download of a blob at a time, across processes, on `.locks/models--ORG--REPO/ETAG.lock`:
 //! the same `flock` that huggingface_hub's `filelock` takes.
 
-use super::super::download::{interrupted, read_some, retrying};
+use super::super::download::{interrupted, read_some, retrying, INTERRUPTED};
 use super::super::http::{self, download_error, Range, RawAnswer};
 use super::super::{
     local_error, Emit, PullEvent, PullReport, PullStatus, PulledFile, Puller, Stamp,
@@ -109,7 +109,12 @@ pub fn pull(
     };
     let commit = match hub.commit() {
         // No network: what the cache holds is served, as huggingface_hub does.
-        Err(e) if e.code.as_deref() == Some(http::UNREACHABLE) => {
+        Err(e)
+            if matches!(
+                e.code.as_deref(),
+                Some(http::UNREACHABLE | http::SERVER_ERROR)
+            ) =>
+        {
             return match find_cached(&settings, reference)? {
                 Some(cached) => {
                     emit(PullStatus::Success, None, 0, 0).ok();
@@ -157,6 +162,17 @@ pub fn pull(
     }
     if reference.revision() != commit {
         let refs = folder.join("refs").join(reference.revision());
+        // A revision is checked when parsed; a file outside `refs/` is never written.
+        if !refs.starts_with(folder.join("refs"))
+            || refs
+                .components()
+                .any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(Error::invalid(
+                "model",
+                "The revision names no file under refs/",
+            ));
+        }
         write_atomically(&refs, commit.as_bytes())?;
     }
     emit(PullStatus::Success, None, 0, 0).ok();
@@ -288,7 +304,20 @@ impl Hub<'_> {
     }
 
     fn json(&self, url: &str) -> Result<(serde_json::Value, RawAnswer)> {
-        let answer = self.call("GET", url)?;
+        let mut url = url.to_string();
+        let mut answer = self.call("GET", &url)?;
+        // A renamed repo: the Hub answers with a relative redirect to its new name.
+        for _ in 0..MAX_REDIRECTS {
+            let relative = answer.header("location").filter(|l| l.starts_with('/'));
+            match relative {
+                Some(location) if (300..=399).contains(&answer.status) => {
+                    url = http::join_url(&url, location);
+                    answer = self.call("GET", &url)?;
+                }
+                _ => break,
+            }
+        }
+        let url = url.as_str();
         if answer.status != 200 {
             return Err(self.refusal(url, &answer, None));
         }
@@ -614,10 +643,28 @@ impl Hub<'_> {
                 if *have == file.size {
                     return Ok(());
                 }
+                // What is kept and what the server answers disagree (a 416, a range from
+                // elsewhere): the kept bytes go, and the download starts over (a transient error:
+                // the retry begins at 0), rather than failing the same way at every pull.
+                let restart = |have: &mut u64, why: String| {
+                    fs::remove_file(incomplete).ok();
+                    *have = 0;
+                    Err(download_error(url, format!("{why}; starting over")).with_code(INTERRUPTED))
+                };
                 let body =
-                    self.puller
+                    match self
+                        .puller
                         .http
-                        .get_range_as(url, Range::From(*have), auth.as_deref())?;
+                        .get_range_as(url, Range::From(*have), auth.as_deref())
+                    {
+                        Err(e)
+                            if *have > 0
+                                && e.code.as_deref() == Some(http::RANGE_NOT_SATISFIABLE) =>
+                        {
+                            return restart(have, format!("the server has no bytes from {have}"));
+                        }
+                        other => other?,
+                    };
                 let mut out = OpenOptions::new()
                     .create(true)
                     .append(true)
@@ -625,13 +672,12 @@ impl Hub<'_> {
                     .map_err(|e| local_error("write", incomplete, e))?;
                 if body.start != *have {
                     if body.start != 0 {
-                        return Err(download_error(
-                            url,
-                            format!(
-                                "asked for bytes from {have}, the server sent them from {}",
-                                body.start
-                            ),
-                        ));
+                        drop(out);
+                        let why = format!(
+                            "asked for bytes from {have}, the server sent them from {}",
+                            body.start
+                        );
+                        return restart(have, why);
                     }
                     // The server ignored the range: from the start.
                     out.set_len(0)

@@ -161,11 +161,15 @@ pub fn snapshot_files(snapshot: &Path) -> Vec<(String, u64)> {
             let name = entry.file_name().to_string_lossy().into_owned();
             let path = entry.path();
             let relative = format!("{prefix}{name}");
-            // `metadata` follows the link: a dangling one (its blob gone) is no file.
-            match std::fs::metadata(&path) {
-                Ok(m) if m.is_dir() => stack.push((path, format!("{relative}/"))),
-                Ok(m) if m.is_file() => files.push((relative, m.len())),
-                _ => {}
+            // A real folder is walked; a link is followed to its blob (a dangling one, its blob
+            // gone, is no file), never into a folder (a cache with a loop in it ends).
+            let Ok(own) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if own.is_dir() {
+                stack.push((path, format!("{relative}/")));
+            } else if let Some(m) = std::fs::metadata(&path).ok().filter(|m| m.is_file()) {
+                files.push((relative, m.len()));
             }
         }
     }
@@ -185,8 +189,10 @@ pub fn find_cached(settings: &HubSettings, reference: &HubRef) -> Result<Option<
     let files = snapshot_files(&snapshot);
     let selection = match detect::select(reference, &files) {
         Ok(selection) => selection,
-        // The files that would make it are not all there: not pulled (yet).
-        Err(_) => return Ok(None),
+        // The files that would make it are not there (a quant not pulled): not pulled yet.
+        Err(e) if e.kind == ErrorKind::NotFound || files.is_empty() => return Ok(None),
+        // There, but not a model ingle serves (several voices, unknown files): say so.
+        Err(e) => return Err(e),
     };
     if !selection.files.iter().all(|f| snapshot.join(f).is_file()) {
         return Ok(None);
@@ -201,6 +207,12 @@ pub fn find_cached(settings: &HubSettings, reference: &HubRef) -> Result<Option<
 /// Every model in the cache that ingle can serve (at each repo's `main`): each GGUF quant a
 /// repo holds whole, or the repo's one model of another kind.
 pub fn cached_models(settings: &HubSettings) -> Vec<Cached> {
+    cached_models_named(settings, None)
+}
+
+/// [`cached_models`] of the repos named `name` (any organisation, any case) only: what a
+/// short name (`REPO:QUANT`) can name, without walking the whole cache.
+pub fn cached_models_named(settings: &HubSettings, name: Option<&str>) -> Vec<Cached> {
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir(&settings.cache) else {
         return found;
@@ -210,6 +222,7 @@ pub fn cached_models(settings: &HubSettings) -> Vec<Cached> {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     folders.sort();
+    let wanted = name;
     for folder in folders {
         let Some(name) = folder.strip_prefix("models--") else {
             continue;
@@ -217,6 +230,9 @@ pub fn cached_models(settings: &HubSettings) -> Vec<Cached> {
         let Some((org, repo)) = name.split_once("--") else {
             continue;
         };
+        if wanted.is_some_and(|w| !w.eq_ignore_ascii_case(repo)) {
+            continue;
+        }
         let repo = format!("{org}/{repo}");
         let Ok(Some(reference)) = HubRef::parse(&format!("hf.co/{repo}")) else {
             continue;

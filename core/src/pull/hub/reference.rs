@@ -34,6 +34,8 @@ impl HubRef {
         let Some(rest) = strip_host(text) else {
             return Ok(None);
         };
+        // A URL copied from the Hub's page: `?download=true`, `#anchor` are not the path.
+        let rest = rest.split(['?', '#']).next().unwrap_or(rest);
         let bad = |why: &str| {
             Error::invalid(
                 "model",
@@ -92,9 +94,12 @@ impl HubRef {
                 && s.chars()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
         };
-        if !valid_name(org) || !valid_name(name) {
+        // `--` is refused as the Hub refuses it: the cache's folder `models--ORG--REPO` would
+        // not say where the organisation ends.
+        if !valid_name(org) || !valid_name(name) || org.contains("--") || name.contains("--") {
             return Err(bad(
-                "an organisation and a repository name are letters, digits, `-`, `_` and `.`",
+                "an organisation and a repository name are letters, digits, `-`, `_` and `.` \
+                 (no `--`)",
             ));
         }
         if let Some(q) = &quant {
@@ -119,7 +124,11 @@ impl HubRef {
             }
         }
         if let Some(r) = &revision {
-            if r.is_empty() || r.len() > 256 || r.contains("..") || r.chars().any(char::is_control)
+            // It names a file under `refs/`: no empty, `.` or `..` part (nor a leading `/`).
+            if r.len() > 256
+                || r.split('/').any(|s| s.is_empty() || s == "." || s == "..")
+                || r.contains('\\')
+                || r.chars().any(char::is_control)
             {
                 return Err(bad("the revision is empty or malformed"));
             }
@@ -221,6 +230,8 @@ mod tests {
             (Some("onnx/model.onnx"), None)
         );
         assert_eq!(parsed("hf:org/repo").repo, "org/repo");
+        let url = parsed("https://huggingface.co/o/r/resolve/main/m.Q4_0.gguf?download=true");
+        assert_eq!(url.file.as_deref(), Some("m.Q4_0.gguf"));
         assert_eq!(parsed("hf.co/org/repo:latest").quant, None);
         assert_eq!(parsed("hf.co/org/repo/").to_string(), "hf.co/org/repo");
         for text in [
@@ -239,6 +250,10 @@ mod tests {
             "hf.co/org/repo/../x",
             "hf.co/org/repo/a/b:Q4",
             "hf.co/org/repo@",
+            "hf.co/a--b/c",
+            "hf.co/org/repo@/etc/passwd",
+            "hf.co/org/repo@refs//x",
+            "hf.co/org/repo@a\\b",
             "hf.co/org/repo:Q4/file",
             "hf.co/org/repo/resolve/main/x@v2",
         ] {
