@@ -125,7 +125,7 @@ test('a missing model file and a bad config', async () => {
   fs.writeFileSync(config, '[[predictors]]\ntag = "@me/gone"\nbackend = "llama"\nmodel = "gone.gguf"\n');
   const c = new OpenAI({ config });
   await assert.rejects(c.chat.completions.create({ model: '@me/gone', messages: france }), (e) => {
-    assert.ok(e instanceof InternalServerError);
+    assert.ok(e instanceof NotFoundError, String(e)); // a 404 that says how, not a 500 to retry
     assert.match(e.message, /gone\.gguf.*put the file there, or fix the path in the config/);
     return true;
   });

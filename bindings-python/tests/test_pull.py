@@ -68,7 +68,7 @@ def catalog(tmp_path, mirror, monkeypatch):
 def test_pull_into_an_empty_models_dir_then_chat(tmp_path, catalog):
     models = tmp_path / "models"
     client = ingle.OpenAI(models_dir=models)
-    with pytest.raises(ingle.InternalServerError) as e:
+    with pytest.raises(ingle.NotFoundError) as e:  # a 404 that says how, not a 500 to retry
         client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=2)
     assert f"ingle pull {MODEL}" in e.value.message, e.value.message
 
