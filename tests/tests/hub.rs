@@ -563,7 +563,13 @@ fn gated_corrupt_cut_and_offline() {
     );
     std::env::set_var("HF_TOKEN", TOKEN);
     pull(&puller, "hf.co/ingle-test/gated-GGUF").unwrap();
+    std::env::remove_var("HF_TOKEN");
+    // The token `hf auth login` writes, $HF_HOME/token, serves as well.
+    let home = cache.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("token"), format!("{TOKEN}\n")).unwrap();
     pull(&puller, "hf.co/ingle-test/private-GGUF").unwrap();
+    std::fs::remove_file(home.join("token")).unwrap();
     let requests = standin.as_ref().unwrap().requests();
     assert!(requests
         .iter()
@@ -574,7 +580,6 @@ fn gated_corrupt_cut_and_offline() {
             .any(|r| r["server"] == "cdn" && r["authorization"] == true),
         "the token went to the CDN: {requests:?}"
     );
-    std::env::remove_var("HF_TOKEN");
 
     // Wrong bytes from the CDN: discarded, nothing linked, nothing left as a blob.
     let corrupt = pull(&puller, "hf.co/ingle-test/corrupt-GGUF").unwrap_err();
