@@ -1,7 +1,7 @@
 """Tests for tests/hub/split_gguf.py: split a real GGUF into 3 shards and check them.
 
-Needs the SmolLM2 GGUF in ingle's model cache (or $INGLE_SPLIT_TEST_MODEL); skipped
-when it is absent.  Standard library + pytest only; no llama.cpp needed.
+Needs the SmolLM2 GGUF in ingle's model cache (or $INGLE_SPLIT_TEST_MODEL): a failure that says
+how to get it when it is absent. Standard library + pytest only; no llama.cpp needed.
 """
 
 from __future__ import annotations
@@ -17,30 +17,31 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import split_gguf  # noqa: E402
 
-MODEL = Path(os.environ.get(
-    "INGLE_SPLIT_TEST_MODEL",
-    Path.home() / ".cache/ingle/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
-
-needs_model = pytest.mark.skipif(
-    not MODEL.is_file(),
-    reason=f"model file {MODEL} is absent (download SmolLM2-135M-Instruct.Q4_1.gguf "
-           f"into ~/.cache/ingle/models or set INGLE_SPLIT_TEST_MODEL)")
+MODEL = Path(os.environ.get("INGLE_SPLIT_TEST_MODEL") or Path(
+    os.environ.get("INGLE_MODELS_DIR")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ingle" / "models"
+) / "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 @pytest.fixture(scope="module")
-def shards(tmp_path_factory):
+def model():
+    # A missing model is a failure that says how to get it, never a skip: scripts/test fetches it.
+    assert MODEL.is_file(), f"{MODEL} is missing: run scripts/fetch-models (or set INGLE_SPLIT_TEST_MODEL)"
+    return MODEL
+
+
+@pytest.fixture(scope="module")
+def shards(model, tmp_path_factory):
     prefix = tmp_path_factory.mktemp("split") / "model"
     return split_gguf.split(str(MODEL), str(prefix), 3)
 
 
-@needs_model
 def test_names_follow_llama_split_path(shards):
     prefix = shards[0][: -len("-00001-of-00003.gguf")]
     assert shards == [f"{prefix}-{i:05d}-of-00003.gguf" for i in (1, 2, 3)]
     assert all(os.path.isfile(p) for p in shards)
 
 
-@needs_model
 def test_shards_parse_and_match_input(shards):
     summary = split_gguf.verify(str(MODEL), shards)
     assert summary["shards"] == 3
@@ -48,7 +49,6 @@ def test_shards_parse_and_match_input(shards):
     assert max(summary["tensors"]) - min(summary["tensors"]) <= 1
 
 
-@needs_model
 def test_kvs(shards):
     src = split_gguf.read_gguf(str(MODEL))
     parsed = [split_gguf.read_gguf(p) for p in shards]
@@ -68,7 +68,6 @@ def test_kvs(shards):
             (split_gguf.T_INT32, len(src.tensors))
 
 
-@needs_model
 def test_tensors_in_order_and_bytes_equal(shards):
     src = split_gguf.read_gguf(str(MODEL))
     parsed = [split_gguf.read_gguf(p) for p in shards]
@@ -92,8 +91,7 @@ def test_tensors_in_order_and_bytes_equal(shards):
                     assert f.read(s.size) == fin.read(s.size), t.name
 
 
-@needs_model
-def test_cli(tmp_path):
+def test_cli(model, tmp_path):
     prefix = tmp_path / "cli"
     out = subprocess.run(
         [sys.executable, str(Path(split_gguf.__file__)), str(MODEL), str(prefix),

