@@ -87,7 +87,7 @@ pub fn pull(
     let tags = if all {
         puller
             .catalog()
-            .tags()
+            .default_tags()
             .into_iter()
             .map(String::from)
             .collect()

@@ -87,13 +87,63 @@ fn bound_numbers(schema: &mut Json) {
     });
 }
 
-/// `schema` with ingle's JSON options for llguidance (bounded whitespace and numbers).
+/// Closes every object schema that lists its `properties` and says nothing of others
+/// (`additionalProperties`, `unevaluatedProperties`, `patternProperties`): the output holds the
+/// listed properties only, as vLLM's default (xgrammar's strict mode) does. A schema describes
+/// the output wanted; left open, a small model appends keys of its own until `max_tokens`
+/// (SmolLM2 asked for `{name, age}` went on with `gender`, `occupation`, `race`...). An object
+/// that says `additionalProperties` (true, or a schema) keeps what it says; an object without
+/// `properties` (`{"type": "object"}`, a free-form dict) stays open; the members of an `allOf`
+/// are left as they are, since each lists only part of the properties of the whole.
+fn close_objects(schema: &mut Json) {
+    fn walk(schema: &mut Json, in_all_of: bool) {
+        match schema {
+            Json::Object(object) => {
+                let open_keys = [
+                    "additionalProperties",
+                    "unevaluatedProperties",
+                    "patternProperties",
+                    "allOf",
+                ];
+                if !in_all_of
+                    && object.get("properties").is_some_and(Json::is_object)
+                    && !open_keys.iter().any(|k| object.contains_key(*k))
+                {
+                    object.insert("additionalProperties".into(), Json::Bool(false));
+                }
+                for (key, value) in object.iter_mut() {
+                    let key = key.as_str();
+                    if DATA_KEYWORDS.contains(&key) {
+                        continue;
+                    }
+                    match value {
+                        Json::Object(map) if SCHEMA_MAPS.contains(&key) => {
+                            map.values_mut().for_each(|v| walk(v, false))
+                        }
+                        // An `allOf` member is left open itself, its own subschemas closed.
+                        Json::Array(items) if key == "allOf" => {
+                            items.iter_mut().for_each(|v| walk(v, true))
+                        }
+                        value => walk(value, false),
+                    }
+                }
+            }
+            Json::Array(items) => items.iter_mut().for_each(|v| walk(v, false)),
+            _ => {}
+        }
+    }
+    walk(schema, false)
+}
+
+/// `schema` with ingle's JSON options for llguidance (bounded whitespace and numbers, objects
+/// closed to the properties they list).
 fn with_options(schema: &Json) -> Json {
     let mut schema = match schema {
         Json::Bool(true) => json!({}),
         other => other.clone(),
     };
     bound_numbers(&mut schema);
+    close_objects(&mut schema);
     if let Some(object) = schema.as_object_mut() {
         object.insert(
             "x-guidance".into(),
@@ -326,6 +376,35 @@ mod tests {
             moved["properties"]["note"]["const"]["$ref"], "#",
             "data is left alone"
         );
+    }
+
+    #[test]
+    fn objects_are_closed_to_the_properties_they_list() {
+        let mut schema = json!({"type": "object", "properties": {
+            "person": {"type": "object", "properties": {"name": {"type": "string"}}},
+            "tags": {"type": "object", "additionalProperties": {"type": "string"}},
+            "extra": {"type": "object", "properties": {}, "additionalProperties": true},
+            "free": {"type": "object"},
+            "both": {"allOf": [{"type": "object", "properties": {"a": {}}},
+                               {"properties": {"b": {"type": "object", "properties": {}}}}]},
+            "properties": {"const": {"properties": {}}}},
+            "$defs": {"Leaf": {"properties": {"x": {}}}}});
+        close_objects(&mut schema);
+        let p = &schema["properties"];
+        assert_eq!(schema["additionalProperties"], false);
+        assert_eq!(p["person"]["additionalProperties"], false);
+        assert_eq!(p["tags"]["additionalProperties"], json!({"type": "string"}));
+        assert_eq!(p["extra"]["additionalProperties"], true);
+        assert!(p["free"].get("additionalProperties").is_none(), "a free-form dict stays open");
+        let members = &p["both"]["allOf"];
+        assert!(members[0].get("additionalProperties").is_none());
+        assert!(members[1].get("additionalProperties").is_none());
+        assert_eq!(
+            members[1]["properties"]["b"]["additionalProperties"], false,
+            "a member's own subschemas are closed"
+        );
+        assert_eq!(p["properties"], json!({"const": {"properties": {}}}), "values are data");
+        assert_eq!(schema["$defs"]["Leaf"]["additionalProperties"], false);
     }
 
     #[test]

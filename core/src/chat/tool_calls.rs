@@ -29,6 +29,8 @@ pub enum Piece {
     CallStart { name: String },
     /// More of the arguments (JSON text) of the call last started.
     Arguments(String),
+    /// The call last started has ended (its block closed, or the output ended inside it).
+    CallEnd,
 }
 
 /// How a model family marks its calls: `{"name", "arguments"}` objects between tags.
@@ -320,7 +322,7 @@ impl ToolCallParser {
         }
         self.untagged = None;
         self.at_line_start = false;
-        Some(Piece::Text(String::new()))
+        Some(Piece::CallEnd)
     }
 
     /// A tagged block: its name once read, its arguments as they come, the block gone once
@@ -359,7 +361,7 @@ impl ToolCallParser {
         }
         if close.is_some() || end {
             self.end_tagged(close);
-            return Some(Piece::Text(String::new()));
+            return Some(Piece::CallEnd);
         }
         None
     }
@@ -560,17 +562,59 @@ fn push_piece(out: &mut Vec<Piece>, piece: Piece) {
     }
 }
 
+/// What a turn may hold besides its first call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TurnRules {
+    /// `parallel_tool_calls`: more than one call. Without it the turn ends with its first call,
+    /// whatever form the call took (the grammar enforces it only for tagged calls).
+    pub(crate) parallel: bool,
+    /// The turn ends at the first call that repeats an earlier one of the same turn (same name,
+    /// same arguments as JSON), which is dropped: a small model, greedy, otherwise writes the
+    /// same call until the context is full. `allow_repeated_tool_calls: true` turns it off.
+    pub(crate) end_on_repeat: bool,
+}
+
+/// A call of this turn as it streams.
+struct OpenCall {
+    name: String,
+    arguments: String,
+    /// Held back, not given out yet: a call to a tool already called in this turn may turn
+    /// out to be a repeat, which is never shown.
+    held: bool,
+}
+
+/// One step's output: content first, then tool-call deltas.
+pub(crate) type Step = (String, Vec<Value>);
+
 /// Tool calls found in streamed text, given out as OpenAI's streamed deltas (`index`, and on a
-/// call's first delta its `id` and `type`), whatever the engine.
+/// call's first delta its `id` and `type`), whatever the engine, under the turn's rules.
+/// Whitespace next to a call (the newlines a model writes between bare calls) is not content.
 pub(crate) struct ToolCallDeltas {
     parser: ToolCallParser,
-    /// Calls started so far: the next call's `index`.
+    rules: TurnRules,
+    /// Calls given out so far: the next call's `index`.
     started: usize,
+    /// The calls of this turn that have ended: name and arguments (as JSON when they parse).
+    ended: Vec<(String, Json)>,
+    open: Option<OpenCall>,
+    /// Whitespace-only text held back: content if text follows, dropped if a call or the end
+    /// of a turn with calls does.
+    space: String,
+    /// The turn is over (its one call made, or a call repeated): what follows is dropped.
+    over: bool,
 }
 
 impl ToolCallDeltas {
-    pub(crate) fn new(parser: ToolCallParser) -> Self {
-        ToolCallDeltas { parser, started: 0 }
+    pub(crate) fn new(parser: ToolCallParser, rules: TurnRules) -> Self {
+        ToolCallDeltas {
+            parser,
+            rules,
+            started: 0,
+            ended: Vec::new(),
+            open: None,
+            space: String::new(),
+            over: false,
+        }
     }
 
     /// Whether a call has started (the finish reason is then `tool_calls`).
@@ -578,30 +622,114 @@ impl ToolCallDeltas {
         self.started > 0
     }
 
-    /// Content and tool-call deltas out of `text` (and, at the end, what was held back).
-    pub(crate) fn split(&mut self, text: &str, end: bool) -> (String, Vec<Value>) {
+    /// Whether the turn is over: generation can stop, the rest would be dropped.
+    pub(crate) fn turn_over(&self) -> bool {
+        self.over
+    }
+
+    /// The steps out of `text` (and, at the end, out of what was held back), in order: a step
+    /// is content then deltas, so content that follows a call's deltas opens another step.
+    pub(crate) fn split(&mut self, text: &str, end: bool) -> Vec<Step> {
         let mut pieces = self.parser.push(text);
         if end {
             pieces.extend(self.parser.finish());
         }
-        let (mut content, mut deltas) = (String::new(), Vec::new());
+        let mut steps: Vec<Step> = vec![(String::new(), Vec::new())];
         for piece in pieces {
+            if self.over {
+                break;
+            }
             match piece {
-                Piece::Text(text) => content.push_str(&text),
-                Piece::CallStart { name } => deltas.push(self.start(name, String::new())),
-                Piece::Arguments(arguments) => {
-                    let index = self.started.saturating_sub(1);
-                    deltas.push(Value::from(serde_json::json!({
-                        "index": index, "function": {"arguments": arguments}
-                    })));
+                Piece::Text(text) => self.text(&text, &mut steps),
+                Piece::CallStart { name } => {
+                    self.space.clear();
+                    let held = self.rules.end_on_repeat && self.ended.iter().any(|(n, _)| *n == name);
+                    if !held {
+                        let delta = self.start(&name, String::new());
+                        push_delta(&mut steps, delta);
+                    }
+                    self.open = Some(OpenCall {
+                        name,
+                        arguments: String::new(),
+                        held,
+                    });
                 }
-                Piece::Call { name, arguments } => deltas.push(self.start(name, arguments)),
+                Piece::Arguments(arguments) => {
+                    let Some(call) = self.open.as_mut() else { continue };
+                    call.arguments.push_str(&arguments);
+                    if !call.held {
+                        let index = self.started.saturating_sub(1);
+                        push_delta(
+                            &mut steps,
+                            Value::from(serde_json::json!({
+                                "index": index, "function": {"arguments": arguments}
+                            })),
+                        );
+                    }
+                }
+                Piece::CallEnd => {
+                    if let Some(call) = self.open.take() {
+                        self.end_call(call.name, call.arguments, call.held, &mut steps);
+                    }
+                }
+                Piece::Call { name, arguments } => {
+                    self.space.clear();
+                    self.end_call(name, arguments, true, &mut steps);
+                }
             }
         }
-        (content, deltas)
+        if end {
+            if let Some(call) = self.open.take() {
+                self.end_call(call.name, call.arguments, call.held, &mut steps);
+            }
+            // Whitespace at the end is content only in a reply without calls.
+            let space = std::mem::take(&mut self.space);
+            if self.started == 0 && !space.is_empty() {
+                steps.push((space, Vec::new()));
+            }
+        }
+        steps.retain(|(text, deltas)| !text.is_empty() || !deltas.is_empty());
+        steps
     }
 
-    fn start(&mut self, name: String, arguments: String) -> Value {
+    fn text(&mut self, text: &str, steps: &mut Vec<Step>) {
+        if text.is_empty() {
+            return;
+        }
+        if text.chars().all(char::is_whitespace) {
+            self.space.push_str(text);
+            return;
+        }
+        let space = std::mem::take(&mut self.space);
+        if !steps.last().is_some_and(|(_, deltas)| deltas.is_empty()) {
+            steps.push((String::new(), Vec::new()));
+        }
+        let step = steps.last_mut().expect("a step");
+        step.0.push_str(&space);
+        step.0.push_str(text);
+    }
+
+    /// A call has ended: given out whole if it was held back, unless it repeats an earlier
+    /// one, which ends the turn instead; without parallel calls, the turn ends with it.
+    fn end_call(&mut self, name: String, arguments: String, held: bool, steps: &mut Vec<Step>) {
+        let value = serde_json::from_str::<Json>(&arguments)
+            .unwrap_or_else(|_| Json::String(arguments.trim().to_string()));
+        let repeat = self.ended.iter().any(|(n, v)| *n == name && *v == value);
+        if repeat && self.rules.end_on_repeat {
+            self.over = true;
+            return;
+        }
+        if held {
+            let delta = self.start(&name, arguments);
+            push_delta(steps, delta);
+        }
+        self.ended.push((name, value));
+        if !self.rules.parallel {
+            self.over = true;
+        }
+    }
+
+    fn start(&mut self, name: &str, arguments: String) -> Value {
         let index = self.started;
         self.started += 1;
         Value::from(serde_json::json!({
@@ -610,6 +738,12 @@ impl ToolCallDeltas {
             "type": "function",
             "function": {"name": name, "arguments": arguments},
         }))
+    }
+}
+
+fn push_delta(steps: &mut [Step], delta: Value) {
+    if let Some((_, deltas)) = steps.last_mut() {
+        deltas.push(delta);
     }
 }
 
@@ -644,6 +778,7 @@ mod tests {
                 (Some(Piece::Call { arguments, .. }), Piece::Arguments(more)) => {
                     arguments.push_str(&more)
                 }
+                (_, Piece::CallEnd) => {}
                 (_, piece) => push_piece(&mut out, piece),
             }
         }
@@ -735,7 +870,7 @@ mod tests {
         );
         assert_eq!(
             parser.push("_call>\nDone"),
-            vec![Piece::Text("Done".into())]
+            vec![Piece::CallEnd, Piece::Text("Done".into())]
         );
         assert_eq!(parser.finish(), vec![]);
     }
@@ -750,5 +885,143 @@ mod tests {
         assert_eq!(parser.push("ld <tool_c"), vec![Piece::Text("ld ".into())]);
         assert_eq!(parser.push("al"), vec![]); // "<tool_cal" may still open a call
         assert_eq!(parser.push("m"), vec![Piece::Text("<tool_calm".into())]);
+    }
+
+    /// What a turn gives out, fed in chunks of `chunk` characters: per step, its content and
+    /// its deltas as `name(arguments)` (a fragment alone as `+arguments`); and whether it is over.
+    fn turn(text: &str, chunk: usize, rules: TurnRules) -> (Vec<(String, Vec<String>)>, bool) {
+        let parser = ToolCallParser::new(vec!["get_weather".into(), "get_time".into()]);
+        let mut deltas = ToolCallDeltas::new(parser, rules);
+        let chars: Vec<char> = text.chars().collect();
+        let mut steps = Vec::new();
+        let parts: Vec<String> = chars.chunks(chunk).map(|c| c.iter().collect()).collect();
+        for (i, part) in parts.iter().enumerate() {
+            steps.extend(deltas.split(part, i + 1 == parts.len()));
+            if deltas.turn_over() {
+                break;
+            }
+        }
+        let shown = steps
+            .into_iter()
+            .map(|(text, calls)| {
+                let calls = calls
+                    .iter()
+                    .map(|d| {
+                        let d = d.to_json().unwrap();
+                        let args = d["function"]["arguments"].as_str().unwrap_or("").to_string();
+                        match d["function"]["name"].as_str() {
+                            Some(name) => format!("{}:{name}({args})", d["index"]),
+                            None => format!("{}:+{args}", d["index"]),
+                        }
+                    })
+                    .collect();
+                (text, calls)
+            })
+            .collect();
+        (shown, deltas.turn_over())
+    }
+
+    /// The steps folded: content, and each index's calls joined.
+    fn folded(steps: &[(String, Vec<String>)]) -> (String, Vec<String>) {
+        let mut content = String::new();
+        let mut calls: Vec<String> = Vec::new();
+        for (text, deltas) in steps {
+            content.push_str(text);
+            for d in deltas {
+                let (index, rest) = d.split_once(':').unwrap();
+                let index: usize = index.parse().unwrap();
+                match rest.strip_prefix('+') {
+                    Some(more) => {
+                        let call = &mut calls[index];
+                        call.insert_str(call.len() - 1, more)
+                    }
+                    None => calls.push(rest.to_string()),
+                }
+            }
+        }
+        (content, calls)
+    }
+
+    const PARALLEL: TurnRules = TurnRules { parallel: true, end_on_repeat: true };
+    const ONE: TurnRules = TurnRules { parallel: false, end_on_repeat: true };
+    const ANY: TurnRules = TurnRules { parallel: true, end_on_repeat: false };
+
+    #[test]
+    fn without_parallel_calls_the_turn_ends_with_its_first_call_in_any_form() {
+        let bare = "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\nDone.";
+        let tagged = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\nAnd more.";
+        for (text, parallel) in [(bare, 2), (tagged, 1)] {
+            for chunk in [1, 3, 1000] {
+                let (steps, over) = turn(text, chunk, ONE);
+                assert!(over, "{text:?} by {chunk}");
+                assert_eq!(
+                    folded(&steps),
+                    (String::new(), vec![r#"get_weather({"city": "Paris"})"#.to_string()]),
+                    "{text:?} by {chunk}"
+                );
+            }
+            let (steps, over) = turn(text, 1000, PARALLEL);
+            assert!(!over);
+            let (content, calls) = folded(&steps);
+            assert_eq!(calls.len(), parallel, "{text:?}");
+            assert!(content.trim() == "Done." || content == "And more.", "{content:?}");
+        }
+    }
+
+    #[test]
+    fn a_repeated_call_ends_the_turn_unless_allowed() {
+        let call = |city: &str| {
+            format!("{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\"}}}}\n")
+        };
+        // The same call again (spaced otherwise: compared as JSON), after another one.
+        let text = format!(
+            "{}{}{}{}",
+            call("Paris"),
+            call("Rome"),
+            "{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}\n",
+            call("Oslo")
+        );
+        for chunk in [1, 2, 5, 1000] {
+            let (steps, over) = turn(&text, chunk, PARALLEL);
+            assert!(over, "by {chunk}");
+            let (content, calls) = folded(&steps);
+            assert_eq!(content, "", "whitespace between calls is not content");
+            assert_eq!(
+                calls,
+                [r#"get_weather({"city": "Paris"})"#, r#"get_weather({"city": "Rome"})"#],
+                "by {chunk}"
+            );
+            let (steps, over) = turn(&text, chunk, ANY);
+            assert!(!over);
+            assert_eq!(folded(&steps).1.len(), 4, "by {chunk}");
+        }
+        // Tagged calls stream; the second call to a tool already called comes whole.
+        let tagged = |city: &str| format!("<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\"}}}}\n</tool_call>\n");
+        let text = format!("{}{}{}", tagged("Paris"), tagged("Rome"), tagged("Paris"));
+        let (steps, over) = turn(&text, 1, PARALLEL);
+        assert!(over);
+        let deltas: Vec<&String> = steps.iter().flat_map(|(_, d)| d).collect();
+        assert!(deltas.len() > 3, "the first call streams: {deltas:?}");
+        assert_eq!(deltas.last().unwrap().as_str(), r#"1:get_weather({"city": "Rome"})"#);
+        assert_eq!(folded(&steps).1.len(), 2);
+    }
+
+    #[test]
+    fn content_after_a_call_comes_in_a_step_of_its_own() {
+        // The call's last arguments and the text after it arrive together: two steps, in order.
+        let parser = ToolCallParser::new(vec!["get_weather".into()]);
+        let mut deltas = ToolCallDeltas::new(parser, PARALLEL);
+        let first = deltas.split("{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", false);
+        assert_eq!(first.len(), 1);
+        let steps = deltas.split("is\"}}\nIt is sunny.", true);
+        assert_eq!(steps.len(), 2, "{steps:?}");
+        assert_eq!(steps[0].0, "");
+        assert_eq!(steps[0].1.len(), 1);
+        assert_eq!(steps[1].0, "\nIt is sunny.");
+        assert!(steps[1].1.is_empty());
+        // Whitespace alone is content in a reply without calls.
+        let mut deltas = ToolCallDeltas::new(ToolCallParser::new(vec![]), PARALLEL);
+        assert_eq!(deltas.split("\n", false), vec![]);
+        assert_eq!(deltas.split(" ", true), vec![("\n ".to_string(), vec![])]);
     }
 }

@@ -178,6 +178,7 @@ impl ChatCompletions {
                 .filter(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty())),
             tool_choice,
             parallel_tool_calls: request.parallel_tool_calls,
+            allow_repeated_tool_calls: request.allow_repeated_tool_calls,
             response_format: request.response_format.clone().filter(|f| !f.is_null()),
             logprobs,
             logit_bias: request.logit_bias.clone().filter(|b| !b.is_empty()),

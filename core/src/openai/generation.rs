@@ -27,6 +27,7 @@ pub(super) struct SamplingRequest {
     pub(super) tools: Option<serde_json::Value>,
     pub(super) tool_choice: Option<serde_json::Value>,
     pub(super) parallel_tool_calls: Option<bool>,
+    pub(super) allow_repeated_tool_calls: Option<bool>,
     pub(super) response_format: Option<serde_json::Value>,
     /// Alternatives per token (chat: `top_logprobs`, completions: `logprobs`).
     pub(super) logprobs: Option<i64>,
@@ -94,12 +95,22 @@ impl SamplingRequest {
                 given.push((option, field, Value::from(value)));
             }
         }
-        if let Some(parallel) = self.parallel_tool_calls {
-            given.push((
+        let flags = [
+            (
                 G::ParallelToolCalls,
                 "parallel_tool_calls",
-                Value::Bool(parallel),
-            ));
+                self.parallel_tool_calls,
+            ),
+            (
+                G::AllowRepeatedToolCalls,
+                "allow_repeated_tool_calls",
+                self.allow_repeated_tool_calls,
+            ),
+        ];
+        for (option, field, value) in flags {
+            if let Some(value) = value {
+                given.push((option, field, Value::Bool(value)));
+            }
         }
         if let Some(top) = self.logprobs {
             given.push((G::Logprobs, "logprobs", Value::Int(top)));

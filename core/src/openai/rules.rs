@@ -68,7 +68,7 @@ pub(super) fn generation_options(tag: &str, signature: &Signature) -> Result<()>
             G::ToolChoice | G::ResponseFormat | G::LogitBias | G::ChatTemplateKwargs => {
                 &[ValueType::Dict]
             }
-            G::ParallelToolCalls => &[ValueType::Bool],
+            G::ParallelToolCalls | G::AllowRepeatedToolCalls => &[ValueType::Bool],
             G::Temperature
             | G::TopP
             | G::FrequencyPenalty

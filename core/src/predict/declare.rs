@@ -439,6 +439,9 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "tools" => simple(Annotation::Generation(G::Tools)),
         "tool_choice" => simple(Annotation::Generation(G::ToolChoice)),
         "parallel_tool_calls" => simple(Annotation::Generation(G::ParallelToolCalls)),
+        "allow_repeated_tool_calls" => {
+            simple(Annotation::Generation(G::AllowRepeatedToolCalls))
+        }
         "response_format" => simple(Annotation::Generation(G::ResponseFormat)),
         "logprobs" => simple(Annotation::Generation(G::Logprobs)),
         "logit_bias" => simple(Annotation::Generation(G::LogitBias)),
@@ -453,7 +456,7 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
                  chat_messages, prompt, text_delta, finish_reason, usage, max_tokens, \
                  temperature, top_p, seed, stop, frequency_penalty, presence_penalty, top_k, \
                  min_p, repetition_penalty, chat_template_kwargs, tools, \
-                 tool_choice, parallel_tool_calls, response_format, logprobs, logit_bias, \
+                 tool_choice, parallel_tool_calls, allow_repeated_tool_calls, response_format, logprobs, logit_bias, \
                  tool_calls, token_logprobs",
                 shown(other)
             ),

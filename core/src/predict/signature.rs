@@ -37,6 +37,10 @@ pub enum GenerationOption {
     ToolChoice,
     /// `parallel_tool_calls`: whether one reply may hold several calls (bool).
     ParallelToolCalls,
+    /// `allow_repeated_tool_calls` (ingle's): whether a tool call repeating an earlier one of
+    /// the same reply (same name and arguments) may follow it; by default it ends the reply
+    /// (bool).
+    AllowRepeatedToolCalls,
     /// `response_format`: `{"type": "text" | "json_object"}` or `{"type": "json_schema",
     /// "json_schema": {name, schema, strict}}` (dict).
     ResponseFormat,

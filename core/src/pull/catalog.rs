@@ -48,6 +48,10 @@ pub struct Entry {
     /// `INGLE_DEVICE` allows CUDA (`onnxruntime` brings `onnxruntime-gpu`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub with_cuda: Vec<String>,
+    /// Left out of `ingle pull --all` (a large model for benchmarks and opt-in tests): pulled
+    /// by its tag only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
     #[serde(rename = "file")]
     pub files: Vec<File>,
 }
@@ -331,6 +335,15 @@ impl Catalog {
     /// The tags, for messages.
     pub fn tags(&self) -> Vec<&str> {
         self.entries.iter().map(|e| e.tag.as_str()).collect()
+    }
+
+    /// What `ingle pull --all` pulls: every entry but the optional ones.
+    pub fn default_tags(&self) -> Vec<&str> {
+        self.entries
+            .iter()
+            .filter(|e| !e.optional)
+            .map(|e| e.tag.as_str())
+            .collect()
     }
 }
 

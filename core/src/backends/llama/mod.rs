@@ -31,7 +31,7 @@ use scheduler::{Job, Lazy, Scheduler};
 use stream::TextStream;
 
 pub use super::cores::{capped_threads, default_threads};
-use crate::chat::tool_calls::{ToolCallDeltas, ToolCallParser, ToolFormat, HERMES};
+use crate::chat::tool_calls::{ToolCallDeltas, ToolCallParser, ToolFormat, TurnRules, HERMES};
 use crate::config::PredictorConfig;
 use crate::error::{Error, Result};
 use crate::predict::{
@@ -546,8 +546,13 @@ impl Predictor for LlamaPredictor {
             .filter(|_| options.tool_choice != ToolChoice::None)
             .map(|tools| {
                 let names = tools.specs.iter().map(|t| t.name.clone()).collect();
-                ToolCallDeltas::new(ToolCallParser::new(names))
+                let rules = TurnRules {
+                    parallel: options.parallel_tool_calls,
+                    end_on_repeat: !options.allow_repeated_tool_calls,
+                };
+                ToolCallDeltas::new(ToolCallParser::new(names), rules)
             });
+        let finish_now = Arc::new(AtomicBool::new(false));
         let job = Job {
             prompt: tokens,
             max_tokens,
@@ -558,6 +563,7 @@ impl Predictor for LlamaPredictor {
             logprobs: options.logprobs,
             events,
             cancelled: Arc::clone(&cancelled),
+            finish_now: Arc::clone(&finish_now),
             arrived: std::time::Instant::now(),
         };
         self.counters.queued.fetch_add(1, Ordering::Relaxed);
@@ -571,7 +577,9 @@ impl Predictor for LlamaPredictor {
         Ok(Box::new(TextStream {
             events: event_rx,
             cancelled,
+            finish_now,
             done: false,
+            queued: Default::default(),
             calls,
             logprobs: options.logprobs.is_some(),
         }))

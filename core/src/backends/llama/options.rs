@@ -39,6 +39,9 @@ pub struct RequestOptions {
     pub tools: Option<Tools>,
     pub tool_choice: ToolChoice,
     pub parallel_tool_calls: bool,
+    /// ingle's `allow_repeated_tool_calls`: a call repeating an earlier one of the turn does
+    /// not end the turn (docs/tools.md).
+    pub allow_repeated_tool_calls: bool,
     pub response_format: Option<JsonFormat>,
     /// How many alternatives to report with each token's log probability, when asked.
     pub logprobs: Option<usize>,
@@ -62,16 +65,13 @@ impl RequestOptions {
                 "`tool_choice` asks for a tool call, but no `tools` were given",
             ));
         }
-        let parallel_tool_calls = match inputs.get("parallel_tool_calls") {
-            None | Some(Value::Null) => true,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => {
-                return Err(Error::invalid(
-                    "parallel_tool_calls",
-                    "`parallel_tool_calls` must be a boolean",
-                ))
-            }
+        let flag = |name: &str, default: bool| match inputs.get(name) {
+            None | Some(Value::Null) => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(Error::invalid(name, format!("`{name}` must be a boolean"))),
         };
+        let parallel_tool_calls = flag("parallel_tool_calls", true)?;
+        let allow_repeated_tool_calls = flag("allow_repeated_tool_calls", false)?;
         let response_format = match inputs.get("response_format").filter(|v| !v.is_null()) {
             Some(value) => response_format(value)?,
             None => None,
@@ -99,6 +99,7 @@ impl RequestOptions {
             tools,
             tool_choice,
             parallel_tool_calls,
+            allow_repeated_tool_calls,
             response_format,
             logprobs,
             logit_bias,

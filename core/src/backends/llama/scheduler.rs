@@ -37,6 +37,9 @@ pub(super) struct Job {
     pub(super) events: mpsc::Sender<Result<Event>>,
     /// Set when the consumer drops its stream: the scheduler frees the sequence at its next step.
     pub(super) cancelled: Arc<AtomicBool>,
+    /// Set when the consumer has what it wants (a tool-call turn is over): the sequence ends
+    /// at its next token, as at a stop sequence.
+    pub(super) finish_now: Arc<AtomicBool>,
     /// When the request came in (queue wait, time to first token).
     pub(super) arrived: Instant,
 }
@@ -369,6 +372,10 @@ impl Scheduler {
                     flush = true;
                 }
                 seq.next_token = Some(token);
+            }
+            if reason.is_none() && seq.job.finish_now.load(Ordering::Relaxed) {
+                reason = Some("stop");
+                flush = true;
             }
             if flush {
                 let (safe, stopped) = seq.stops.push(&seq.utf8.finish());

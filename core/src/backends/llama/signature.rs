@@ -84,6 +84,16 @@ pub fn signature() -> Signature {
             option("parallel_tool_calls", ValueType::Bool, G::ParallelToolCalls)
                 .default_value(true)
                 .describe("Whether a reply may hold several tool calls."),
+            option(
+                "allow_repeated_tool_calls",
+                ValueType::Bool,
+                G::AllowRepeatedToolCalls,
+            )
+            .default_value(false)
+            .describe(
+                "Whether a tool call may repeat an earlier one of the same reply (same name and \
+                 arguments); by default the reply ends there, without the repeat.",
+            ),
             option("response_format", ValueType::Dict, G::ResponseFormat).describe(
                 "{type: text | json_object} or {type: json_schema, json_schema: {name, \
                  schema}}: JSON output, enforced by a grammar.",

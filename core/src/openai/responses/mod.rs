@@ -132,6 +132,7 @@ impl Responses {
                 .map(chat_tool_choice)
                 .transpose()?,
             parallel_tool_calls: request.parallel_tool_calls.filter(|_| tools),
+            allow_repeated_tool_calls: request.allow_repeated_tool_calls.filter(|_| tools),
             response_format: chat_response_format(&request.format)?,
             stream: Some(true),
             stream_options: Some(StreamOptions {

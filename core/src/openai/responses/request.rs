@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value as Json};
 
 /// Request fields ingle reads. Others are refused by name, but for those whose value asks for
 /// nothing (`null`, or the default written out): SDKs send some of them as a matter of course.
-const FIELDS: [&str; 16] = [
+const FIELDS: [&str; 17] = [
     "model",
     "input",
     "instructions",
@@ -22,6 +22,7 @@ const FIELDS: [&str; 16] = [
     "tools",
     "tool_choice",
     "parallel_tool_calls",
+    "allow_repeated_tool_calls",
     "text",
     "user",
     "stream_options",
@@ -45,6 +46,8 @@ pub struct ResponseRequest {
     pub(super) tools: Vec<Json>,
     pub(super) tool_choice: Option<Json>,
     pub(super) parallel_tool_calls: Option<bool>,
+    /// ingle's `allow_repeated_tool_calls` (docs/tools.md).
+    pub(super) allow_repeated_tool_calls: Option<bool>,
     /// `text.format`, as given (default `{"type": "text"}`).
     pub(super) format: Json,
     pub(super) user: Option<String>,
@@ -108,6 +111,7 @@ impl ResponseRequest {
         let store = flag(&mut body, "store")?.unwrap_or(true);
         let stream = flag(&mut body, "stream")?.unwrap_or(false);
         let parallel_tool_calls = flag(&mut body, "parallel_tool_calls")?;
+        let allow_repeated_tool_calls = flag(&mut body, "allow_repeated_tool_calls")?;
         let number = |body: &mut Map<String, Json>, field: &str| -> Result<Option<f64>> {
             match body.remove(field) {
                 Some(Json::Number(n)) => Ok(n.as_f64()),
@@ -208,6 +212,7 @@ impl ResponseRequest {
             tools,
             tool_choice,
             parallel_tool_calls,
+            allow_repeated_tool_calls,
             format,
             user,
         })

@@ -19,6 +19,8 @@ struct OpenItem {
 
 /// A function call being streamed.
 struct OpenCall {
+    /// The chat delta's `index`: every delta with it is this call's, text between or not.
+    delta_index: u32,
     item: OpenItem,
     call_id: String,
     name: String,
@@ -37,7 +39,8 @@ pub struct ResponseStream {
     pending: VecDeque<Json>,
     /// The message item receiving text, if one is open.
     text: Option<OpenItem>,
-    /// Function calls, by the chat delta's index.
+    /// Function calls being streamed (open until the response ends: a call's arguments may
+    /// follow text).
     calls: Vec<OpenCall>,
     output: Vec<Json>,
     usage: Usage,
@@ -206,9 +209,6 @@ impl ResponseStream {
         }
         for choice in chunk.choices {
             if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
-                if !self.calls.is_empty() {
-                    self.close_calls();
-                }
                 self.open_text();
                 if let Some(item) = &mut self.text {
                     item.text.push_str(&text);
@@ -224,8 +224,9 @@ impl ResponseStream {
                 }
             }
             for delta in choice.delta.tool_calls.into_iter().flatten() {
-                let slot = delta.index as usize;
-                if slot >= self.calls.len() {
+                let known = self.calls.iter().position(|c| c.delta_index == delta.index);
+                let slot = known.unwrap_or(self.calls.len());
+                if known.is_none() {
                     self.close_text();
                     let function = delta.function.clone().unwrap_or_default();
                     let item = OpenItem {
@@ -243,6 +244,7 @@ impl ResponseStream {
                                  "call_id": call_id, "name": name, "arguments": ""},
                     }));
                     self.calls.push(OpenCall {
+                        delta_index: delta.index,
                         item,
                         call_id,
                         name,
