@@ -7,7 +7,7 @@ import openai
 import pydantic
 import pytest
 
-from common import CITY_QUESTION, KEY, QWEN, TIMEOUT, URL, is_paris
+from common import CITY_QUESTION, KEY, QWEN, SMOL, TIMEOUT, URL, is_paris
 
 PROMPT = [{"role": "user", "content": CITY_QUESTION}]
 
@@ -64,3 +64,21 @@ def test_partial_tools():
 @pytest.mark.client("instructor", "instructor", "`create_partial(response_model=...)`, `Mode.JSON_SCHEMA` (streamed content)")
 def test_partial_json_schema():
     check(create_partial(instructor.Mode.JSON_SCHEMA))
+
+
+class Person(pydantic.BaseModel):
+    name: str
+    age: int
+
+
+@pytest.mark.client("instructor", "instructor", "`create(response_model=Person)`, `Mode.JSON_SCHEMA`, on SmolLM2: a schema that leaves `additionalProperties` open (pydantic's default) gets the listed properties only")
+def test_json_schema_open_object_on_a_small_model():
+    # Before objects were closed to their listed properties, SmolLM2 went on with `gender`,
+    # `occupation`, `race`... until max_tokens, and instructor raised IncompleteOutputException.
+    schema = Person.model_json_schema()
+    assert "additionalProperties" not in schema, schema
+    person = client(instructor.Mode.JSON_SCHEMA).chat.completions.create(
+        model=SMOL, messages=[{"role": "user", "content": "Alice is 30 years old. Extract her."}],
+        response_model=Person, temperature=0, max_tokens=60, max_retries=1)
+    assert isinstance(person, Person)
+    assert person.name.strip(), person

@@ -9,6 +9,7 @@ the model, not ingle). The agent that answers from the tool's result is therefor
 and must end by running out of turns, having called the tool: an ingle error fails it."""
 
 import asyncio
+import json
 
 import pytest
 from agents import (Agent, ModelSettings, OpenAIChatCompletionsModel, OpenAIResponsesModel, Runner,
@@ -85,6 +86,50 @@ def test_agent_calls_a_tool_over_responses_streamed():
         kinds = {e.data.type for e in events if e.type == "raw_response_event"}
         assert {"response.created", "response.function_call_arguments.delta",
                 "response.completed"} <= kinds, kinds
+        return result
+
+    check_tool_result_is_the_answer(asyncio.run(run()))
+
+
+def auto_agent(model_class, **settings):
+    """The agent as a new user writes it: `tool_choice` left to the model (auto), the model
+    named without its `@local/` namespace (the SDK reads `@local` as a provider prefix)."""
+    calls.clear()
+    client = AsyncOpenAI(base_url=URL, api_key=KEY, max_retries=0, timeout=TIMEOUT)
+    return Agent(name="Weather", instructions="You answer questions about the weather.",
+                 tools=[get_weather],
+                 model=model_class(model=QWEN.removeprefix("@local/"), openai_client=client),
+                 model_settings=ModelSettings(temperature=0, **settings),
+                 tool_use_behavior="stop_on_first_tool")
+
+
+@pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_sync(...)`, `tool_choice` auto (the default) and `parallel_tool_calls=False`, over Chat Completions: one call, the turn ends there")
+def test_agent_with_tool_choice_auto():
+    agent = auto_agent(OpenAIChatCompletionsModel, parallel_tool_calls=False)
+    check_tool_result_is_the_answer(Runner.run_sync(agent, WEATHER_QUESTION, max_turns=2))
+
+
+def check_events(events):
+    """Every output item of a Responses stream is whole: a function call names a tool and its
+    arguments are a JSON object; a message has text."""
+    items = [e.data.item for e in events
+             if e.type == "raw_response_event" and e.data.type == "response.output_item.done"]
+    assert items, "no output items"
+    for item in items:
+        if item.type == "function_call":
+            assert item.name == "get_weather", item
+            assert isinstance(json.loads(item.arguments), dict), item
+        else:
+            assert item.type == "message" and item.content[0].text.strip(), item
+
+
+@pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_streamed(...)` with `OpenAIResponsesModel` and `tool_choice` auto (the default): every streamed item whole (a call's arguments never split into items)")
+def test_agent_over_responses_with_tool_choice_auto():
+    agent = auto_agent(OpenAIResponsesModel)
+
+    async def run():
+        result = Runner.run_streamed(agent, WEATHER_QUESTION, max_turns=2)
+        check_events([event async for event in result.stream_events()])
         return result
 
     check_tool_result_is_the_answer(asyncio.run(run()))

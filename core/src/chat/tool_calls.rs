@@ -583,12 +583,11 @@ struct OpenCall {
     held: bool,
 }
 
-/// One step's output: content first, then tool-call deltas.
-pub(crate) type Step = (String, Vec<Value>);
-
 /// Tool calls found in streamed text, given out as OpenAI's streamed deltas (`index`, and on a
 /// call's first delta its `id` and `type`), whatever the engine, under the turn's rules.
-/// Whitespace next to a call (the newlines a model writes between bare calls) is not content.
+/// A reply is content, then calls: text after a call ends the turn (llama.cpp's grammar allows
+/// only more calls after one; a small model otherwise goes on echoing a tool's schema), and
+/// whitespace next to a call (the newlines between bare calls) is not content.
 pub(crate) struct ToolCallDeltas {
     parser: ToolCallParser,
     rules: TurnRules,
@@ -600,7 +599,8 @@ pub(crate) struct ToolCallDeltas {
     /// Whitespace-only text held back: content if text follows, dropped if a call or the end
     /// of a turn with calls does.
     space: String,
-    /// The turn is over (its one call made, or a call repeated): what follows is dropped.
+    /// The turn is over (its one call made, a call repeated, text after the calls): what
+    /// follows is dropped.
     over: bool,
 }
 
@@ -627,26 +627,26 @@ impl ToolCallDeltas {
         self.over
     }
 
-    /// The steps out of `text` (and, at the end, out of what was held back), in order: a step
-    /// is content then deltas, so content that follows a call's deltas opens another step.
-    pub(crate) fn split(&mut self, text: &str, end: bool) -> Vec<Step> {
+    /// Content and tool-call deltas out of `text` (and, at the end, out of what was held back):
+    /// the content comes first, since text after a call ends the turn.
+    pub(crate) fn split(&mut self, text: &str, end: bool) -> (String, Vec<Value>) {
         let mut pieces = self.parser.push(text);
         if end {
             pieces.extend(self.parser.finish());
         }
-        let mut steps: Vec<Step> = vec![(String::new(), Vec::new())];
+        let (mut content, mut deltas) = (String::new(), Vec::new());
         for piece in pieces {
             if self.over {
                 break;
             }
             match piece {
-                Piece::Text(text) => self.text(&text, &mut steps),
+                Piece::Text(text) => self.text(&text, &mut content),
                 Piece::CallStart { name } => {
                     self.space.clear();
                     let held = self.rules.end_on_repeat && self.ended.iter().any(|(n, _)| *n == name);
                     if !held {
                         let delta = self.start(&name, String::new());
-                        push_delta(&mut steps, delta);
+                        deltas.push(delta);
                     }
                     self.open = Some(OpenCall {
                         name,
@@ -659,59 +659,51 @@ impl ToolCallDeltas {
                     call.arguments.push_str(&arguments);
                     if !call.held {
                         let index = self.started.saturating_sub(1);
-                        push_delta(
-                            &mut steps,
-                            Value::from(serde_json::json!({
-                                "index": index, "function": {"arguments": arguments}
-                            })),
-                        );
+                        deltas.push(Value::from(serde_json::json!({
+                            "index": index, "function": {"arguments": arguments}
+                        })));
                     }
                 }
                 Piece::CallEnd => {
                     if let Some(call) = self.open.take() {
-                        self.end_call(call.name, call.arguments, call.held, &mut steps);
+                        self.end_call(call.name, call.arguments, call.held, &mut deltas);
                     }
                 }
                 Piece::Call { name, arguments } => {
                     self.space.clear();
-                    self.end_call(name, arguments, true, &mut steps);
+                    self.end_call(name, arguments, true, &mut deltas);
                 }
             }
         }
         if end {
             if let Some(call) = self.open.take() {
-                self.end_call(call.name, call.arguments, call.held, &mut steps);
+                self.end_call(call.name, call.arguments, call.held, &mut deltas);
             }
             // Whitespace at the end is content only in a reply without calls.
             let space = std::mem::take(&mut self.space);
-            if self.started == 0 && !space.is_empty() {
-                steps.push((space, Vec::new()));
+            if self.started == 0 {
+                content.push_str(&space);
             }
         }
-        steps.retain(|(text, deltas)| !text.is_empty() || !deltas.is_empty());
-        steps
+        (content, deltas)
     }
 
-    fn text(&mut self, text: &str, steps: &mut Vec<Step>) {
-        if text.is_empty() {
-            return;
-        }
+    fn text(&mut self, text: &str, content: &mut String) {
         if text.chars().all(char::is_whitespace) {
             self.space.push_str(text);
             return;
         }
-        let space = std::mem::take(&mut self.space);
-        if !steps.last().is_some_and(|(_, deltas)| deltas.is_empty()) {
-            steps.push((String::new(), Vec::new()));
+        if !self.ended.is_empty() {
+            self.over = true;
+            return;
         }
-        let step = steps.last_mut().expect("a step");
-        step.0.push_str(&space);
-        step.0.push_str(text);
+        content.push_str(&std::mem::take(&mut self.space));
+        content.push_str(text);
     }
 
     /// A call has ended: given out whole if it was held back, unless it repeats an earlier
     /// one, which ends the turn instead; without parallel calls, the turn ends with it.
-    fn end_call(&mut self, name: String, arguments: String, held: bool, steps: &mut Vec<Step>) {
+    fn end_call(&mut self, name: String, arguments: String, held: bool, deltas: &mut Vec<Value>) {
         let value = serde_json::from_str::<Json>(&arguments)
             .unwrap_or_else(|_| Json::String(arguments.trim().to_string()));
         let repeat = self.ended.iter().any(|(n, v)| *n == name && *v == value);
@@ -721,7 +713,7 @@ impl ToolCallDeltas {
         }
         if held {
             let delta = self.start(&name, arguments);
-            push_delta(steps, delta);
+            deltas.push(delta);
         }
         self.ended.push((name, value));
         if !self.rules.parallel {
@@ -738,12 +730,6 @@ impl ToolCallDeltas {
             "type": "function",
             "function": {"name": name, "arguments": arguments},
         }))
-    }
-}
-
-fn push_delta(steps: &mut [Step], delta: Value) {
-    if let Some((_, deltas)) = steps.last_mut() {
-        deltas.push(delta);
     }
 }
 
@@ -896,7 +882,7 @@ mod tests {
         let mut steps = Vec::new();
         let parts: Vec<String> = chars.chunks(chunk).map(|c| c.iter().collect()).collect();
         for (i, part) in parts.iter().enumerate() {
-            steps.extend(deltas.split(part, i + 1 == parts.len()));
+            steps.push(deltas.split(part, i + 1 == parts.len()));
             if deltas.turn_over() {
                 break;
             }
@@ -960,11 +946,12 @@ mod tests {
                     "{text:?} by {chunk}"
                 );
             }
+            // With parallel calls, text after the calls ends the turn all the same.
             let (steps, over) = turn(text, 1000, PARALLEL);
-            assert!(!over);
+            assert!(over);
             let (content, calls) = folded(&steps);
             assert_eq!(calls.len(), parallel, "{text:?}");
-            assert!(content.trim() == "Done." || content == "And more.", "{content:?}");
+            assert_eq!(content, "");
         }
     }
 
@@ -1007,21 +994,22 @@ mod tests {
     }
 
     #[test]
-    fn content_after_a_call_comes_in_a_step_of_its_own() {
-        // The call's last arguments and the text after it arrive together: two steps, in order.
+    fn content_comes_before_the_calls_and_text_after_them_ends_the_turn() {
         let parser = ToolCallParser::new(vec!["get_weather".into()]);
         let mut deltas = ToolCallDeltas::new(parser, PARALLEL);
-        let first = deltas.split("{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", false);
-        assert_eq!(first.len(), 1);
-        let steps = deltas.split("is\"}}\nIt is sunny.", true);
-        assert_eq!(steps.len(), 2, "{steps:?}");
-        assert_eq!(steps[0].0, "");
-        assert_eq!(steps[0].1.len(), 1);
-        assert_eq!(steps[1].0, "\nIt is sunny.");
-        assert!(steps[1].1.is_empty());
+        let (content, first) =
+            deltas.split("Let me check.\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", false);
+        assert_eq!(content, "Let me check.\n");
+        assert_eq!(first.len(), 2, "the call's start and its first arguments");
+        assert!(!deltas.turn_over());
+        // The last arguments, then the newline (not content) and text: the turn is over.
+        let (content, last) = deltas.split("is\"}}\n{\"name\": \"get_weather_args\"}", false);
+        assert_eq!(content, "");
+        assert_eq!(last.len(), 1);
+        assert!(deltas.turn_over());
         // Whitespace alone is content in a reply without calls.
         let mut deltas = ToolCallDeltas::new(ToolCallParser::new(vec![]), PARALLEL);
-        assert_eq!(deltas.split("\n", false), vec![]);
-        assert_eq!(deltas.split(" ", true), vec![("\n ".to_string(), vec![])]);
+        assert_eq!(deltas.split("\n", false), (String::new(), vec![]));
+        assert_eq!(deltas.split(" ", true), ("\n ".to_string(), vec![]));
     }
 }

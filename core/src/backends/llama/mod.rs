@@ -579,7 +579,6 @@ impl Predictor for LlamaPredictor {
             cancelled,
             finish_now,
             done: false,
-            queued: Default::default(),
             calls,
             logprobs: options.logprobs.is_some(),
         }))
