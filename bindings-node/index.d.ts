@@ -430,6 +430,9 @@ export interface ChatCompletionCreateParams extends SamplingParams {
   tools?: Array<ChatCompletionTool>;
   tool_choice?: ChatCompletionToolChoiceOption;
   parallel_tool_calls?: boolean;
+  /** ingle's: a tool call may repeat an earlier one of the reply (by default the reply ends at the
+   * first repeat, which is dropped). */
+  allow_repeated_tool_calls?: boolean;
   /** JSON output, enforced by a grammar; a schema keyword that cannot be enforced is an error. */
   response_format?: ResponseFormat;
   logprobs?: boolean | null;
@@ -694,11 +697,12 @@ export declare const Parameter: {
   RepetitionPenalty: Annotated;
   ChatTemplateKwargs: Annotated;
   /** `tools` (array), `tool_choice` (always an object: `{ type: 'auto' }`...),
-   * `parallel_tool_calls` (boolean), `response_format` (object), `logprobs` (integer: how many
-   * alternatives), `logit_bias` (object). */
+   * `parallel_tool_calls` (boolean), `allow_repeated_tool_calls` (boolean), `response_format`
+   * (object), `logprobs` (integer: how many alternatives), `logit_bias` (object). */
   Tools: Annotated;
   ToolChoice: Annotated;
   ParallelToolCalls: Annotated;
+  AllowRepeatedToolCalls: Annotated;
   ResponseFormat: Annotated;
   Logprobs: Annotated;
   LogitBias: Annotated;

@@ -56,6 +56,7 @@ const ANNOTATIONS = {
   Tools: ['tools', 'array'],
   ToolChoice: ['tool_choice', 'object'],
   ParallelToolCalls: ['parallel_tool_calls', 'boolean'],
+  AllowRepeatedToolCalls: ['allow_repeated_tool_calls', 'boolean'],
   ResponseFormat: ['response_format', 'object'],
   Logprobs: ['logprobs', 'integer'],
   LogitBias: ['logit_bias', 'object'],

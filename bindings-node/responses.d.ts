@@ -89,6 +89,8 @@ export interface ResponseCreateParams {
   tools?: Array<FunctionTool | { type: 'function'; name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }>;
   tool_choice?: ResponseToolChoice;
   parallel_tool_calls?: boolean | null;
+  /** ingle's: a tool call may repeat an earlier one of the reply (docs/tools.md). */
+  allow_repeated_tool_calls?: boolean | null;
   /** JSON output, enforced by a grammar as chat's `response_format`. */
   text?: { format?: ResponseFormatTextConfig | (ResponseFormatTextConfig & { $parseRaw?: unknown }) } | null;
   /** Default true: kept in the store (SQLite), so `previous_response_id` can continue it. */

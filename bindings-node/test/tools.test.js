@@ -86,3 +86,42 @@ test('logprobs and n', async () => {
     }
   }
 });
+
+// An agent's turn (docs/tools.md, "A turn"): the weather tool as openai-agents sends it.
+const agentsWeather = {
+  name: 'get_weather',
+  description: 'Get the current weather in a city.',
+  parameters: {
+    properties: { city: { title: 'City', type: 'string' } },
+    required: ['city'], title: 'get_weather_args', type: 'object', additionalProperties: false,
+  },
+};
+const instructions = 'You answer questions about the weather.';
+const question = 'What is the weather in Paris?';
+
+test('an agent turn is one whole call: parallel_tool_calls false in chat, one item in Responses', async () => {
+  // Greedy, the 0.5B writes this call as bare JSON and then echoes the schema as more JSON.
+  const whole = await client.chat.completions.create({
+    model: qwen, temperature: 0, tool_choice: 'auto', parallel_tool_calls: false,
+    tools: [{ type: 'function', function: agentsWeather }],
+    messages: [{ role: 'system', content: instructions }, { role: 'user', content: question }],
+  });
+  const choice = whole.choices[0];
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.content, null);
+  assert.deepEqual(choice.message.tool_calls.map((c) => JSON.parse(c.function.arguments)), [{ city: 'Paris' }]);
+
+  const request = {
+    model: qwen, temperature: 0, store: false, instructions, input: question,
+    tools: [{ type: 'function', strict: true, ...agentsWeather }],
+  };
+  const response = await client.responses.create(request);
+  assert.equal(response.output.length, 1, JSON.stringify(response.output));
+  assert.equal(response.output[0].name, 'get_weather');
+  const done = [];
+  for await (const event of await client.responses.create({ ...request, stream: true })) {
+    if (event.type === 'response.output_item.done') done.push(event.item);
+  }
+  assert.deepEqual(done.map((i) => [i.type, i.name, JSON.parse(i.arguments)]),
+    [['function_call', 'get_weather', { city: 'Paris' }]]);
+});

@@ -2,7 +2,9 @@
 
 import os
 
-QWEN = "@local/qwen2.5-coder-0.5b-instruct"  # calls tools
+# Calls tools. The opt-in tier (scripts/test-clients --large) runs the agent rows on the 1.5B.
+SMALL_QWEN = "@local/qwen2.5-coder-0.5b-instruct"
+QWEN = os.environ.get("INGLE_CLIENTS_TOOLS_MODEL") or SMALL_QWEN
 SMOL = "@local/smollm2-135m-instruct"  # the default chat model; no tools
 MINILM = "@local/all-minilm-l6-v2"  # embeddings, 384 dimensions
 TIMEOUT = 120  # seconds, per request: a hang fails the test instead of the run

@@ -114,8 +114,8 @@ def test_function_agent_two_rounds():
 
 @pytest.mark.client("LlamaIndex", "llama-index-core", "`FunctionAgent` answering from its tools' results (no `return_direct`)")
 @pytest.mark.xfail(raises=WorkflowRuntimeError, strict=True, reason=(
-    "the model: Qwen2.5-Coder-0.5B calls the tools again after their results instead of answering, "
-    "until `max_iterations` (ingle accepts the whole history); with a model this small end on a "
+    "the model: Qwen2.5-Coder 0.5B and 1.5B, greedy, call the tools again after their results "
+    "instead of answering, until `max_iterations` (ingle accepts the whole history); end on a "
     "tool with `return_direct=True` (above), or use a model that answers from tool results"))
 def test_function_agent_answers():
     try:

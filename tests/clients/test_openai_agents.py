@@ -3,10 +3,11 @@ model class `OpenAIResponsesModel` (the Responses API), over an `AsyncOpenAI` cl
 `ingle serve`: an agent that calls a `@function_tool`. Tracing is disabled (it
 would upload traces to OpenAI).
 
-Qwen2.5-Coder-0.5B, greedy, does not write an answer after a tool's result: it calls the tool
-again (the same with the prompt rendered by its own chat template on /v1/completions, so it is
-the model, not ingle). The agent that answers from the tool's result is therefore marked xfail,
-and must end by running out of turns, having called the tool: an ingle error fails it."""
+Qwen2.5-Coder 0.5B and 1.5B (`scripts/test-clients --large`), greedy, do not write an answer
+after a tool's result: they call the tool again (the same with the prompt rendered by the GGUF's
+own template with jinja2 on /v1/completions, so it is the model, not ingle). The agent that
+answers from the tool's result is therefore marked xfail, and must end by running out of turns
+or on a reply that does not use the result, having called the tool: an ingle error fails it."""
 
 import asyncio
 import json
@@ -141,8 +142,9 @@ class NoAnswer(Exception):
 
 @pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_sync(...)` with the default `tool_use_behavior=\"run_llm_again\"`: the model answers from the tool's result")
 @pytest.mark.xfail(raises=(MaxTurnsExceeded, NoAnswer), strict=True, reason=(
-    "the model: Qwen2.5-Coder-0.5B calls the tool again after its result, or writes something "
-    "else, instead of answering from it (ingle accepts the whole history); with a model this small use "
+    "the model: after the tool's result, rendered through the GGUF's own template with jinja2, "
+    "Qwen2.5-Coder 0.5B and 1.5B, greedy, call the tool again instead of answering (the 1.5B as "
+    "`{{\"name\": ...}}}`, copying its template's double-braced example); use "
     "`tool_use_behavior=\"stop_on_first_tool\"` (above), or a model that answers from tool results"))
 def test_agent_answers_from_the_tool_result():
     try:
@@ -153,7 +155,7 @@ def test_agent_answers_from_the_tool_result():
         raise NoAnswer(result.final_output)
 
 
-@pytest.mark.client("openai-agents", "openai-agents", "`Agent(model=\"qwen2.5-coder-0.5b-instruct\")`: a model named by a string, with `set_default_openai_client(AsyncOpenAI(base_url=URL))`: the model's name without its `@local/` namespace, which the SDK does not take for a provider")
+@pytest.mark.client("openai-agents", "openai-agents", "`Agent(model=\"qwen2.5-coder-0.5b-instruct\")` (the tag without `@local/`): a model named by a string, with `set_default_openai_client(AsyncOpenAI(base_url=URL))`: the model's name without its `@local/` namespace, which the SDK does not take for a provider")
 def test_agent_names_its_model_by_a_string():
     from agents import set_default_openai_api, set_default_openai_client
     from agents.exceptions import UserError

@@ -212,3 +212,86 @@ def case_n_choices(client):
         for choice in c.choices:
             texts[choice.index] += choice.delta.content or ""
     assert texts == [c.message.content for c in reply.choices]
+
+
+# The weather tool as openai-agents sends it (pydantic's schema): greedy, Qwen 0.5B writes the
+# call as bare JSON, then echoes this schema as another object (tests/tests/agent_turns.rs).
+AGENTS_WEATHER = {"name": "get_weather", "description": "Get the current weather in a city.",
+                  "parameters": {"properties": {"city": {"title": "City", "type": "string"}},
+                                 "required": ["city"], "title": "get_weather_args",
+                                 "type": "object", "additionalProperties": False}}
+WEATHER_AGENT = [{"role": "system", "content": "You answer questions about the weather."},
+                 {"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def case_an_agent_turn_is_one_whole_call(client):
+    for stream in (False, True):
+        kwargs = dict(model=QWEN, messages=WEATHER_AGENT, temperature=0, tool_choice="auto",
+                      parallel_tool_calls=False,
+                      tools=[{"type": "function", "function": AGENTS_WEATHER}])
+        if stream:
+            calls, content, finish = {}, "", None
+            for chunk in client.chat.completions.create(stream=True, **kwargs):
+                OpenAIChatCompletionChunk.model_validate(dump(chunk))
+                choice = chunk.choices[0]
+                content += choice.delta.content or ""
+                finish = choice.finish_reason or finish
+                for d in choice.delta.tool_calls or []:
+                    calls[d.index] = calls.get(d.index, "") + (d.function.arguments or "")
+            calls = list(calls.values())
+        else:
+            whole = client.chat.completions.create(**kwargs)
+            OpenAIChatCompletion.model_validate(dump(whole))
+            choice = whole.choices[0]
+            calls = [c.function.arguments for c in choice.message.tool_calls]
+            content, finish = choice.message.content or "", choice.finish_reason
+        assert finish == "tool_calls" and content == "", (stream, content)
+        assert [json.loads(a) for a in calls] == [{"city": "Paris"}], calls
+
+    # The same turn over the Responses API: one function_call item, whole, in every event.
+    request = dict(model=QWEN, instructions=WEATHER_AGENT[0]["content"],
+                   input=WEATHER_AGENT[1]["content"], temperature=0, store=False,
+                   tools=[dict(type="function", strict=True, **AGENTS_WEATHER)])
+    response = client.responses.create(**request)
+    (item,) = dump(response)["output"]
+    assert item["type"] == "function_call" and item["name"] == "get_weather", item
+    assert json.loads(item["arguments"]) == {"city": "Paris"}
+    done = [dump(e)["item"] for e in client.responses.create(stream=True, **request)
+            if dump(e)["type"] == "response.output_item.done"]
+    assert [(i["type"], i["name"], json.loads(i["arguments"])) for i in done] == [
+        ("function_call", "get_weather", {"city": "Paris"})], done
+
+
+def case_a_repeated_call_ends_the_turn(client):
+    call = lambda i: {"id": f"call_{i}", "type": "function",  # noqa: E731
+                      "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    messages = [{"role": "user", "content": "What's the weather in Paris?"},
+                {"role": "assistant", "content": None, "tool_calls": [call(1), call(2), call(3)]}]
+    messages += [{"role": "tool", "tool_call_id": f"call_{i}", "content": "Sunny, 21 degrees."}
+                 for i in (1, 2, 3)]
+    messages.append({"role": "user", "content": "What's the weather in Rome?"})
+    kwargs = dict(model=QWEN, messages=messages, temperature=0, max_tokens=200,
+                  tools=[{"type": "function", "function": AGENTS_WEATHER}], tool_choice="required")
+    guarded = client.chat.completions.create(**kwargs).choices[0]
+    assert guarded.finish_reason == "tool_calls"
+    assert [json.loads(c.function.arguments) for c in guarded.message.tool_calls] == [
+        {"city": "Rome"}]
+    allowed = client.chat.completions.create(
+        extra_body={"allow_repeated_tool_calls": True}, **kwargs).choices[0]
+    assert allowed.finish_reason == "length"
+    assert len(allowed.message.tool_calls) >= 5, allowed.message.tool_calls
+
+
+def case_an_open_object_schema_gets_its_listed_properties(client):
+    class Person(pydantic.BaseModel):
+        name: str
+        age: int
+
+    completion = client.chat.completions.create(
+        model=SMOL, messages=[{"role": "user", "content": "Alice is 30 years old. Extract her."}],
+        temperature=0, max_tokens=60, response_format={
+            "type": "json_schema",
+            "json_schema": {"name": "Person", "schema": Person.model_json_schema()}})
+    choice = completion.choices[0]
+    assert choice.finish_reason == "stop"
+    assert list(json.loads(choice.message.content)) == ["name", "age"], choice.message.content

@@ -37,7 +37,8 @@ fn both_ways(body: Value) -> (Vec<(String, String)>, String, String, u32) {
         .map(|c| (c.function.name.clone(), c.function.arguments.clone()))
         .collect();
     let content = choice.message.content.clone().unwrap_or_default();
-    let (mut streamed, mut text, mut finish) = (Vec::<(String, String)>::new(), String::new(), None);
+    let (mut streamed, mut text, mut finish) =
+        (Vec::<(String, String)>::new(), String::new(), None);
     for chunk in client.chat.completions.stream(&chat(body)).unwrap() {
         let chunk = chunk.unwrap();
         let Some(choice) = chunk.choices.first() else {
@@ -50,8 +51,12 @@ fn both_ways(body: Value) -> (Vec<(String, String)>, String, String, u32) {
                 streamed.push(Default::default());
             }
             let function = delta.function.clone().unwrap_or_default();
-            streamed[index].0.push_str(&function.name.unwrap_or_default());
-            streamed[index].1.push_str(&function.arguments.unwrap_or_default());
+            streamed[index]
+                .0
+                .push_str(&function.name.unwrap_or_default());
+            streamed[index]
+                .1
+                .push_str(&function.arguments.unwrap_or_default());
         }
         finish = choice.finish_reason.clone().or(finish);
     }
@@ -90,8 +95,10 @@ fn parallel_tool_calls_false_is_one_call_when_the_model_writes_bare_json() {
 /// A conversation whose first turn called the tool three times alike: asked again, Qwen 0.5B,
 /// made to call (`required`), writes the same call over and over.
 fn repeating_conversation(allow: bool) -> Value {
-    let call = |i: u32| json!({"id": format!("call_{i}"), "type": "function",
-        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}});
+    let call = |i: u32| {
+        json!({"id": format!("call_{i}"), "type": "function",
+        "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}})
+    };
     let mut messages = vec![
         json!({"role": "user", "content": "What's the weather in Paris?"}),
         json!({"role": "assistant", "content": null, "tool_calls": [call(1), call(2), call(3)]}),
@@ -110,7 +117,10 @@ fn repeating_conversation(allow: bool) -> Value {
 fn a_call_repeated_within_a_turn_ends_it_unless_allowed() {
     let (calls, content, finish, _) = both_ways(repeating_conversation(false));
     assert_eq!(calls.len(), 1, "{calls:?}");
-    assert_eq!(serde_json::from_str::<Value>(&calls[0].1).unwrap()["city"], "Rome");
+    assert_eq!(
+        serde_json::from_str::<Value>(&calls[0].1).unwrap()["city"],
+        "Rome"
+    );
     assert_eq!((content.as_str(), finish.as_str()), ("", "tool_calls"));
 
     // Allowed, the model repeats the call until max_tokens.
@@ -123,7 +133,11 @@ fn a_call_repeated_within_a_turn_ends_it_unless_allowed() {
     let mut bad = repeating_conversation(false);
     bad["allow_repeated_tool_calls"] = json!("yes");
     let error = ChatCompletionRequest::from_json(&bad.to_string()).unwrap_err();
-    assert_eq!(error.param.as_deref(), Some("allow_repeated_tool_calls"), "{error}");
+    assert_eq!(
+        error.param.as_deref(),
+        Some("allow_repeated_tool_calls"),
+        "{error}"
+    );
 }
 
 /// A Responses request with the weather tool in the Responses shape.
@@ -186,10 +200,12 @@ fn an_object_schema_gets_the_properties_it_lists_unless_it_says_otherwise() {
         if let Some(extra) = extra.as_object() {
             schema.as_object_mut().unwrap().extend(extra.clone());
         }
-        chat(json!({"model": ingle_tests::MODEL, "temperature": 0, "max_tokens": 60,
+        chat(
+            json!({"model": ingle_tests::MODEL, "temperature": 0, "max_tokens": 60,
                     "messages": [{"role": "user", "content": "Alice is 30 years old. Extract her."}],
                     "response_format": {"type": "json_schema",
-                                        "json_schema": {"name": "Person", "schema": schema}}}))
+                                        "json_schema": {"name": "Person", "schema": schema}}}),
+        )
     };
     let client = shared();
     let completion = client.chat.completions.create(&person(json!({}))).unwrap();

@@ -149,6 +149,9 @@ class Parameter:
     ToolChoice = _annotation(
         "tool_choice", "``tool_choice``, always a dict: ``{'type': 'auto'}``, ... (dict).")
     ParallelToolCalls = _annotation("parallel_tool_calls", "``parallel_tool_calls`` (bool).")
+    AllowRepeatedToolCalls = _annotation(
+        "allow_repeated_tool_calls",
+        "``allow_repeated_tool_calls`` (ingle's): a call may repeat an earlier one of the reply (bool).")
     ResponseFormat = _annotation("response_format", "``response_format`` (dict).")
     Logprobs = _annotation(
         "logprobs", "How many alternatives to report with each token's log probability (int).")

@@ -395,7 +395,10 @@ mod tests {
         assert_eq!(p["person"]["additionalProperties"], false);
         assert_eq!(p["tags"]["additionalProperties"], json!({"type": "string"}));
         assert_eq!(p["extra"]["additionalProperties"], true);
-        assert!(p["free"].get("additionalProperties").is_none(), "a free-form dict stays open");
+        assert!(
+            p["free"].get("additionalProperties").is_none(),
+            "a free-form dict stays open"
+        );
         let members = &p["both"]["allOf"];
         assert!(members[0].get("additionalProperties").is_none());
         assert!(members[1].get("additionalProperties").is_none());
@@ -403,7 +406,11 @@ mod tests {
             members[1]["properties"]["b"]["additionalProperties"], false,
             "a member's own subschemas are closed"
         );
-        assert_eq!(p["properties"], json!({"const": {"properties": {}}}), "values are data");
+        assert_eq!(
+            p["properties"],
+            json!({"const": {"properties": {}}}),
+            "values are data"
+        );
         assert_eq!(schema["$defs"]["Leaf"]["additionalProperties"], false);
     }
 

@@ -643,7 +643,8 @@ impl ToolCallDeltas {
                 Piece::Text(text) => self.text(&text, &mut content),
                 Piece::CallStart { name } => {
                     self.space.clear();
-                    let held = self.rules.end_on_repeat && self.ended.iter().any(|(n, _)| *n == name);
+                    let held =
+                        self.rules.end_on_repeat && self.ended.iter().any(|(n, _)| *n == name);
                     if !held {
                         let delta = self.start(&name, String::new());
                         deltas.push(delta);
@@ -655,7 +656,9 @@ impl ToolCallDeltas {
                     });
                 }
                 Piece::Arguments(arguments) => {
-                    let Some(call) = self.open.as_mut() else { continue };
+                    let Some(call) = self.open.as_mut() else {
+                        continue;
+                    };
                     call.arguments.push_str(&arguments);
                     if !call.held {
                         let index = self.started.saturating_sub(1);
@@ -894,7 +897,10 @@ mod tests {
                     .iter()
                     .map(|d| {
                         let d = d.to_json().unwrap();
-                        let args = d["function"]["arguments"].as_str().unwrap_or("").to_string();
+                        let args = d["function"]["arguments"]
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string();
                         match d["function"]["name"].as_str() {
                             Some(name) => format!("{}:{name}({args})", d["index"]),
                             None => format!("{}:+{args}", d["index"]),
@@ -928,9 +934,18 @@ mod tests {
         (content, calls)
     }
 
-    const PARALLEL: TurnRules = TurnRules { parallel: true, end_on_repeat: true };
-    const ONE: TurnRules = TurnRules { parallel: false, end_on_repeat: true };
-    const ANY: TurnRules = TurnRules { parallel: true, end_on_repeat: false };
+    const PARALLEL: TurnRules = TurnRules {
+        parallel: true,
+        end_on_repeat: true,
+    };
+    const ONE: TurnRules = TurnRules {
+        parallel: false,
+        end_on_repeat: true,
+    };
+    const ANY: TurnRules = TurnRules {
+        parallel: true,
+        end_on_repeat: false,
+    };
 
     #[test]
     fn without_parallel_calls_the_turn_ends_with_its_first_call_in_any_form() {
@@ -942,7 +957,10 @@ mod tests {
                 assert!(over, "{text:?} by {chunk}");
                 assert_eq!(
                     folded(&steps),
-                    (String::new(), vec![r#"get_weather({"city": "Paris"})"#.to_string()]),
+                    (
+                        String::new(),
+                        vec![r#"get_weather({"city": "Paris"})"#.to_string()]
+                    ),
                     "{text:?} by {chunk}"
                 );
             }
@@ -975,7 +993,10 @@ mod tests {
             assert_eq!(content, "", "whitespace between calls is not content");
             assert_eq!(
                 calls,
-                [r#"get_weather({"city": "Paris"})"#, r#"get_weather({"city": "Rome"})"#],
+                [
+                    r#"get_weather({"city": "Paris"})"#,
+                    r#"get_weather({"city": "Rome"})"#
+                ],
                 "by {chunk}"
             );
             let (steps, over) = turn(&text, chunk, ANY);
@@ -983,13 +1004,18 @@ mod tests {
             assert_eq!(folded(&steps).1.len(), 4, "by {chunk}");
         }
         // Tagged calls stream; the second call to a tool already called comes whole.
-        let tagged = |city: &str| format!("<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\"}}}}\n</tool_call>\n");
+        let tagged = |city: &str| {
+            format!("<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {{\"city\": \"{city}\"}}}}\n</tool_call>\n")
+        };
         let text = format!("{}{}{}", tagged("Paris"), tagged("Rome"), tagged("Paris"));
         let (steps, over) = turn(&text, 1, PARALLEL);
         assert!(over);
         let deltas: Vec<&String> = steps.iter().flat_map(|(_, d)| d).collect();
         assert!(deltas.len() > 3, "the first call streams: {deltas:?}");
-        assert_eq!(deltas.last().unwrap().as_str(), r#"1:get_weather({"city": "Rome"})"#);
+        assert_eq!(
+            deltas.last().unwrap().as_str(),
+            r#"1:get_weather({"city": "Rome"})"#
+        );
         assert_eq!(folded(&steps).1.len(), 2);
     }
 
@@ -997,8 +1023,10 @@ mod tests {
     fn content_comes_before_the_calls_and_text_after_them_ends_the_turn() {
         let parser = ToolCallParser::new(vec!["get_weather".into()]);
         let mut deltas = ToolCallDeltas::new(parser, PARALLEL);
-        let (content, first) =
-            deltas.split("Let me check.\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par", false);
+        let (content, first) = deltas.split(
+            "Let me check.\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par",
+            false,
+        );
         assert_eq!(content, "Let me check.\n");
         assert_eq!(first.len(), 2, "the call's start and its first arguments");
         assert!(!deltas.turn_over());
