@@ -12,8 +12,8 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.tools import FunctionTool
 from llama_index.llms.openai_like import OpenAILike
 
-from common import (CAPITAL, EXTENSIONS, KEY, QWEN, SENTENCE, TIMEOUT, URL, WEATHER_QUESTION,
-                    get_weather, is_paris)
+from common import (CAPITAL, EXTENSIONS, KEY, QWEN, SENTENCE, SMALL_QWEN, TIMEOUT, URL,
+                    WEATHER_QUESTION, get_weather, is_paris)
 
 
 def llm(**kwargs):
@@ -112,15 +112,22 @@ def test_function_agent_two_rounds():
     assert str(response) == get_city_weather(weather[0]["city"])
 
 
+class NoAnswer(Exception):
+    """The agent ended on a reply that does not use the tools' results."""
+
+
 @pytest.mark.client("LlamaIndex", "llama-index-core", "`FunctionAgent` answering from its tools' results (no `return_direct`)")
-@pytest.mark.xfail(raises=WorkflowRuntimeError, strict=True, reason=(
-    "the model: Qwen2.5-Coder 0.5B and 1.5B, greedy, call the tools again after their results "
-    "instead of answering, until `max_iterations` (ingle accepts the whole history); end on a "
-    "tool with `return_direct=True` (above), or use a model that answers from tool results"))
+@pytest.mark.xfail(QWEN == SMALL_QWEN, raises=(WorkflowRuntimeError, NoAnswer), strict=True, reason=(
+    "the model: after both results, Qwen2.5-Coder-0.5B, greedy, calls a tool again; ingle has it "
+    "answer instead (docs/tools.md), and without tools it writes a call as JSON text "
+    "(`{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisboa\"}}`), no answer; the 1.5B "
+    "answers (scripts/test-clients --large); with the 0.5B end on a tool with `return_direct=True` (above)"))
 def test_function_agent_answers():
     try:
-        rounds, response = run_agent([find_home, get_city_weather], max_iterations=3)
+        rounds, response = run_agent([find_home, get_city_weather], max_iterations=4)
     finally:
         assert calls and calls[0] == ("find_home", "Alice"), calls
     answer = str(response).lower()
-    assert "sunny" in answer or "21" in answer, response
+    if ("sunny" not in answer and "21" not in answer) or '"name"' in answer:
+        raise NoAnswer(str(response))
+    assert [name for name, _ in calls] == ["find_home", "get_city_weather"], calls

@@ -223,3 +223,47 @@ fn an_object_schema_gets_the_properties_it_lists_unless_it_says_otherwise() {
     let content = choice.message.content.as_deref().unwrap();
     assert!(content.matches("\":").count() > 3, "{content}");
 }
+
+#[test]
+fn a_call_answered_since_the_user_spoke_made_again_is_answered_instead() {
+    // An agent's second request: the call made, its result sent back. Qwen 0.5B, greedy,
+    // calls the tool again with the same arguments.
+    let body = |allow: bool| {
+        json!({"model": TOOLS_MODEL, "temperature": 0, "max_tokens": 80,
+               "tools": [agents_tool()], "allow_repeated_tool_calls": allow,
+               "messages": [
+                   {"role": "system", "content": "You answer questions about the weather."},
+                   {"role": "user", "content": "What's the weather in Paris right now?"},
+                   {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+                    "type": "function", "function": {"name": "get_weather",
+                                                     "arguments": "{\"city\": \"Paris\"}"}}]},
+                   {"role": "tool", "tool_call_id": "call_1",
+                    "content": "The weather in Paris is sunny, 21 degrees celsius."}]})
+    };
+    let (calls, _, finish, _) = both_ways(body(true));
+    assert_eq!(finish, "tool_calls", "the model's own choice: {calls:?}");
+    assert!(calls.len() == 1 && paris(&calls[0].1), "{calls:?}");
+
+    // By default the repeat is not made: the same conversation is generated again without
+    // tools, and what the model writes then is the reply (the 0.5B, without tools, puts the
+    // result in a JSON object of its own; the 1.5B answers in words, docs/clients-large.md).
+    let (calls, content, finish, tokens) = both_ways(body(false));
+    assert_eq!(calls, [], "{content}");
+    assert_eq!(finish, "stop");
+    assert!(content.contains("sunny"), "{content}");
+    let content_tokens = tools_client()
+        .chat
+        .completions
+        .create(&chat(
+            json!({"model": TOOLS_MODEL, "temperature": 0, "max_tokens": 80,
+                             "messages": body(false)["messages"], "tools": [agents_tool()],
+                             "tool_choice": "none"}),
+        ))
+        .unwrap()
+        .usage
+        .completion_tokens;
+    assert!(
+        tokens > content_tokens,
+        "usage counts the turn given up too: {tokens} vs {content_tokens}"
+    );
+}

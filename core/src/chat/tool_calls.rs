@@ -407,9 +407,15 @@ impl ToolCallParser {
     }
 
     /// `{"name", "arguments"}` naming a given tool (any name in the tagged format, which is
-    /// unambiguous; a given tool only otherwise).
+    /// unambiguous; a given tool only otherwise). Also in double braces, `{{"name": ...}}`:
+    /// Qwen2.5-Coder's template shows its call format as `{{"name": <function-name>, ...}}`
+    /// (the braces doubled inside a Jinja string, so they reach the prompt as two), and the
+    /// 1.5B model, greedy, writes its calls that way.
     fn call_of(&self, body: &str, must_name_a_tool: bool) -> Option<Piece> {
-        let json: Json = serde_json::from_str(body).ok()?;
+        let json: Json = serde_json::from_str(body).ok().or_else(|| {
+            let inner = body.trim().strip_prefix('{')?.strip_suffix('}')?;
+            serde_json::from_str(inner.trim()).ok()
+        })?;
         let name = json.get("name")?.as_str()?.to_string();
         if must_name_a_tool && !self.tools.iter().any(|t| t == &name) {
             return None;
@@ -593,8 +599,15 @@ pub(crate) struct ToolCallDeltas {
     rules: TurnRules,
     /// Calls given out so far: the next call's `index`.
     started: usize,
-    /// The calls of this turn that have ended: name and arguments (as JSON when they parse).
+    /// The calls of this turn that have ended, given out or dropped: name and arguments (as
+    /// JSON when they parse).
     ended: Vec<(String, Json)>,
+    /// Of those, the calls dropped for repeating one answered since the user spoke.
+    dropped: usize,
+    /// The output has ended.
+    finished: bool,
+    /// Content (other than whitespace) has been given out.
+    gave_content: bool,
     open: Option<OpenCall>,
     /// Whitespace-only text held back: content if text follows, dropped if a call or the end
     /// of a turn with calls does.
@@ -602,6 +615,8 @@ pub(crate) struct ToolCallDeltas {
     /// The turn is over (its one call made, a call repeated, text after the calls): what
     /// follows is dropped.
     over: bool,
+    /// The calls made and answered (a tool message followed) since the user last spoke.
+    answered: Vec<(String, Json)>,
 }
 
 impl ToolCallDeltas {
@@ -614,7 +629,28 @@ impl ToolCallDeltas {
             open: None,
             space: String::new(),
             over: false,
+            answered: Vec::new(),
+            dropped: 0,
+            finished: false,
+            gave_content: false,
         }
+    }
+
+    /// The calls the conversation made and answered since the user last spoke
+    /// ([`answered_calls`]): one made again is dropped (its result is in the conversation),
+    /// and a turn with nothing but such calls has [`looped`](Self::looped).
+    pub(crate) fn with_answered(mut self, answered: Vec<(String, Json)>) -> Self {
+        self.answered = answered;
+        self
+    }
+
+    /// Whether the turn, now over, gave nothing an agent can use although the conversation has
+    /// results since the user spoke: only calls already answered (the model looping on
+    /// results it has), or nothing at all (the 1.5B, after two results, ends at once). The
+    /// caller may have the model answer instead.
+    pub(crate) fn looped(&self) -> bool {
+        let nothing = self.started == 0 && !self.gave_content && !self.answered.is_empty();
+        nothing && ((self.over && self.dropped > 0) || self.finished)
     }
 
     /// Whether a call has started (the finish reason is then `tool_calls`).
@@ -643,8 +679,12 @@ impl ToolCallDeltas {
                 Piece::Text(text) => self.text(&text, &mut content),
                 Piece::CallStart { name } => {
                     self.space.clear();
-                    let held =
-                        self.rules.end_on_repeat && self.ended.iter().any(|(n, _)| *n == name);
+                    let held = self.rules.end_on_repeat
+                        && self
+                            .ended
+                            .iter()
+                            .chain(&self.answered)
+                            .any(|(n, _)| *n == name);
                     if !held {
                         let delta = self.start(&name, String::new());
                         deltas.push(delta);
@@ -679,12 +719,13 @@ impl ToolCallDeltas {
             }
         }
         if end {
+            self.finished = true;
             if let Some(call) = self.open.take() {
                 self.end_call(call.name, call.arguments, call.held, &mut deltas);
             }
             // Whitespace at the end is content only in a reply without calls.
             let space = std::mem::take(&mut self.space);
-            if self.started == 0 {
+            if self.ended.is_empty() {
                 content.push_str(&space);
             }
         }
@@ -702,19 +743,23 @@ impl ToolCallDeltas {
         }
         content.push_str(&std::mem::take(&mut self.space));
         content.push_str(text);
+        self.gave_content = true;
     }
 
-    /// A call has ended: given out whole if it was held back, unless it repeats an earlier
-    /// one, which ends the turn instead; without parallel calls, the turn ends with it.
+    /// A call has ended: given out whole if it was held back, unless it repeats an earlier one
+    /// of the turn, which ends the turn instead, or one answered since the user spoke, which
+    /// is dropped; without parallel calls, the turn ends with it.
     fn end_call(&mut self, name: String, arguments: String, held: bool, deltas: &mut Vec<Value>) {
-        let value = serde_json::from_str::<Json>(&arguments)
-            .unwrap_or_else(|_| Json::String(arguments.trim().to_string()));
-        let repeat = self.ended.iter().any(|(n, v)| *n == name && *v == value);
-        if repeat && self.rules.end_on_repeat {
+        let value = arguments_value(&arguments);
+        let same = |(n, v): &(String, Json)| *n == name && *v == value;
+        if self.rules.end_on_repeat && self.ended.iter().any(same) {
             self.over = true;
             return;
         }
-        if held {
+        let answered_again = self.rules.end_on_repeat && self.answered.iter().any(same);
+        if answered_again {
+            self.dropped += 1;
+        } else if held {
             let delta = self.start(&name, arguments);
             deltas.push(delta);
         }
@@ -734,6 +779,43 @@ impl ToolCallDeltas {
             "function": {"name": name, "arguments": arguments},
         }))
     }
+}
+
+/// A call's arguments as compared for repeats: the JSON they hold, or their text.
+fn arguments_value(arguments: &str) -> Json {
+    serde_json::from_str::<Json>(arguments)
+        .unwrap_or_else(|_| Json::String(arguments.trim().to_string()))
+}
+
+/// The calls of the assistant messages since the last user message that a tool message
+/// answered (one follows them), as `(name, arguments)`: what an agent has already run for the
+/// question in hand. `messages` as OpenAI's chat messages (JSON), `arguments` as text or as the
+/// object the chat layer parsed it into.
+pub(crate) fn answered_calls(messages: &[Json]) -> Vec<(String, Json)> {
+    let since_user = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .map_or(0, |i| i + 1);
+    let recent = &messages[since_user..];
+    let mut answered = Vec::new();
+    for (i, message) in recent.iter().enumerate() {
+        if message["role"] != "assistant" || !recent[i + 1..].iter().any(|m| m["role"] == "tool") {
+            continue;
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            let function = call.get("function").unwrap_or(call);
+            let Some(name) = function["name"].as_str() else {
+                continue;
+            };
+            let arguments = match &function["arguments"] {
+                Json::String(text) => arguments_value(text),
+                Json::Null => Json::Object(Default::default()),
+                value => value.clone(),
+            };
+            answered.push((name.to_string(), arguments));
+        }
+    }
+    answered
 }
 
 #[cfg(test)]
@@ -810,6 +892,15 @@ mod tests {
             (
                 "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}. It is sunny.",
                 vec![call("Rome"), Piece::Text(". It is sunny.".into())],
+            ),
+            // In double braces, as Qwen2.5-Coder's template shows the format (bare or tagged).
+            (
+                "{{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}}",
+                vec![call("Paris")],
+            ),
+            (
+                "<tool_call>\n{{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}}\n</tool_call>",
+                vec![call("Rome")],
             ),
             // Not calls: an unknown name outside tags, code, a lone brace, a broken tag.
             (
@@ -1039,5 +1130,85 @@ mod tests {
         let mut deltas = ToolCallDeltas::new(ToolCallParser::new(vec![]), PARALLEL);
         assert_eq!(deltas.split("\n", false), (String::new(), vec![]));
         assert_eq!(deltas.split(" ", true), ("\n ".to_string(), vec![]));
+    }
+
+    #[test]
+    fn a_call_answered_since_the_user_spoke_made_again_is_a_loop() {
+        let call = |city: &str| {
+            serde_json::json!({"id": "c", "type": "function",
+            "function": {"name": "get_weather", "arguments": format!("{{\"city\": \"{city}\"}}")}})
+        };
+        let messages: Vec<Json> = serde_json::from_value(serde_json::json!([
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "tool_calls": [call("Oslo")]},
+            {"role": "tool", "tool_call_id": "c", "content": "Rain."},
+            {"role": "user", "content": "And in Paris?"},
+            {"role": "assistant", "tool_calls": [call("Paris")]},
+            {"role": "tool", "tool_call_id": "c", "content": "Sunny."},
+            {"role": "assistant", "tool_calls": [call("Rome")]},
+        ]))
+        .unwrap();
+        // Oslo was before the user last spoke; Rome has no result yet.
+        let answered = answered_calls(&messages);
+        assert_eq!(
+            answered,
+            [(
+                "get_weather".to_string(),
+                serde_json::json!({"city": "Paris"})
+            )]
+        );
+        let deltas = |rules| {
+            let parser = ToolCallParser::new(vec!["get_weather".into()]);
+            ToolCallDeltas::new(parser, rules).with_answered(answered.clone())
+        };
+        let again = "{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}";
+        let mut turn = deltas(PARALLEL);
+        assert_eq!(
+            turn.split(again, false),
+            (String::new(), vec![]),
+            "never shown"
+        );
+        assert!(!turn.looped(), "the turn goes on: a new call may follow");
+        assert_eq!(turn.split("\n", true), (String::new(), vec![]));
+        assert!(turn.looped());
+        // Dropped, and a new call follows: the turn is no loop.
+        let mut turn = deltas(PARALLEL);
+        let lyon = again.replace("Paris", "Lyon");
+        let (_, calls) = turn.split(&format!("{again}\n{lyon}\n{again}"), true);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert_eq!(
+            calls[0].to_json().unwrap()["function"]["arguments"],
+            lyon[lyon.find("{\"city").unwrap()..lyon.len() - 1]
+        );
+        assert!(turn.turn_over() && !turn.looped());
+        // Without parallel calls, the dropped call ends the turn.
+        let mut turn = deltas(ONE);
+        turn.split(again, false);
+        assert!(turn.turn_over() && turn.looped());
+        // A turn that ends with nothing at all after results; one with content is an answer.
+        let mut turn = deltas(PARALLEL);
+        assert_eq!(turn.split(" ", true), (" ".to_string(), vec![]));
+        assert!(turn.looped());
+        let mut turn = deltas(PARALLEL);
+        assert_eq!(turn.split("Sunny.", true).0, "Sunny.");
+        assert!(!turn.looped());
+        let mut turn = ToolCallDeltas::new(ToolCallParser::new(vec![]), PARALLEL);
+        turn.split("", true);
+        assert!(
+            !turn.looped(),
+            "without results there is nothing to answer from"
+        );
+        // Another call is no loop; nor is the repeat when repeats are allowed.
+        let mut turn = deltas(PARALLEL);
+        let (_, calls) = turn.split(&again.replace("Paris", "Lyon"), true);
+        assert_eq!(calls.len(), 1, "{calls:?}");
+        assert!(!turn.looped());
+        let mut turn = deltas(ANY);
+        assert_eq!(
+            turn.split(again, true).1.len(),
+            2,
+            "streamed: its start, its arguments"
+        );
+        assert!(!turn.looped());
     }
 }

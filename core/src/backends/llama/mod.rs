@@ -28,10 +28,12 @@ pub use format::{check_chat_template, gguf_chat_template, is_jinja};
 use memory::{check_gguf, check_kv_memory, context_size, kv_bytes};
 use sampling::{random_seed, Sampling};
 use scheduler::{Job, Lazy, Scheduler};
-use stream::TextStream;
+use stream::{AnswerInstead, TextStream};
 
 pub use super::cores::{capped_threads, default_threads};
-use crate::chat::tool_calls::{ToolCallDeltas, ToolCallParser, ToolFormat, TurnRules, HERMES};
+use crate::chat::tool_calls::{
+    answered_calls, ToolCallDeltas, ToolCallParser, ToolFormat, TurnRules, HERMES,
+};
 use crate::config::PredictorConfig;
 use crate::error::{Error, Result};
 use crate::predict::{
@@ -441,6 +443,10 @@ impl Predictor for LlamaPredictor {
 
     fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
         let options = RequestOptions::read(&inputs, self.model.n_vocab())?;
+        // With calls already answered since the user spoke, the same conversation without
+        // tools: the model answers from the results if it only makes one of them again.
+        let mut answered = Vec::new();
+        let mut without_tools = None;
         let (prompt, prompt_param) =
             match (inputs.get("messages"), inputs.get("prompt")) {
                 (Some(Value::List(messages)), None) => {
@@ -474,6 +480,18 @@ impl Predictor for LlamaPredictor {
                         };
                     let rendered =
                         self.render_chat_with(messages, tools.as_ref(), kwargs.as_ref())?;
+                    if tools.is_some()
+                        && options.tool_choice == ToolChoice::Auto
+                        && !options.allow_repeated_tool_calls
+                    {
+                        let json: Vec<serde_json::Value> =
+                            messages.iter().map(Value::to_json).collect::<Result<_>>()?;
+                        answered = answered_calls(&json);
+                        if !answered.is_empty() {
+                            without_tools =
+                                Some(self.render_chat_with(messages, None, kwargs.as_ref())?);
+                        }
+                    }
                     (rendered, "messages")
                 }
                 (None, Some(Value::String(prompt))) => {
@@ -551,7 +569,10 @@ impl Predictor for LlamaPredictor {
                     end_on_repeat: !options.allow_repeated_tool_calls,
                 };
                 ToolCallDeltas::new(ToolCallParser::new(names), rules)
+                    .with_answered(std::mem::take(&mut answered))
             });
+        let answer_instead = without_tools
+            .and_then(|prompt| self.answer_instead(&prompt, &inputs, &options, stop.clone()));
         let finish_now = Arc::new(AtomicBool::new(false));
         let job = Job {
             prompt: tokens,
@@ -581,6 +602,8 @@ impl Predictor for LlamaPredictor {
             done: false,
             calls,
             logprobs: options.logprobs.is_some(),
+            answer_instead,
+            given_up_tokens: 0,
         }))
     }
 
@@ -608,6 +631,50 @@ impl Predictor for LlamaPredictor {
 }
 
 impl LlamaPredictor {
+    /// The job that generates `prompt` (the request's conversation rendered without tools)
+    /// instead of the turn under way, unsent; `None` when it does not fit the context.
+    fn answer_instead(
+        &self,
+        prompt: &str,
+        inputs: &Inputs,
+        options: &RequestOptions,
+        stop: Vec<String>,
+    ) -> Option<AnswerInstead> {
+        let tokens = self.tokenize(prompt);
+        let n_ctx = self.n_ctx as usize;
+        let max_tokens = match inputs.get("max_tokens").and_then(Value::as_i64) {
+            Some(max) => max.max(1) as usize,
+            None => n_ctx.checked_sub(tokens.len())?,
+        };
+        if tokens.is_empty() || tokens.len() + max_tokens > n_ctx {
+            return None;
+        }
+        let (events, event_rx) = mpsc::channel();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let finish_now = Arc::new(AtomicBool::new(false));
+        let job = Job {
+            prompt: tokens,
+            max_tokens,
+            stop,
+            sampler: self.sampler(inputs, &options.logit_bias),
+            grammar: None,
+            lazy: None,
+            logprobs: options.logprobs,
+            events,
+            cancelled: Arc::clone(&cancelled),
+            finish_now: Arc::clone(&finish_now),
+            arrived: std::time::Instant::now(),
+        };
+        Some(AnswerInstead {
+            job,
+            events: event_rx,
+            cancelled,
+            finish_now,
+            jobs: self.jobs.clone(),
+            counters: Arc::clone(&self.counters),
+        })
+    }
+
     /// The grammar a request's output must follow from its first token, and the one that
     /// starts when the model opens a tool call of its own accord (`tool_choice` auto).
     fn constraints(&self, options: &RequestOptions) -> Result<(Option<Matcher>, Option<Lazy>)> {

@@ -1,6 +1,8 @@
 //! The consumer's end of a request: the events the scheduler sends, turned into outputs (text,
 //! tool-call deltas, log probabilities, the finish); dropping it cancels the request.
 
+use super::scheduler::Job;
+use super::Counters;
 use crate::chat::tool_calls::ToolCallDeltas;
 use crate::error::{Error, Result};
 use crate::predict::Outputs;
@@ -34,6 +36,55 @@ pub(super) struct TextStream {
     /// Splits tool calls out of the text, when the request has tools.
     pub(super) calls: Option<ToolCallDeltas>,
     pub(super) logprobs: bool,
+    /// The same request without tools, started if the turn makes again a call already
+    /// answered since the user spoke (docs/tools.md, "A turn").
+    pub(super) answer_instead: Option<AnswerInstead>,
+    /// Completion tokens of a turn given up for `answer_instead`, counted in the usage.
+    pub(super) given_up_tokens: usize,
+}
+
+/// A request's prompt rendered without tools, ready to go to the scheduler.
+pub(super) struct AnswerInstead {
+    pub(super) job: Job,
+    pub(super) events: mpsc::Receiver<Result<Event>>,
+    pub(super) cancelled: Arc<AtomicBool>,
+    pub(super) finish_now: Arc<AtomicBool>,
+    pub(super) jobs: mpsc::Sender<Job>,
+    pub(super) counters: Arc<Counters>,
+}
+
+impl TextStream {
+    /// Gives up the turn under way (it looped on an answered call): waits for its end, then
+    /// generates the answer instead, within what is left of `max_tokens`.
+    fn switch_to(&mut self, mut answer: AnswerInstead, finished: Option<Finish>) -> Result<()> {
+        let used = match finished {
+            Some(finish) => finish.completion_tokens,
+            None => loop {
+                match self.events.recv() {
+                    Ok(Ok(Event {
+                        finish: Some(finish),
+                        ..
+                    })) => break finish.completion_tokens,
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(error)) => return Err(error),
+                    Err(_) => return Err(Error::internal("Generation stopped without finishing")),
+                }
+            },
+        };
+        self.given_up_tokens += used;
+        answer.job.max_tokens = answer.job.max_tokens.saturating_sub(used).max(1);
+        answer.job.arrived = std::time::Instant::now();
+        answer.counters.queued.fetch_add(1, Ordering::Relaxed);
+        if answer.jobs.send(answer.job).is_err() {
+            answer.counters.queued.fetch_sub(1, Ordering::Relaxed);
+            return Err(Error::model("The llama.cpp scheduler has stopped"));
+        }
+        self.events = answer.events;
+        self.cancelled = answer.cancelled;
+        self.finish_now = answer.finish_now;
+        self.calls = None;
+        Ok(())
+    }
 }
 
 impl Iterator for TextStream {
@@ -55,17 +106,33 @@ impl Iterator for TextStream {
             }
         };
         let end = event.finish.is_some();
-        let (text, tool_calls) = match &mut self.calls {
+        let had_tools = self.calls.is_some();
+        let (text, deltas) = match &mut self.calls {
             Some(calls) => {
                 let (text, deltas) = calls.split(&event.text, end);
                 if calls.turn_over() {
                     self.finish_now.store(true, Ordering::Relaxed);
                 }
-                (text, Value::List(deltas))
+                (text, deltas)
             }
-            None => (event.text, Value::Null),
+            None => (event.text, Vec::new()),
         };
-        let (finish_reason, usage) = match event.finish {
+        let mut event_finish = event.finish;
+        if self.calls.as_ref().is_some_and(ToolCallDeltas::looped) {
+            if let Some(answer) = self.answer_instead.take() {
+                // The content so far stands; the answer follows it.
+                if let Err(error) = self.switch_to(answer, event_finish.take()) {
+                    self.done = true;
+                    return Some(Err(error));
+                }
+            }
+        }
+        let tool_calls = if had_tools {
+            Value::List(deltas)
+        } else {
+            Value::Null
+        };
+        let (finish_reason, usage) = match event_finish {
             Some(finish) => {
                 self.done = true;
                 let usage = crate::value::Dict::from([
@@ -75,7 +142,7 @@ impl Iterator for TextStream {
                     ),
                     (
                         "completion_tokens".to_string(),
-                        Value::Int(finish.completion_tokens as i64),
+                        Value::Int((finish.completion_tokens + self.given_up_tokens) as i64),
                     ),
                     (
                         "cached_tokens".to_string(),
