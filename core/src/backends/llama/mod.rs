@@ -10,6 +10,7 @@
 //! slower on 2 cores. Requests beyond `parallel` wait in a queue for a free sequence. See
 //! docs/architecture.md.
 
+mod answer;
 mod constrain;
 pub mod cpu;
 mod format;
@@ -28,7 +29,7 @@ pub use format::{check_chat_template, gguf_chat_template, is_jinja};
 use memory::{check_gguf, check_kv_memory, context_size, kv_bytes};
 use sampling::{random_seed, Sampling};
 use scheduler::{Job, Lazy, Scheduler};
-use stream::{AnswerInstead, TextStream};
+use stream::TextStream;
 
 pub use super::cores::{capped_threads, default_threads};
 use crate::chat::tool_calls::{
@@ -46,7 +47,7 @@ use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
-use options::{RequestOptions, ToolChoice};
+use options::{stop_sequences, RequestOptions, ToolChoice};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, OnceLock};
@@ -631,50 +632,6 @@ impl Predictor for LlamaPredictor {
 }
 
 impl LlamaPredictor {
-    /// The job that generates `prompt` (the request's conversation rendered without tools)
-    /// instead of the turn under way, unsent; `None` when it does not fit the context.
-    fn answer_instead(
-        &self,
-        prompt: &str,
-        inputs: &Inputs,
-        options: &RequestOptions,
-        stop: Vec<String>,
-    ) -> Option<AnswerInstead> {
-        let tokens = self.tokenize(prompt);
-        let n_ctx = self.n_ctx as usize;
-        let max_tokens = match inputs.get("max_tokens").and_then(Value::as_i64) {
-            Some(max) => max.max(1) as usize,
-            None => n_ctx.checked_sub(tokens.len())?,
-        };
-        if tokens.is_empty() || tokens.len() + max_tokens > n_ctx {
-            return None;
-        }
-        let (events, event_rx) = mpsc::channel();
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let finish_now = Arc::new(AtomicBool::new(false));
-        let job = Job {
-            prompt: tokens,
-            max_tokens,
-            stop,
-            sampler: self.sampler(inputs, &options.logit_bias),
-            grammar: None,
-            lazy: None,
-            logprobs: options.logprobs,
-            events,
-            cancelled: Arc::clone(&cancelled),
-            finish_now: Arc::clone(&finish_now),
-            arrived: std::time::Instant::now(),
-        };
-        Some(AnswerInstead {
-            job,
-            events: event_rx,
-            cancelled,
-            finish_now,
-            jobs: self.jobs.clone(),
-            counters: Arc::clone(&self.counters),
-        })
-    }
-
     /// The grammar a request's output must follow from its first token, and the one that
     /// starts when the model opens a tool call of its own accord (`tool_choice` auto).
     fn constraints(&self, options: &RequestOptions) -> Result<(Option<Matcher>, Option<Lazy>)> {
@@ -797,26 +754,6 @@ impl LlamaPredictor {
         }
         LlamaSampler::chain_simple(chain)
     }
-}
-
-fn stop_sequences(stop: Option<&Value>) -> Result<Vec<String>> {
-    let Some(stop) = stop else {
-        return Ok(Vec::new());
-    };
-    let invalid = |msg: &str| Error::invalid("stop", msg.to_string());
-    let list = stop
-        .as_list()
-        .ok_or_else(|| invalid("`stop` must be a list of strings"))?;
-    if list.len() > MAX_STOP_SEQUENCES {
-        return Err(invalid("`stop` may hold at most 4 sequences"));
-    }
-    list.iter()
-        .map(|s| match s.as_str() {
-            Some("") => Err(invalid("`stop` sequences must not be empty")),
-            Some(s) => Ok(s.to_string()),
-            None => Err(invalid("`stop` must be a list of strings")),
-        })
-        .collect()
 }
 
 /// How many of a prompt's last tokens a prompt-cache hit computes again, so that it answers

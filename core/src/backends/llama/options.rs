@@ -107,6 +107,27 @@ impl RequestOptions {
     }
 }
 
+/// `stop`: at most [`MAX_STOP_SEQUENCES`](super::MAX_STOP_SEQUENCES) non-empty strings.
+pub(super) fn stop_sequences(stop: Option<&Value>) -> Result<Vec<String>> {
+    let Some(stop) = stop else {
+        return Ok(Vec::new());
+    };
+    let invalid = |msg: &str| Error::invalid("stop", msg.to_string());
+    let list = stop
+        .as_list()
+        .ok_or_else(|| invalid("`stop` must be a list of strings"))?;
+    if list.len() > super::MAX_STOP_SEQUENCES {
+        return Err(invalid("`stop` may hold at most 4 sequences"));
+    }
+    list.iter()
+        .map(|s| match s.as_str() {
+            Some("") => Err(invalid("`stop` sequences must not be empty")),
+            Some(s) => Ok(s.to_string()),
+            None => Err(invalid("`stop` must be a list of strings")),
+        })
+        .collect()
+}
+
 /// A tool's name as OpenAI allows it: 1–64 of `a-z A-Z 0-9 _ -`.
 fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())

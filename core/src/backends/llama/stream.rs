@@ -1,8 +1,6 @@
 //! The consumer's end of a request: the events the scheduler sends, turned into outputs (text,
 //! tool-call deltas, log probabilities, the finish); dropping it cancels the request.
 
-use super::scheduler::Job;
-use super::Counters;
 use crate::chat::tool_calls::ToolCallDeltas;
 use crate::error::{Error, Result};
 use crate::predict::Outputs;
@@ -38,25 +36,27 @@ pub(super) struct TextStream {
     pub(super) logprobs: bool,
     /// The same request without tools, started if the turn makes again a call already
     /// answered since the user spoke (docs/tools.md, "A turn").
-    pub(super) answer_instead: Option<AnswerInstead>,
+    pub(super) answer_instead: Option<Restart>,
     /// Completion tokens of a turn given up for `answer_instead`, counted in the usage.
     pub(super) given_up_tokens: usize,
 }
 
-/// A request's prompt rendered without tools, ready to go to the scheduler.
-pub(super) struct AnswerInstead {
-    pub(super) job: Job,
-    pub(super) events: mpsc::Receiver<Result<Event>>,
-    pub(super) cancelled: Arc<AtomicBool>,
-    pub(super) finish_now: Arc<AtomicBool>,
-    pub(super) jobs: mpsc::Sender<Job>,
-    pub(super) counters: Arc<Counters>,
-}
+/// Starts the same request without tools (`LlamaPredictor::answer_instead`), given the
+/// completion tokens already used: its events, its `cancelled` and `finish_now` flags.
+pub(super) type Restart = Box<
+    dyn FnOnce(
+            usize,
+        ) -> Result<(
+            mpsc::Receiver<Result<Event>>,
+            Arc<AtomicBool>,
+            Arc<AtomicBool>,
+        )> + Send,
+>;
 
 impl TextStream {
     /// Gives up the turn under way (it looped on an answered call): waits for its end, then
     /// generates the answer instead, within what is left of `max_tokens`.
-    fn switch_to(&mut self, mut answer: AnswerInstead, finished: Option<Finish>) -> Result<()> {
+    fn switch_to(&mut self, restart: Restart, finished: Option<Finish>) -> Result<()> {
         let used = match finished {
             Some(finish) => finish.completion_tokens,
             None => loop {
@@ -72,16 +72,10 @@ impl TextStream {
             },
         };
         self.given_up_tokens += used;
-        answer.job.max_tokens = answer.job.max_tokens.saturating_sub(used).max(1);
-        answer.job.arrived = std::time::Instant::now();
-        answer.counters.queued.fetch_add(1, Ordering::Relaxed);
-        if answer.jobs.send(answer.job).is_err() {
-            answer.counters.queued.fetch_sub(1, Ordering::Relaxed);
-            return Err(Error::model("The llama.cpp scheduler has stopped"));
-        }
-        self.events = answer.events;
-        self.cancelled = answer.cancelled;
-        self.finish_now = answer.finish_now;
+        let (events, cancelled, finish_now) = restart(used)?;
+        self.events = events;
+        self.cancelled = cancelled;
+        self.finish_now = finish_now;
         self.calls = None;
         Ok(())
     }

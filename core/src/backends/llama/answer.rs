@@ -1,0 +1,66 @@
+//! A turn that looped on results the conversation has (docs/tools.md, "A turn") is generated
+//! again without tools: the job for that, ready before the turn starts, sent only if needed.
+
+use super::options::RequestOptions;
+use super::scheduler::Job;
+use super::stream::Restart;
+use super::LlamaPredictor;
+use crate::error::Error;
+use crate::predict::Inputs;
+use crate::value::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+
+impl LlamaPredictor {
+    /// What starts `prompt` (the request's conversation rendered without tools) instead of
+    /// the turn under way, within what is left of `max_tokens`; `None` when it does not fit
+    /// the context.
+    pub(super) fn answer_instead(
+        &self,
+        prompt: &str,
+        inputs: &Inputs,
+        options: &RequestOptions,
+        stop: Vec<String>,
+    ) -> Option<Restart> {
+        let tokens = self.tokenize(prompt);
+        let n_ctx = self.n_ctx as usize;
+        let max_tokens = match inputs.get("max_tokens").and_then(Value::as_i64) {
+            Some(max) => max.max(1) as usize,
+            None => n_ctx.checked_sub(tokens.len())?,
+        };
+        if tokens.is_empty() || tokens.len() + max_tokens > n_ctx {
+            return None;
+        }
+        let (events, event_rx) = mpsc::channel();
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let finish_now = Arc::new(AtomicBool::new(false));
+        let mut job = Job {
+            prompt: tokens,
+            max_tokens,
+            stop,
+            sampler: self.sampler(inputs, &options.logit_bias),
+            grammar: None,
+            lazy: None,
+            logprobs: options.logprobs,
+            events,
+            cancelled: Arc::clone(&cancelled),
+            finish_now: Arc::clone(&finish_now),
+            arrived: std::time::Instant::now(),
+        };
+        let (jobs, counters, tag) = (
+            self.jobs.clone(),
+            Arc::clone(&self.counters),
+            self.tag.clone(),
+        );
+        Some(Box::new(move |used: usize| {
+            job.max_tokens = job.max_tokens.saturating_sub(used).max(1);
+            job.arrived = std::time::Instant::now();
+            counters.queued.fetch_add(1, Ordering::Relaxed);
+            jobs.send(job).map_err(|_| {
+                counters.queued.fetch_sub(1, Ordering::Relaxed);
+                Error::model(format!("The llama.cpp scheduler of `{tag}` has stopped"))
+            })?;
+            Ok((event_rx, cancelled, finish_now))
+        }))
+    }
+}

@@ -1,0 +1,256 @@
+//! One turn's calls under its rules: what OpenAI's streamed deltas give out of the parser's
+//! pieces (docs/tools.md, "A turn").
+
+use super::{Piece, ToolCallParser};
+use crate::value::Value;
+use serde_json::Value as Json;
+
+/// What a turn may hold besides its first call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TurnRules {
+    /// `parallel_tool_calls`: more than one call. Without it the turn ends with its first call,
+    /// whatever form the call took (the grammar enforces it only for tagged calls).
+    pub(crate) parallel: bool,
+    /// The turn ends at the first call that repeats an earlier one of the same turn (same name,
+    /// same arguments as JSON), which is dropped: a small model, greedy, otherwise writes the
+    /// same call until the context is full. `allow_repeated_tool_calls: true` turns it off.
+    pub(crate) end_on_repeat: bool,
+}
+
+/// A call of this turn as it streams.
+struct OpenCall {
+    name: String,
+    arguments: String,
+    /// Held back, not given out yet: a call to a tool already called in this turn may turn
+    /// out to be a repeat, which is never shown.
+    held: bool,
+}
+
+/// Tool calls found in streamed text, given out as OpenAI's streamed deltas (`index`, and on a
+/// call's first delta its `id` and `type`), whatever the engine, under the turn's rules.
+/// A reply is content, then calls: text after a call ends the turn (llama.cpp's grammar allows
+/// only more calls after one; a small model otherwise goes on echoing a tool's schema), and
+/// whitespace next to a call (the newlines between bare calls) is not content.
+pub(crate) struct ToolCallDeltas {
+    parser: ToolCallParser,
+    rules: TurnRules,
+    /// Calls given out so far: the next call's `index`.
+    started: usize,
+    /// The calls of this turn that have ended, given out or dropped: name and arguments (as
+    /// JSON when they parse).
+    ended: Vec<(String, Json)>,
+    /// Of those, the calls dropped for repeating one answered since the user spoke.
+    dropped: usize,
+    /// The output has ended.
+    finished: bool,
+    /// Content (other than whitespace) has been given out.
+    gave_content: bool,
+    open: Option<OpenCall>,
+    /// Whitespace-only text held back: content if text follows, dropped if a call or the end
+    /// of a turn with calls does.
+    space: String,
+    /// The turn is over (its one call made, a call repeated, text after the calls): what
+    /// follows is dropped.
+    over: bool,
+    /// The calls made and answered (a tool message followed) since the user last spoke.
+    answered: Vec<(String, Json)>,
+}
+
+impl ToolCallDeltas {
+    pub(crate) fn new(parser: ToolCallParser, rules: TurnRules) -> Self {
+        ToolCallDeltas {
+            parser,
+            rules,
+            started: 0,
+            ended: Vec::new(),
+            open: None,
+            space: String::new(),
+            over: false,
+            answered: Vec::new(),
+            dropped: 0,
+            finished: false,
+            gave_content: false,
+        }
+    }
+
+    /// The calls the conversation made and answered since the user last spoke
+    /// ([`answered_calls`]): one made again is dropped (its result is in the conversation),
+    /// and a turn with nothing but such calls has [`looped`](Self::looped).
+    pub(crate) fn with_answered(mut self, answered: Vec<(String, Json)>) -> Self {
+        self.answered = answered;
+        self
+    }
+
+    /// Whether the turn, now over, gave nothing an agent can use although the conversation has
+    /// results since the user spoke: only calls already answered (the model looping on
+    /// results it has), or nothing at all (the 1.5B, after two results, ends at once). The
+    /// caller may have the model answer instead.
+    pub(crate) fn looped(&self) -> bool {
+        let nothing = self.started == 0 && !self.gave_content && !self.answered.is_empty();
+        nothing && ((self.over && self.dropped > 0) || self.finished)
+    }
+
+    /// Whether a call has started (the finish reason is then `tool_calls`).
+    pub(crate) fn any_started(&self) -> bool {
+        self.started > 0
+    }
+
+    /// Whether the turn is over: generation can stop, the rest would be dropped.
+    pub(crate) fn turn_over(&self) -> bool {
+        self.over
+    }
+
+    /// Content and tool-call deltas out of `text` (and, at the end, out of what was held back):
+    /// the content comes first, since text after a call ends the turn.
+    pub(crate) fn split(&mut self, text: &str, end: bool) -> (String, Vec<Value>) {
+        let mut pieces = self.parser.push(text);
+        if end {
+            pieces.extend(self.parser.finish());
+        }
+        let (mut content, mut deltas) = (String::new(), Vec::new());
+        for piece in pieces {
+            if self.over {
+                break;
+            }
+            match piece {
+                Piece::Text(text) => self.text(&text, &mut content),
+                Piece::CallStart { name } => {
+                    self.space.clear();
+                    let held = self.rules.end_on_repeat
+                        && self
+                            .ended
+                            .iter()
+                            .chain(&self.answered)
+                            .any(|(n, _)| *n == name);
+                    if !held {
+                        let delta = self.start(&name, String::new());
+                        deltas.push(delta);
+                    }
+                    self.open = Some(OpenCall {
+                        name,
+                        arguments: String::new(),
+                        held,
+                    });
+                }
+                Piece::Arguments(arguments) => {
+                    let Some(call) = self.open.as_mut() else {
+                        continue;
+                    };
+                    call.arguments.push_str(&arguments);
+                    if !call.held {
+                        let index = self.started.saturating_sub(1);
+                        deltas.push(Value::from(serde_json::json!({
+                            "index": index, "function": {"arguments": arguments}
+                        })));
+                    }
+                }
+                Piece::CallEnd => {
+                    if let Some(call) = self.open.take() {
+                        self.end_call(call.name, call.arguments, call.held, &mut deltas);
+                    }
+                }
+                Piece::Call { name, arguments } => {
+                    self.space.clear();
+                    self.end_call(name, arguments, true, &mut deltas);
+                }
+            }
+        }
+        if end {
+            self.finished = true;
+            if let Some(call) = self.open.take() {
+                self.end_call(call.name, call.arguments, call.held, &mut deltas);
+            }
+            // Whitespace at the end is content only in a reply without calls.
+            let space = std::mem::take(&mut self.space);
+            if self.ended.is_empty() {
+                content.push_str(&space);
+            }
+        }
+        (content, deltas)
+    }
+
+    fn text(&mut self, text: &str, content: &mut String) {
+        if text.chars().all(char::is_whitespace) {
+            self.space.push_str(text);
+            return;
+        }
+        if !self.ended.is_empty() {
+            self.over = true;
+            return;
+        }
+        content.push_str(&std::mem::take(&mut self.space));
+        content.push_str(text);
+        self.gave_content = true;
+    }
+
+    /// A call has ended: given out whole if it was held back, unless it repeats an earlier one
+    /// of the turn, which ends the turn instead, or one answered since the user spoke, which
+    /// is dropped; without parallel calls, the turn ends with it.
+    fn end_call(&mut self, name: String, arguments: String, held: bool, deltas: &mut Vec<Value>) {
+        let value = arguments_value(&arguments);
+        let same = |(n, v): &(String, Json)| *n == name && *v == value;
+        if self.rules.end_on_repeat && self.ended.iter().any(same) {
+            self.over = true;
+            return;
+        }
+        let answered_again = self.rules.end_on_repeat && self.answered.iter().any(same);
+        if answered_again {
+            self.dropped += 1;
+        } else if held {
+            let delta = self.start(&name, arguments);
+            deltas.push(delta);
+        }
+        self.ended.push((name, value));
+        if !self.rules.parallel {
+            self.over = true;
+        }
+    }
+
+    fn start(&mut self, name: &str, arguments: String) -> Value {
+        let index = self.started;
+        self.started += 1;
+        Value::from(serde_json::json!({
+            "index": index,
+            "id": crate::predict::random_id("call_"),
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }))
+    }
+}
+
+/// A call's arguments as compared for repeats: the JSON they hold, or their text.
+fn arguments_value(arguments: &str) -> Json {
+    serde_json::from_str::<Json>(arguments)
+        .unwrap_or_else(|_| Json::String(arguments.trim().to_string()))
+}
+
+/// The calls of the assistant messages since the last user message that a tool message
+/// answered (one follows them), as `(name, arguments)`: what an agent has already run for the
+/// question in hand. `messages` as OpenAI's chat messages (JSON), `arguments` as text or as the
+/// object the chat layer parsed it into.
+pub(crate) fn answered_calls(messages: &[Json]) -> Vec<(String, Json)> {
+    let since_user = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .map_or(0, |i| i + 1);
+    let recent = &messages[since_user..];
+    let mut answered = Vec::new();
+    for (i, message) in recent.iter().enumerate() {
+        if message["role"] != "assistant" || !recent[i + 1..].iter().any(|m| m["role"] == "tool") {
+            continue;
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            let function = call.get("function").unwrap_or(call);
+            let Some(name) = function["name"].as_str() else {
+                continue;
+            };
+            let arguments = match &function["arguments"] {
+                Json::String(text) => arguments_value(text),
+                Json::Null => Json::Object(Default::default()),
+                value => value.clone(),
+            };
+            answered.push((name.to_string(), arguments));
+        }
+    }
+    answered
+}
