@@ -430,8 +430,8 @@ export interface ChatCompletionCreateParams extends SamplingParams {
   tools?: Array<ChatCompletionTool>;
   tool_choice?: ChatCompletionToolChoiceOption;
   parallel_tool_calls?: boolean;
-  /** ingle's: a tool call may repeat an earlier one of the reply (by default the reply ends at the
-   * first repeat, which is dropped). */
+  /** ingle's: a tool call may repeat one made earlier (by default a repeat within the reply ends
+   * it, and a call already answered since the user last spoke is dropped; docs/tools.md). */
   allow_repeated_tool_calls?: boolean;
   /** JSON output, enforced by a grammar; a schema keyword that cannot be enforced is an error. */
   response_format?: ResponseFormat;

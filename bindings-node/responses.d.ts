@@ -89,7 +89,7 @@ export interface ResponseCreateParams {
   tools?: Array<FunctionTool | { type: 'function'; name: string; description?: string | null; parameters?: Record<string, unknown> | null; strict?: boolean | null }>;
   tool_choice?: ResponseToolChoice;
   parallel_tool_calls?: boolean | null;
-  /** ingle's: a tool call may repeat an earlier one of the reply (docs/tools.md). */
+  /** ingle's: a tool call may repeat one made earlier (docs/tools.md, "A turn"). */
   allow_repeated_tool_calls?: boolean | null;
   /** JSON output, enforced by a grammar as chat's `response_format`. */
   text?: { format?: ResponseFormatTextConfig | (ResponseFormatTextConfig & { $parseRaw?: unknown }) } | null;

@@ -3,11 +3,12 @@ model class `OpenAIResponsesModel` (the Responses API), over an `AsyncOpenAI` cl
 `ingle serve`: an agent that calls a `@function_tool`. Tracing is disabled (it
 would upload traces to OpenAI).
 
-Qwen2.5-Coder 0.5B and 1.5B (`scripts/test-clients --large`), greedy, do not write an answer
-after a tool's result: they call the tool again (the same with the prompt rendered by the GGUF's
-own template with jinja2 on /v1/completions, so it is the model, not ingle). The agent that
-answers from the tool's result is therefore marked xfail, and must end by running out of turns
-or on a reply that does not use the result, having called the tool: an ingle error fails it."""
+Qwen2.5-Coder 0.5B and 1.5B, greedy, call the tool again after its result instead of answering
+(the same with the prompt rendered by the GGUF's own template with jinja2 on /v1/completions).
+ingle drops a call already answered and has the model answer instead (docs/tools.md, "A turn"):
+the 1.5B then answers (`scripts/test-clients --large`); the 0.5B writes the result inside JSON of
+its own, so its row is marked xfail, and must end on a reply that does not use the result, having
+called the tool: an ingle error fails it."""
 
 import asyncio
 import json

@@ -227,10 +227,11 @@ fn an_object_schema_gets_the_properties_it_lists_unless_it_says_otherwise() {
 #[test]
 fn a_call_answered_since_the_user_spoke_made_again_is_answered_instead() {
     // An agent's second request: the call made, its result sent back. Qwen 0.5B, greedy,
-    // calls the tool again with the same arguments.
-    let body = |allow: bool| {
+    // calls the tool again with the same arguments (then echoes the tool's schema as JSON).
+    let body = |allow: bool, parallel: bool| {
         json!({"model": TOOLS_MODEL, "temperature": 0, "max_tokens": 80,
                "tools": [agents_tool()], "allow_repeated_tool_calls": allow,
+               "parallel_tool_calls": parallel,
                "messages": [
                    {"role": "system", "content": "You answer questions about the weather."},
                    {"role": "user", "content": "What's the weather in Paris right now?"},
@@ -240,30 +241,31 @@ fn a_call_answered_since_the_user_spoke_made_again_is_answered_instead() {
                    {"role": "tool", "tool_call_id": "call_1",
                     "content": "The weather in Paris is sunny, 21 degrees celsius."}]})
     };
-    let (calls, _, finish, _) = both_ways(body(true));
+    let (calls, _, finish, _) = both_ways(body(true, false));
     assert_eq!(finish, "tool_calls", "the model's own choice: {calls:?}");
     assert!(calls.len() == 1 && paris(&calls[0].1), "{calls:?}");
 
-    // By default the repeat is not made: the same conversation is generated again without
-    // tools, and what the model writes then is the reply (the 0.5B, without tools, puts the
-    // result in a JSON object of its own; the 1.5B answers in words, docs/clients-large.md).
-    let (calls, content, finish, tokens) = both_ways(body(false));
+    // By default the repeat is dropped; with one call allowed, that ends a turn of nothing
+    // else, which is generated again without tools: what the model writes then is the reply
+    // (the 0.5B puts the result in a JSON object of its own; the 1.5B answers in words,
+    // docs/clients-large.md).
+    let (calls, content, finish, tokens) = both_ways(body(false, false));
     assert_eq!(calls, [], "{content}");
     assert_eq!(finish, "stop");
     assert!(content.contains("sunny"), "{content}");
-    let content_tokens = tools_client()
+    let mut without_tools = body(false, false);
+    without_tools["tool_choice"] = json!("none");
+    let answer_tokens = tools_client()
         .chat
         .completions
-        .create(&chat(
-            json!({"model": TOOLS_MODEL, "temperature": 0, "max_tokens": 80,
-                             "messages": body(false)["messages"], "tools": [agents_tool()],
-                             "tool_choice": "none"}),
-        ))
+        .create(&chat(without_tools))
         .unwrap()
         .usage
         .completion_tokens;
-    assert!(
-        tokens > content_tokens,
-        "usage counts the turn given up too: {tokens} vs {content_tokens}"
-    );
+    assert!(tokens > answer_tokens, "usage counts the turn given up: {tokens} vs {answer_tokens}");
+
+    // With parallel calls the turn goes on after the dropped call: what follows is the reply.
+    let (calls, content, finish, _) = both_ways(body(false, true));
+    assert_eq!((calls.len(), finish.as_str()), (0, "stop"), "{calls:?}");
+    assert!(!content.contains("\"Paris\""), "the repeat is never shown: {content}");
 }

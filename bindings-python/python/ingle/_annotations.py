@@ -151,7 +151,8 @@ class Parameter:
     ParallelToolCalls = _annotation("parallel_tool_calls", "``parallel_tool_calls`` (bool).")
     AllowRepeatedToolCalls = _annotation(
         "allow_repeated_tool_calls",
-        "``allow_repeated_tool_calls`` (ingle's): a call may repeat an earlier one of the reply (bool).")
+        "``allow_repeated_tool_calls`` (ingle's): a tool call may repeat one made earlier in the "
+        "reply or already answered since the user spoke (bool).")
     ResponseFormat = _annotation("response_format", "``response_format`` (dict).")
     Logprobs = _annotation(
         "logprobs", "How many alternatives to report with each token's log probability (int).")

@@ -87,27 +87,66 @@ fn bound_numbers(schema: &mut Json) {
     });
 }
 
+/// Keywords that combine a schema with others: an object that uses one beside its `properties`
+/// gets more properties from them, and their members are parts of a whole.
+const COMBINERS: [&str; 4] = ["allOf", "anyOf", "oneOf", "$ref"];
+
 /// Closes every object schema that lists its `properties` and says nothing of others
 /// (`additionalProperties`, `unevaluatedProperties`, `patternProperties`): the output holds the
 /// listed properties only, as vLLM's default (xgrammar's strict mode) does. A schema describes
 /// the output wanted; left open, a small model appends keys of its own until `max_tokens`
 /// (SmolLM2 asked for `{name, age}` went on with `gender`, `occupation`, `race`...). An object
 /// that says `additionalProperties` (true, or a schema) keeps what it says; an object without
-/// `properties` (`{"type": "object"}`, a free-form dict) stays open; the members of an `allOf`
-/// are left as they are, since each lists only part of the properties of the whole.
+/// `properties` (`{"type": "object"}`, a free-form dict) stays open. What is combined is left
+/// open, since each part lists only some of the properties of the whole: an object with
+/// `allOf`, `anyOf`, `oneOf` or `$ref` beside its `properties`, and its parts; the members of
+/// any `allOf`; the `$defs` such parts point to. The alternatives of an `anyOf` or `oneOf`
+/// alone (a union of models) are whole objects, and closed.
 fn close_objects(schema: &mut Json) {
-    fn walk(schema: &mut Json, in_all_of: bool) {
+    /// Whether `object` lists properties and combines them with other schemas.
+    fn mixes(object: &serde_json::Map<String, Json>) -> bool {
+        object.get("properties").is_some_and(Json::is_object)
+            && COMBINERS.iter().any(|k| object.contains_key(*k))
+    }
+    /// The local `$ref`s that are parts of a whole (see above).
+    fn parts(schema: &Json, found: &mut Vec<String>) {
+        let reference = |part: &Json| part.get("$ref").and_then(Json::as_str).map(str::to_string);
         match schema {
             Json::Object(object) => {
-                let open_keys = [
+                let mixing = mixes(object);
+                if mixing {
+                    found.extend(reference(schema));
+                }
+                for (key, value) in object {
+                    let whole_parts =
+                        key == "allOf" || (mixing && COMBINERS.contains(&key.as_str()));
+                    if let (true, Json::Array(items)) = (whole_parts, value) {
+                        found.extend(items.iter().filter_map(reference));
+                    }
+                    if !DATA_KEYWORDS.contains(&key.as_str()) {
+                        parts(value, found);
+                    }
+                }
+            }
+            Json::Array(items) => items.iter().for_each(|v| parts(v, found)),
+            _ => {}
+        }
+    }
+    fn walk(schema: &mut Json, part: bool, at: &str, open_refs: &[String]) {
+        match schema {
+            Json::Object(object) => {
+                let says = [
                     "additionalProperties",
                     "unevaluatedProperties",
                     "patternProperties",
-                    "allOf",
                 ];
-                if !in_all_of
+                let mixing = mixes(object);
+                if !part
+                    && !mixing
+                    && !open_refs.iter().any(|r| r == at)
                     && object.get("properties").is_some_and(Json::is_object)
-                    && !open_keys.iter().any(|k| object.contains_key(*k))
+                    && !says.iter().any(|k| object.contains_key(*k))
+                    && !object.contains_key("allOf")
                 {
                     object.insert("additionalProperties".into(), Json::Bool(false));
                 }
@@ -118,21 +157,30 @@ fn close_objects(schema: &mut Json) {
                     }
                     match value {
                         Json::Object(map) if SCHEMA_MAPS.contains(&key) => {
-                            map.values_mut().for_each(|v| walk(v, false))
+                            for (name, v) in map.iter_mut() {
+                                let here = format!(
+                                    "{at}/{key}/{}",
+                                    name.replace('~', "~0").replace('/', "~1")
+                                );
+                                walk(v, false, &here, open_refs)
+                            }
                         }
-                        // An `allOf` member is left open itself, its own subschemas closed.
-                        Json::Array(items) if key == "allOf" => {
-                            items.iter_mut().for_each(|v| walk(v, true))
+                        Json::Array(items)
+                            if key == "allOf" || (mixing && COMBINERS.contains(&key)) =>
+                        {
+                            items.iter_mut().for_each(|v| walk(v, true, "", open_refs))
                         }
-                        value => walk(value, false),
+                        value => walk(value, false, "", open_refs),
                     }
                 }
             }
-            Json::Array(items) => items.iter_mut().for_each(|v| walk(v, false)),
+            Json::Array(items) => items.iter_mut().for_each(|v| walk(v, false, "", open_refs)),
             _ => {}
         }
     }
-    walk(schema, false)
+    let mut open_refs = Vec::new();
+    parts(schema, &mut open_refs);
+    walk(schema, false, "#", &open_refs)
 }
 
 /// `schema` with ingle's JSON options for llguidance (bounded whitespace and numbers, objects
@@ -412,6 +460,37 @@ mod tests {
             "values are data"
         );
         assert_eq!(schema["$defs"]["Leaf"]["additionalProperties"], false);
+    }
+
+    #[test]
+    fn combined_schemas_are_left_open_and_unions_closed() {
+        let mut schema = json!({"type": "object", "properties": {
+            "extended": {"allOf": [{"$ref": "#/$defs/Base"},
+                                   {"properties": {"b": {}}, "required": ["b"]}]},
+            "mixed": {"properties": {"a": {}}, "anyOf": [{"properties": {"b": {}}}]},
+            "union": {"anyOf": [{"$ref": "#/$defs/Cat"}, {"properties": {"bark": {}}}]}},
+            "$defs": {"Base": {"properties": {"a": {}}}, "Cat": {"properties": {"meow": {}}}}});
+        close_objects(&mut schema);
+        let p = &schema["properties"];
+        assert!(
+            schema["$defs"]["Base"]
+                .get("additionalProperties")
+                .is_none(),
+            "a part of an allOf"
+        );
+        assert!(p["extended"]["allOf"][1]
+            .get("additionalProperties")
+            .is_none());
+        assert!(
+            p["mixed"].get("additionalProperties").is_none(),
+            "gets more from its anyOf"
+        );
+        assert!(p["mixed"]["anyOf"][0].get("additionalProperties").is_none());
+        assert_eq!(
+            schema["$defs"]["Cat"]["additionalProperties"], false,
+            "a union's model"
+        );
+        assert_eq!(p["union"]["anyOf"][1]["additionalProperties"], false);
     }
 
     #[test]

@@ -189,8 +189,8 @@ pub struct ChatCompletionRequest {
     pub tool_choice: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
-    /// ingle's: let a tool call repeat an earlier one of the reply (by default the reply ends
-    /// at the first repeat, docs/tools.md).
+    /// ingle's: let a tool call repeat one made earlier in the reply or already answered since
+    /// the user spoke (by default neither is made, docs/tools.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_repeated_tool_calls: Option<bool>,
     /// `{"type": "text" | "json_object"}` or `{"type": "json_schema", "json_schema": {...}}`.

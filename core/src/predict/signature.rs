@@ -37,9 +37,9 @@ pub enum GenerationOption {
     ToolChoice,
     /// `parallel_tool_calls`: whether one reply may hold several calls (bool).
     ParallelToolCalls,
-    /// `allow_repeated_tool_calls` (ingle's): whether a tool call repeating an earlier one of
-    /// the same reply (same name and arguments) may follow it; by default it ends the reply
-    /// (bool).
+    /// `allow_repeated_tool_calls` (ingle's): whether a tool call may repeat one made earlier
+    /// (same name and arguments): by default a repeat within the reply ends it, and a call
+    /// already answered since the user last spoke is dropped (bool; docs/tools.md).
     AllowRepeatedToolCalls,
     /// `response_format`: `{"type": "text" | "json_object"}` or `{"type": "json_schema",
     /// "json_schema": {name, schema, strict}}` (dict).

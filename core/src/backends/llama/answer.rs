@@ -53,14 +53,17 @@ impl LlamaPredictor {
             self.tag.clone(),
         );
         Some(Box::new(move |used: usize| {
-            job.max_tokens = job.max_tokens.saturating_sub(used).max(1);
+            if used >= job.max_tokens {
+                return Ok(None);
+            }
+            job.max_tokens -= used;
             job.arrived = std::time::Instant::now();
             counters.queued.fetch_add(1, Ordering::Relaxed);
             jobs.send(job).map_err(|_| {
                 counters.queued.fetch_sub(1, Ordering::Relaxed);
                 Error::model(format!("The llama.cpp scheduler of `{tag}` has stopped"))
             })?;
-            Ok((event_rx, cancelled, finish_now))
+            Ok(Some((event_rx, cancelled, finish_now)))
         }))
     }
 }

@@ -448,73 +448,84 @@ impl Predictor for LlamaPredictor {
         // tools: the model answers from the results if it only makes one of them again.
         let mut answered = Vec::new();
         let mut without_tools = None;
-        let (prompt, prompt_param) =
-            match (inputs.get("messages"), inputs.get("prompt")) {
-                (Some(Value::List(messages)), None) => {
-                    let text_bytes = messages
-                        .iter()
-                        .filter_map(Value::as_dict)
-                        .flat_map(|m| m.values().filter_map(Value::as_str))
-                        .map(str::len)
-                        .sum();
-                    self.check_cannot_fit(text_bytes, "messages")?;
-                    if !self.tools_supported {
-                        self.check_no_tool_history(messages)?;
-                    }
-                    let tools = match &options.tools {
-                        Some(tools) if options.tool_choice != ToolChoice::None => {
-                            if !self.tools_supported {
-                                return Err(self.no_tool_support());
-                            }
-                            Some(tools.json.clone())
-                        }
-                        _ => None,
-                    };
-                    let kwargs =
-                        match inputs.get("chat_template_kwargs") {
-                            None | Some(Value::Null) => None,
-                            Some(kwargs @ Value::Dict(_)) => Some(kwargs.to_json()?),
-                            Some(_) => return Err(Error::invalid(
-                                "chat_template_kwargs",
-                                "`chat_template_kwargs` must be an object of template variables",
-                            )),
-                        };
-                    let rendered =
-                        self.render_chat_with(messages, tools.as_ref(), kwargs.as_ref())?;
-                    if tools.is_some()
-                        && options.tool_choice == ToolChoice::Auto
-                        && !options.allow_repeated_tool_calls
-                    {
-                        let json: Vec<serde_json::Value> =
-                            messages.iter().map(Value::to_json).collect::<Result<_>>()?;
-                        answered = answered_calls(&json);
-                        if !answered.is_empty() {
-                            without_tools =
-                                Some(self.render_chat_with(messages, None, kwargs.as_ref())?);
-                        }
-                    }
-                    (rendered, "messages")
+        let (prompt, prompt_param) = match (inputs.get("messages"), inputs.get("prompt")) {
+            (Some(Value::List(messages)), None) => {
+                let text_bytes = messages
+                    .iter()
+                    .filter_map(Value::as_dict)
+                    .flat_map(|m| m.values().filter_map(Value::as_str))
+                    .map(str::len)
+                    .sum();
+                self.check_cannot_fit(text_bytes, "messages")?;
+                if !self.tools_supported {
+                    self.check_no_tool_history(messages)?;
                 }
-                (None, Some(Value::String(prompt))) => {
-                    if options.tools.is_some() {
+                let tools = match &options.tools {
+                    Some(tools) if options.tool_choice != ToolChoice::None => {
+                        if !self.tools_supported {
+                            return Err(self.no_tool_support());
+                        }
+                        Some(tools.json.clone())
+                    }
+                    _ => None,
+                };
+                let kwargs = match inputs.get("chat_template_kwargs") {
+                    None | Some(Value::Null) => None,
+                    Some(kwargs @ Value::Dict(_)) => Some(kwargs.to_json()?),
+                    Some(_) => {
                         return Err(Error::invalid(
-                            "tools",
-                            "`tools` are for chat messages, not a text prompt",
-                        ));
+                            "chat_template_kwargs",
+                            "`chat_template_kwargs` must be an object of template variables",
+                        ))
                     }
-                    (prompt.clone(), "prompt")
+                };
+                let rendered = self.render_chat_with(messages, tools.as_ref(), kwargs.as_ref())?;
+                if tools.is_some()
+                    && options.tool_choice == ToolChoice::Auto
+                    && !options.allow_repeated_tool_calls
+                {
+                    // Only what follows the last user message matters (images and audio
+                    // before it are not converted).
+                    let role = |m: &Value| m.as_dict()?.get("role")?.as_str().map(str::to_owned);
+                    let since_user = messages
+                        .iter()
+                        .rposition(|m| role(m).as_deref() == Some("user"))
+                        .unwrap_or(0);
+                    let recent: Option<Vec<serde_json::Value>> = messages[since_user..]
+                        .iter()
+                        .map(|m| m.to_json().ok())
+                        .collect();
+                    answered = recent.map_or_else(Vec::new, |json| answered_calls(&json));
+                    if !answered.is_empty() {
+                        // A template that cannot render the conversation without tools
+                        // leaves the turn as the model writes it.
+                        without_tools = self.render_chat_with(messages, None, kwargs.as_ref()).ok();
+                    }
                 }
-                (Some(_), Some(_)) => {
+                (rendered, "messages")
+            }
+            (None, Some(Value::String(prompt))) => {
+                if options.tools.is_some() {
                     return Err(Error::invalid(
-                        "prompt",
-                        "Give either `messages` or `prompt`, not both",
-                    ))
+                        "tools",
+                        "`tools` are for chat messages, not a text prompt",
+                    ));
                 }
-                _ => return Err(Error::invalid(
+                (prompt.clone(), "prompt")
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "prompt",
+                    "Give either `messages` or `prompt`, not both",
+                ))
+            }
+            _ => {
+                return Err(Error::invalid(
                     "messages",
                     "Missing required parameter: `messages` (chat) or `prompt` (text completion)",
-                )),
-            };
+                ))
+            }
+        };
         self.check_cannot_fit(prompt.len(), prompt_param)?;
         let tokens = self.tokenize(&prompt);
         if tokens.is_empty() {
@@ -604,7 +615,7 @@ impl Predictor for LlamaPredictor {
             calls,
             logprobs: options.logprobs.is_some(),
             answer_instead,
-            given_up_tokens: 0,
+            given_up: [0; 3],
         }))
     }
 

@@ -91,8 +91,9 @@ pub fn signature() -> Signature {
             )
             .default_value(false)
             .describe(
-                "Whether a tool call may repeat an earlier one of the same reply (same name and \
-                 arguments); by default the reply ends there, without the repeat.",
+                "Whether a tool call may repeat one made earlier: by default a repeat within the \
+                 reply ends it, and a call already answered since the user last spoke is dropped \
+                 (a reply of nothing else is generated again without tools).",
             ),
             option("response_format", ValueType::Dict, G::ResponseFormat).describe(
                 "{type: text | json_object} or {type: json_schema, json_schema: {name, \

@@ -37,47 +37,57 @@ pub(super) struct TextStream {
     /// The same request without tools, started if the turn makes again a call already
     /// answered since the user spoke (docs/tools.md, "A turn").
     pub(super) answer_instead: Option<Restart>,
-    /// Completion tokens of a turn given up for `answer_instead`, counted in the usage.
-    pub(super) given_up_tokens: usize,
+    /// The usage of a turn given up for `answer_instead`, added to the answer's: prompt,
+    /// cached and completion tokens.
+    pub(super) given_up: [usize; 3],
 }
 
+/// What a started job gives its consumer: its events, its `cancelled` and `finish_now` flags.
+pub(super) type Started = (
+    mpsc::Receiver<Result<Event>>,
+    Arc<AtomicBool>,
+    Arc<AtomicBool>,
+);
+
 /// Starts the same request without tools (`LlamaPredictor::answer_instead`), given the
-/// completion tokens already used: its events, its `cancelled` and `finish_now` flags.
-pub(super) type Restart = Box<
-    dyn FnOnce(
-            usize,
-        ) -> Result<(
-            mpsc::Receiver<Result<Event>>,
-            Arc<AtomicBool>,
-            Arc<AtomicBool>,
-        )> + Send,
->;
+/// completion tokens already used; `None` when none of `max_tokens` is left.
+pub(super) type Restart = Box<dyn FnOnce(usize) -> Result<Option<Started>> + Send>;
 
 impl TextStream {
-    /// Gives up the turn under way (it looped on an answered call): waits for its end, then
-    /// generates the answer instead, within what is left of `max_tokens`.
-    fn switch_to(&mut self, restart: Restart, finished: Option<Finish>) -> Result<()> {
-        let used = match finished {
-            Some(finish) => finish.completion_tokens,
+    /// Gives up the turn under way (it looped on results it has): waits for its end, then
+    /// generates the answer instead, within what is left of `max_tokens`. A turn that used
+    /// all of `max_tokens` is not redone: its finish is returned, to end the reply.
+    fn switch_to(&mut self, restart: Restart, finished: Option<Finish>) -> Result<Option<Finish>> {
+        let finish = match finished {
+            Some(finish) => finish,
             None => loop {
                 match self.events.recv() {
                     Ok(Ok(Event {
                         finish: Some(finish),
                         ..
-                    })) => break finish.completion_tokens,
+                    })) => break finish,
                     Ok(Ok(_)) => continue,
                     Ok(Err(error)) => return Err(error),
                     Err(_) => return Err(Error::internal("Generation stopped without finishing")),
                 }
             },
         };
-        self.given_up_tokens += used;
-        let (events, cancelled, finish_now) = restart(used)?;
+        if finish.reason == "length" {
+            return Ok(Some(finish));
+        }
+        let Some((events, cancelled, finish_now)) = restart(finish.completion_tokens)? else {
+            return Ok(Some(finish));
+        };
+        self.given_up = [
+            finish.prompt_tokens,
+            finish.cached_tokens,
+            finish.completion_tokens,
+        ];
         self.events = events;
         self.cancelled = cancelled;
         self.finish_now = finish_now;
         self.calls = None;
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -101,6 +111,9 @@ impl Iterator for TextStream {
         };
         let end = event.finish.is_some();
         let had_tools = self.calls.is_some();
+        // The turn was over before this event: the scheduler, running ahead, may have reached
+        // `max_tokens` before it heard, but the calls are whole.
+        let over_before = self.calls.as_ref().is_some_and(ToolCallDeltas::turn_over);
         let (text, deltas) = match &mut self.calls {
             Some(calls) => {
                 let (text, deltas) = calls.split(&event.text, end);
@@ -114,10 +127,13 @@ impl Iterator for TextStream {
         let mut event_finish = event.finish;
         if self.calls.as_ref().is_some_and(ToolCallDeltas::looped) {
             if let Some(answer) = self.answer_instead.take() {
-                // The content so far stands; the answer follows it.
-                if let Err(error) = self.switch_to(answer, event_finish.take()) {
-                    self.done = true;
-                    return Some(Err(error));
+                // Content so far (a preamble) stands; the answer follows it.
+                match self.switch_to(answer, event_finish.take()) {
+                    Ok(finish) => event_finish = finish,
+                    Err(error) => {
+                        self.done = true;
+                        return Some(Err(error));
+                    }
                 }
             }
         }
@@ -132,22 +148,24 @@ impl Iterator for TextStream {
                 let usage = crate::value::Dict::from([
                     (
                         "prompt_tokens".to_string(),
-                        Value::Int(finish.prompt_tokens as i64),
+                        Value::Int((finish.prompt_tokens + self.given_up[0]) as i64),
                     ),
                     (
                         "completion_tokens".to_string(),
-                        Value::Int((finish.completion_tokens + self.given_up_tokens) as i64),
+                        Value::Int((finish.completion_tokens + self.given_up[2]) as i64),
                     ),
                     (
                         "cached_tokens".to_string(),
-                        Value::Int(finish.cached_tokens as i64),
+                        Value::Int((finish.cached_tokens + self.given_up[1]) as i64),
                     ),
                 ]);
                 // A turn ended early (finish_now) ends as at a stop sequence; one cut by
-                // `max_tokens` stays `length`, its last call perhaps unfinished.
+                // `max_tokens` while it went on stays `length`, its last call perhaps unfinished.
                 let called = self.calls.as_ref().is_some_and(ToolCallDeltas::any_started);
                 let reason = match finish.reason {
                     "stop" if called => "tool_calls",
+                    "length" if over_before && called => "tool_calls",
+                    "length" if over_before => "stop",
                     reason => reason,
                 };
                 (Value::from(reason), Value::Dict(usage))

@@ -19,6 +19,7 @@ use serde_json::Value as Json;
 
 /// What the stream turned out to contain, in order.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Piece {
     /// Plain content.
     Text(String),

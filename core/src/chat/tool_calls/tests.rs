@@ -379,6 +379,23 @@ fn a_call_answered_since_the_user_spoke_made_again_is_a_loop() {
         !turn.looped(),
         "without results there is nothing to answer from"
     );
+    // Text after a dropped call is the reply, never lost; a preamble before one is no answer.
+    let mut turn = deltas(PARALLEL);
+    let (content, calls) = turn.split(&format!("{again}\nThe weather in Paris is sunny."), true);
+    assert_eq!(
+        (content.as_str(), calls.len()),
+        ("\nThe weather in Paris is sunny.", 0)
+    );
+    assert!(!turn.looped());
+    let mut turn = deltas(PARALLEL);
+    let (content, _) = turn.split(&format!("Let me check.\n{again}"), true);
+    assert_eq!(content, "Let me check.\n");
+    assert!(turn.looped());
+    // A call after a dropped one is the turn's first: index 0.
+    let mut turn = deltas(PARALLEL);
+    let nice = again.replace("Paris", "Nice");
+    let (_, calls) = turn.split(&format!("{again}\n{nice}"), true);
+    assert_eq!(calls[0].to_json().unwrap()["index"], 0);
     // Another call is no loop; nor is the repeat when repeats are allowed.
     let mut turn = deltas(PARALLEL);
     let (_, calls) = turn.split(&again.replace("Paris", "Lyon"), true);

@@ -43,6 +43,8 @@ pub(crate) struct ToolCallDeltas {
     dropped: usize,
     /// The output has ended.
     finished: bool,
+    /// Content given out after the last dropped call.
+    content_since_drop: bool,
     /// Content (other than whitespace) has been given out.
     gave_content: bool,
     open: Option<OpenCall>,
@@ -70,6 +72,7 @@ impl ToolCallDeltas {
             dropped: 0,
             finished: false,
             gave_content: false,
+            content_since_drop: false,
         }
     }
 
@@ -86,8 +89,15 @@ impl ToolCallDeltas {
     /// results it has), or nothing at all (the 1.5B, after two results, ends at once). The
     /// caller may have the model answer instead.
     pub(crate) fn looped(&self) -> bool {
-        let nothing = self.started == 0 && !self.gave_content && !self.answered.is_empty();
-        nothing && ((self.over && self.dropped > 0) || self.finished)
+        if self.started > 0 || self.answered.is_empty() || !(self.over || self.finished) {
+            return false;
+        }
+        if self.dropped > 0 {
+            // Content before the dropped call (a preamble) is no answer; content after is.
+            !self.content_since_drop
+        } else {
+            self.finished && !self.gave_content
+        }
     }
 
     /// Whether a call has started (the finish reason is then `tool_calls`).
@@ -174,13 +184,15 @@ impl ToolCallDeltas {
             self.space.push_str(text);
             return;
         }
-        if !self.ended.is_empty() {
+        // After a call given out, text ends the turn; after a dropped one, it is the reply.
+        if self.started > 0 {
             self.over = true;
             return;
         }
         content.push_str(&std::mem::take(&mut self.space));
         content.push_str(text);
         self.gave_content = true;
+        self.content_since_drop = true;
     }
 
     /// A call has ended: given out whole if it was held back, unless it repeats an earlier one
@@ -196,6 +208,7 @@ impl ToolCallDeltas {
         let answered_again = self.rules.end_on_repeat && self.answered.iter().any(same);
         if answered_again {
             self.dropped += 1;
+            self.content_since_drop = false;
         } else if held {
             let delta = self.start(&name, arguments);
             deltas.push(delta);
