@@ -262,10 +262,16 @@ fn a_call_answered_since_the_user_spoke_made_again_is_answered_instead() {
         .unwrap()
         .usage
         .completion_tokens;
-    assert!(tokens > answer_tokens, "usage counts the turn given up: {tokens} vs {answer_tokens}");
+    assert!(
+        tokens > answer_tokens,
+        "usage counts the turn given up: {tokens} vs {answer_tokens}"
+    );
 
     // With parallel calls the turn goes on after the dropped call: what follows is the reply.
     let (calls, content, finish, _) = both_ways(body(false, true));
     assert_eq!((calls.len(), finish.as_str()), (0, "stop"), "{calls:?}");
-    assert!(!content.contains("\"Paris\""), "the repeat is never shown: {content}");
+    assert!(
+        !content.contains("\"Paris\""),
+        "the repeat is never shown: {content}"
+    );
 }

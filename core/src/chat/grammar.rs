@@ -108,79 +108,109 @@ fn close_objects(schema: &mut Json) {
         object.get("properties").is_some_and(Json::is_object)
             && COMBINERS.iter().any(|k| object.contains_key(*k))
     }
-    /// The local `$ref`s that are parts of a whole (see above).
-    fn parts(schema: &Json, found: &mut Vec<String>) {
-        let reference = |part: &Json| part.get("$ref").and_then(Json::as_str).map(str::to_string);
-        match schema {
-            Json::Object(object) => {
-                let mixing = mixes(object);
-                if mixing {
-                    found.extend(reference(schema));
-                }
-                for (key, value) in object {
-                    let whole_parts =
-                        key == "allOf" || (mixing && COMBINERS.contains(&key.as_str()));
-                    if let (true, Json::Array(items)) = (whole_parts, value) {
-                        found.extend(items.iter().filter_map(reference));
-                    }
-                    if !DATA_KEYWORDS.contains(&key.as_str()) {
-                        parts(value, found);
-                    }
-                }
-            }
-            Json::Array(items) => items.iter().for_each(|v| parts(v, found)),
-            _ => {}
+    /// Whether the members under `key` are parts of a whole, in a schema that is one itself
+    /// (`part`) or mixes: an `allOf` of more than one (one alone is the schema it points to),
+    /// and any combination where there is more to the whole.
+    fn members_are_parts(key: &str, members: usize, mixing: bool, part: bool) -> bool {
+        match key {
+            "allOf" => members > 1 || mixing || part,
+            "anyOf" | "oneOf" => mixing || part,
+            _ => false,
         }
     }
-    fn walk(schema: &mut Json, part: bool, at: &str, open_refs: &[String]) {
+    fn pointer(at: &str, key: &str, name: &str) -> String {
+        format!("{at}/{key}/{}", name.replace('~', "~0").replace('/', "~1"))
+    }
+    /// Adds to `open` the local `$ref`s of the parts in `schema` (a part's, or a mixing
+    /// object's, own `$ref` points to a part); the `$defs` in `open` are parts themselves.
+    fn parts(schema: &Json, part: bool, at: &str, open: &mut Vec<String>) {
         match schema {
             Json::Object(object) => {
-                let says = [
-                    "additionalProperties",
-                    "unevaluatedProperties",
-                    "patternProperties",
-                ];
                 let mixing = mixes(object);
-                if !part
-                    && !mixing
-                    && !open_refs.iter().any(|r| r == at)
-                    && object.get("properties").is_some_and(Json::is_object)
-                    && !says.iter().any(|k| object.contains_key(*k))
-                    && !object.contains_key("allOf")
-                {
-                    object.insert("additionalProperties".into(), Json::Bool(false));
+                if part || mixing {
+                    if let Some(target) = object.get("$ref").and_then(Json::as_str) {
+                        if !open.iter().any(|r| r == target) {
+                            open.push(target.to_string());
+                        }
+                    }
                 }
-                for (key, value) in object.iter_mut() {
+                for (key, value) in object {
                     let key = key.as_str();
                     if DATA_KEYWORDS.contains(&key) {
                         continue;
                     }
                     match value {
                         Json::Object(map) if SCHEMA_MAPS.contains(&key) => {
-                            for (name, v) in map.iter_mut() {
-                                let here = format!(
-                                    "{at}/{key}/{}",
-                                    name.replace('~', "~0").replace('/', "~1")
-                                );
-                                walk(v, false, &here, open_refs)
+                            for (name, v) in map {
+                                let here = pointer(at, key, name);
+                                let is_part = open.contains(&here);
+                                parts(v, is_part, &here, open)
                             }
                         }
-                        Json::Array(items)
-                            if key == "allOf" || (mixing && COMBINERS.contains(&key)) =>
-                        {
-                            items.iter_mut().for_each(|v| walk(v, true, "", open_refs))
+                        Json::Array(items) => {
+                            let is_part = members_are_parts(key, items.len(), mixing, part);
+                            items.iter().for_each(|v| parts(v, is_part, "", open))
                         }
-                        value => walk(value, false, "", open_refs),
+                        value => parts(value, false, "", open),
                     }
                 }
             }
-            Json::Array(items) => items.iter_mut().for_each(|v| walk(v, false, "", open_refs)),
+            Json::Array(items) => items.iter().for_each(|v| parts(v, false, "", open)),
             _ => {}
         }
     }
-    let mut open_refs = Vec::new();
-    parts(schema, &mut open_refs);
-    walk(schema, false, "#", &open_refs)
+    fn walk(schema: &mut Json, part: bool, at: &str, open: &[String]) {
+        let Json::Object(object) = schema else {
+            if let Json::Array(items) = schema {
+                items.iter_mut().for_each(|v| walk(v, false, "", open));
+            }
+            return;
+        };
+        let says = [
+            "additionalProperties",
+            "unevaluatedProperties",
+            "patternProperties",
+        ];
+        let mixing = mixes(object);
+        if !part
+            && !mixing
+            && object.get("properties").is_some_and(Json::is_object)
+            && !says.iter().any(|k| object.contains_key(*k))
+            && !object.contains_key("allOf")
+        {
+            object.insert("additionalProperties".into(), Json::Bool(false));
+        }
+        for (key, value) in object.iter_mut() {
+            let key = key.as_str();
+            if DATA_KEYWORDS.contains(&key) {
+                continue;
+            }
+            match value {
+                Json::Object(map) if SCHEMA_MAPS.contains(&key) => {
+                    for (name, v) in map.iter_mut() {
+                        let here = pointer(at, key, name);
+                        let is_part = open.contains(&here);
+                        walk(v, is_part, &here, open)
+                    }
+                }
+                Json::Array(items) => {
+                    let is_part = members_are_parts(key, items.len(), mixing, part);
+                    items.iter_mut().for_each(|v| walk(v, is_part, "", open))
+                }
+                value => walk(value, false, "", open),
+            }
+        }
+    }
+    // A part may point to another (an alias): collect until nothing is added.
+    let mut open = Vec::new();
+    loop {
+        let before = open.len();
+        parts(schema, false, "#", &mut open);
+        if open.len() == before {
+            break;
+        }
+    }
+    walk(schema, false, "#", &open)
 }
 
 /// `schema` with ingle's JSON options for llguidance (bounded whitespace and numbers, objects
@@ -491,6 +521,25 @@ mod tests {
             "a union's model"
         );
         assert_eq!(p["union"]["anyOf"][1]["additionalProperties"], false);
+        // One model alone in an allOf (pydantic's way to describe a nested model) is closed;
+        // a union inside a part, and an alias of a part, are left open.
+        let mut schema = json!({"type": "object", "properties": {
+            "described": {"allOf": [{"$ref": "#/$defs/A"}], "description": "an A"},
+            "default": {"allOf": [{"$ref": "#/$defs/B"}, {"properties": {"x": {}}}]},
+            "kind": {"properties": {"k": {}},
+                     "allOf": [{"anyOf": [{"$ref": "#/$defs/C"}, {"$ref": "#/$defs/Alias"}]}]}},
+            "$defs": {"A": {"properties": {"a": {}}}, "B": {"properties": {"b": {}}},
+                      "C": {"properties": {"c": {}}}, "Alias": {"$ref": "#/$defs/D"},
+                      "D": {"properties": {"d": {}}}}});
+        close_objects(&mut schema);
+        let defs = &schema["$defs"];
+        assert_eq!(defs["A"]["additionalProperties"], false);
+        for open in ["B", "C", "D"] {
+            assert!(
+                defs[open].get("additionalProperties").is_none(),
+                "{open} is a part"
+            );
+        }
     }
 
     #[test]

@@ -490,7 +490,7 @@ impl Predictor for LlamaPredictor {
                     let since_user = messages
                         .iter()
                         .rposition(|m| role(m).as_deref() == Some("user"))
-                        .unwrap_or(0);
+                        .map_or(0, |i| i + 1);
                     let recent: Option<Vec<serde_json::Value>> = messages[since_user..]
                         .iter()
                         .map(|m| m.to_json().ok())

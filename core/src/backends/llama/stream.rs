@@ -113,13 +113,16 @@ impl Iterator for TextStream {
         let had_tools = self.calls.is_some();
         // The turn was over before this event: the scheduler, running ahead, may have reached
         // `max_tokens` before it heard, but the calls are whole.
-        let over_before = self.calls.as_ref().is_some_and(ToolCallDeltas::turn_over);
+        let mut over_before = self.calls.as_ref().is_some_and(ToolCallDeltas::turn_over);
         let (text, deltas) = match &mut self.calls {
             Some(calls) => {
                 let (text, deltas) = calls.split(&event.text, end);
                 if calls.turn_over() {
                     self.finish_now.store(true, Ordering::Relaxed);
                 }
+                // Over on an event before the last: the finish a switch reads ahead to counts
+                // as coming after it.
+                over_before |= !end && calls.turn_over();
                 (text, deltas)
             }
             None => (event.text, Vec::new()),

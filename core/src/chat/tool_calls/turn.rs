@@ -189,6 +189,13 @@ impl ToolCallDeltas {
             self.over = true;
             return;
         }
+        // What separated the reply from a dropped call is not part of it.
+        let text = if self.dropped > 0 && !self.content_since_drop {
+            self.space.clear();
+            text.trim_start()
+        } else {
+            text
+        };
         content.push_str(&std::mem::take(&mut self.space));
         content.push_str(text);
         self.gave_content = true;
@@ -214,6 +221,8 @@ impl ToolCallDeltas {
             deltas.push(delta);
         }
         self.ended.push((name, value));
+        // One call allowed: the turn ends with it, even a dropped one (the turn's one call went
+        // on a result it has: it has looped).
         if !self.rules.parallel {
             self.over = true;
         }
