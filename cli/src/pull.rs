@@ -223,10 +223,10 @@ pub fn models(
         "TAG", "KIND", "SIZE"
     )?;
     for entry in &catalog {
-        let status = if entry.cached {
-            "downloaded"
-        } else {
-            "not downloaded: ingle pull"
+        let status = match (entry.cached, entry.optional) {
+            (true, _) => "downloaded",
+            (false, false) => "not downloaded: ingle pull",
+            (false, true) => "optional, not downloaded: ingle pull",
         };
         let status = if entry.cached {
             status.to_string()

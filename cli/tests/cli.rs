@@ -78,7 +78,8 @@ fn complete_continues_text_and_honours_stop() {
 
 #[test]
 fn models_lists_the_catalog_with_sizes_and_what_is_downloaded() {
-    // The default models are downloaded (scripts/fetch-models: `ingle pull --all`).
+    // The default models are downloaded (scripts/fetch-models: `ingle pull --all`, which
+    // leaves the optional ones out).
     let out = ingle(&["models", "--json"]);
     assert!(out.status.success(), "{out:?}");
     let json: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -89,6 +90,7 @@ fn models_lists_the_catalog_with_sizes_and_what_is_downloaded() {
         [
             "@local/smollm2-135m-instruct",
             "@local/qwen2.5-coder-0.5b-instruct",
+            "@local/qwen2.5-coder-1.5b-instruct",
             "@local/all-minilm-l6-v2",
             "@local/piper-en-us-joe-medium",
             "@local/whisper-tiny-en",
@@ -97,12 +99,20 @@ fn models_lists_the_catalog_with_sizes_and_what_is_downloaded() {
             "recordings"
         ]
     );
+    let optional: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["optional"] == true)
+        .map(|r| r["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(optional, ["@local/qwen2.5-coder-1.5b-instruct"]);
     assert!(rows
         .iter()
-        .all(|r| r["cached"] == true && r["size"].as_u64() > Some(100_000)));
+        .all(|r| (r["cached"] == true || r["optional"] == true)
+            && r["size"].as_u64() > Some(100_000)));
     assert_eq!(rows[0]["size"], 98362432);
     assert_eq!(rows[0]["licence"], "Apache-2.0");
-    assert_eq!(rows[2]["requires"][0], "onnxruntime");
+    assert_eq!(rows[3]["tag"], "@local/all-minilm-l6-v2");
+    assert_eq!(rows[3]["requires"][0], "onnxruntime");
 
     // In an empty models directory nothing is downloaded, and the table says how to get it.
     let empty = std::env::temp_dir().join(format!("ingle-cli-models-{}", std::process::id()));

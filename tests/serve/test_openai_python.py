@@ -64,6 +64,9 @@ def test_embeddings_float_and_base64(client):
 def test_models(client):
     ids = [m.id for m in client.models.list()]
     tags = [CHAT, "@local/qwen2.5-coder-0.5b-instruct", EMBED, SPEECH, WHISPER]
+    # The optional 1.5B (not in `ingle pull --all`) is served once pulled, after the built-ins.
+    if (MODELS_DIR / "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf").is_file():
+        tags.append("@local/qwen2.5-coder-1.5b-instruct")
     # Each also without its namespace, for frameworks that read `@local/` as a provider.
     assert ids == tags + [tag.removeprefix("@local/") for tag in tags]
     assert client.models.retrieve(CHAT).id == CHAT

@@ -158,22 +158,27 @@ fn models_list_and_retrieve() {
     let list = shared().models.list();
     assert_eq!(list.object, "list");
     let ids: Vec<&str> = list.data.iter().map(|m| m.id.as_str()).collect();
-    assert_eq!(
-        ids,
-        [
-            MODEL,
-            ingle::TOOLS_MODEL,
-            ingle::DEFAULT_EMBEDDING_MODEL,
-            ingle::DEFAULT_SPEECH_MODEL,
-            ingle::config::DEFAULT_TRANSCRIPTION_MODEL,
-            // Each also without its namespace (openai-agents reads `@local/` as a provider).
-            "smollm2-135m-instruct",
-            "qwen2.5-coder-0.5b-instruct",
-            "all-minilm-l6-v2",
-            "piper-en-us-joe-medium",
-            "whisper-tiny-en",
-        ]
-    );
+    let mut expected = vec![
+        MODEL,
+        ingle::TOOLS_MODEL,
+        ingle::DEFAULT_EMBEDDING_MODEL,
+        ingle::DEFAULT_SPEECH_MODEL,
+        ingle::config::DEFAULT_TRANSCRIPTION_MODEL,
+        // Each also without its namespace (openai-agents reads `@local/` as a provider).
+        "smollm2-135m-instruct",
+        "qwen2.5-coder-0.5b-instruct",
+        "all-minilm-l6-v2",
+        "piper-en-us-joe-medium",
+        "whisper-tiny-en",
+    ];
+    // The optional 1.5B (not in `ingle pull --all`) is served once pulled, after the built-ins.
+    let optional =
+        ingle::config::default_models_dir().join("Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf");
+    if optional.is_file() {
+        expected.insert(5, "@local/qwen2.5-coder-1.5b-instruct");
+        expected.push("qwen2.5-coder-1.5b-instruct");
+    }
+    assert_eq!(ids, expected);
     let short = shared().models.retrieve("smollm2-135m-instruct").unwrap();
     assert_eq!(short.id, MODEL);
     let model = shared().models.retrieve(MODEL).unwrap();

@@ -111,6 +111,8 @@ pub struct CatalogStatus {
     /// Every file is in the models directory with its catalog size (`pull` also checks sha256).
     pub cached: bool,
     pub requires: Vec<String>,
+    /// Left out of `ingle pull --all` (pulled by its tag only).
+    pub optional: bool,
 }
 
 /// What a user runs to get `tag`'s files: the CLI, Python and Node calls.
@@ -261,6 +263,7 @@ impl Puller {
                         .is_ok_and(|m| m.is_file() && m.len() == f.size)
                 }),
                 requires: e.requires.clone(),
+                optional: e.optional,
             })
             .collect()
     }
