@@ -315,6 +315,8 @@ export interface CatalogEntry {
   size: number;
   cached: boolean;
   requires: string[];
+  /** Left out of `ingle pull --all` (a large model for benchmarks and opt-in tests). */
+  optional: boolean;
 }
 
 /** One progress event of `client.models.pull`. */

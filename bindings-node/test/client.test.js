@@ -77,6 +77,12 @@ test('completions, models and predictions', async () => {
   const ids = [];
   for await (const m of client.models.list()) ids.push(m.id);
   const tags = [model, '@local/qwen2.5-coder-0.5b-instruct', '@local/all-minilm-l6-v2', '@local/piper-en-us-joe-medium', '@local/whisper-tiny-en'];
+  // The optional 1.5B (not in `ingle pull --all`) is served once pulled, after the built-ins.
+  const dir = process.env.INGLE_MODELS_DIR
+    || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'ingle', 'models');
+  if (fs.existsSync(path.join(dir, 'Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf'))) {
+    tags.push('@local/qwen2.5-coder-1.5b-instruct');
+  }
   // Each also without its namespace, for frameworks that read `@local/` as a provider.
   assert.deepEqual(ids, [...tags, ...tags.map((t) => t.replace('@local/', ''))]);
   const page = await client.models.list();

@@ -134,8 +134,8 @@ class Models(_Resource):
 
     def catalog(self) -> List[Dict[str, Any]]:
         """What ``pull`` can download: each entry's ``tag``, ``kind``, ``description``,
-        ``licence``, ``size`` (bytes), ``cached`` (its files are in the models directory) and
-        ``requires``. ingle's own method."""
+        ``licence``, ``size`` (bytes), ``cached`` (its files are in the models directory),
+        ``requires`` and ``optional`` (left out of ``ingle pull --all``). ingle's own method."""
         return json.loads(self._native.models_catalog())
 
     def unload(self, model: str = REQUIRED) -> bool:
