@@ -17,7 +17,9 @@ mod responses;
 mod rules;
 mod slots;
 mod speech;
+mod subtitles;
 mod transcription;
+mod translation;
 mod types;
 
 pub use chat::{Chat, ChatCompletionStream, ChatCompletions};
@@ -26,7 +28,9 @@ pub use embeddings::*;
 pub use models::Models;
 pub use responses::{ResponseRequest, ResponseStream, Responses};
 pub use speech::*;
+pub use subtitles::{srt, vtt};
 pub use transcription::*;
+pub use translation::Translations;
 pub use types::*;
 
 use crate::error::Result;

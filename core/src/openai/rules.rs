@@ -153,6 +153,7 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                 Annotation::Audio { .. } => Some(T::Audio),
                 Annotation::TranscriptionLanguage
                 | Annotation::TranscriptionPrompt
+                | Annotation::TranscriptionTask
                 | Annotation::Prompt
                 | Annotation::TextDelta
                 | Annotation::FinishReason => Some(T::String),
@@ -179,8 +180,8 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                 Annotation::EmbeddingDims { .. }
                     | Annotation::AudioVoice { .. }
                     | Annotation::AudioSpeed { .. }
-                    | Annotation::TranscriptionLanguage
                     | Annotation::TranscriptionPrompt
+                    | Annotation::TranscriptionTask
                     | Annotation::TranscriptionWordTimestamps
                     | Annotation::ChatMessages
                     | Annotation::Prompt
@@ -278,6 +279,7 @@ mod rule_tests {
             &backends::onnx::speech::signature(vec!["a".into()], 22050),
         )
         .unwrap();
-        check_predictor("whisper", &backends::onnx::whisper::signature()).unwrap();
+        check_predictor("whisper", &backends::onnx::whisper::signature(false)).unwrap();
+        check_predictor("whisper", &backends::onnx::whisper::signature(true)).unwrap();
     }
 }

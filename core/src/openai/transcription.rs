@@ -165,6 +165,16 @@ impl TranscriptionAudio {
     }
 }
 
+/// The English name of a language given as a code or a name (`fr` → `french`), as
+/// `verbose_json` shows it.
+fn language_name(language: &str) -> String {
+    use crate::backends::onnx::whisper::languages;
+    match languages::code(language) {
+        Some(code) => languages::name(code).to_string(),
+        None => language.trim().to_ascii_lowercase(),
+    }
+}
+
 /// `{type: "duration", seconds}`.
 fn usage(seconds: f64) -> serde_json::Value {
     json!({"type": "duration", "seconds": (seconds * 1000.0).round() / 1000.0})
@@ -183,6 +193,9 @@ pub struct TranscriptionResponse {
     pub text: String,
     /// Seconds of audio.
     pub duration: f64,
+    /// The language's code (or name) the predictor reported: the one given, or the one it
+    /// detected.
+    pub language: Option<String>,
 }
 
 impl TranscriptionResponse {
@@ -226,6 +239,10 @@ struct Run {
     text: usize,
     segment: Option<usize>,
     duration: f64,
+    /// Where the language the predictor reports is, if it reports one.
+    language: Option<usize>,
+    /// The last language it reported.
+    reported_language: Option<String>,
     /// Nothing sent yet: the first text loses its leading space (Whisper's segments start
     /// with one; OpenAI's text does not).
     at_start: bool,
@@ -250,6 +267,11 @@ impl Run {
                     )))
                 }
             };
+            if let Some(Value::String(language)) = self.language.and_then(|i| outputs.get(i)) {
+                if !language.trim().is_empty() {
+                    self.reported_language = Some(language.trim().to_string());
+                }
+            }
             let segment = match self.segment.and_then(|i| outputs.get(i)) {
                 Some(Value::Null) | None => None,
                 Some(value) => Some(value.to_json()?),
@@ -268,62 +290,6 @@ impl Run {
     }
 }
 
-fn hms(seconds: f64, decimal: char) -> String {
-    let ms = (seconds.max(0.0) * 1000.0).round() as u64;
-    format!(
-        "{:02}:{:02}:{:02}{decimal}{:03}",
-        ms / 3_600_000,
-        ms / 60_000 % 60,
-        ms / 1000 % 60,
-        ms % 1000
-    )
-}
-
-fn cue_text(segment: &serde_json::Value) -> String {
-    segment["text"]
-        .as_str()
-        .unwrap_or("")
-        .trim()
-        .replace("-->", "->")
-}
-
-/// SubRip cues, one per segment.
-pub fn srt(segments: &[serde_json::Value]) -> String {
-    let mut out = String::new();
-    for (i, s) in segments.iter().enumerate() {
-        let (start, end) = (
-            s["start"].as_f64().unwrap_or(0.0),
-            s["end"].as_f64().unwrap_or(0.0),
-        );
-        out.push_str(&format!(
-            "{}\n{} --> {}\n{}\n\n",
-            i + 1,
-            hms(start, ','),
-            hms(end, ','),
-            cue_text(s)
-        ));
-    }
-    out
-}
-
-/// WebVTT cues, one per segment.
-pub fn vtt(segments: &[serde_json::Value]) -> String {
-    let mut out = String::from("WEBVTT\n\n");
-    for s in segments {
-        let (start, end) = (
-            s["start"].as_f64().unwrap_or(0.0),
-            s["end"].as_f64().unwrap_or(0.0),
-        );
-        out.push_str(&format!(
-            "{} --> {}\n{}\n\n",
-            hms(start, '.'),
-            hms(end, '.'),
-            cue_text(s)
-        ));
-    }
-    out
-}
-
 impl Transcriptions {
     /// Transcribes the whole audio and answers in the requested format.
     pub fn create(
@@ -340,17 +306,32 @@ impl Transcriptions {
         &self,
         request: &TranscriptionRequest,
         audio: TranscriptionAudio,
+        stop: impl FnMut() -> bool,
+    ) -> Result<TranscriptionResponse> {
+        self.whole(request, audio, None, stop)
+    }
+
+    /// A whole transcription (`task` None) or translation (`task` `translate`) in the
+    /// requested format.
+    pub(super) fn whole(
+        &self,
+        request: &TranscriptionRequest,
+        audio: TranscriptionAudio,
+        task: Option<&str>,
         mut stop: impl FnMut() -> bool,
     ) -> Result<TranscriptionResponse> {
+        let translate = task == Some("translate");
         if request.stream == Some(true) {
-            return Err(Error::invalid(
-                "stream",
-                "`stream: true` asks for events: use `stream`, not `create`",
-            ));
+            let message = if translate {
+                "audio.translations does not stream: leave `stream` out"
+            } else {
+                "`stream: true` asks for events: use `stream`, not `create`"
+            };
+            return Err(Error::invalid("stream", message));
         }
         let format = request.format()?.to_string();
         let (want_segments, want_words) = request.granularities(&format)?;
-        let mut run = self.start(request, audio, &format, want_words, &mut stop)?;
+        let mut run = self.start(request, audio, &format, want_words, task, &mut stop)?;
         let mut text = String::new();
         let mut segments = Vec::new();
         loop {
@@ -367,8 +348,8 @@ impl Transcriptions {
         let duration = run.duration;
         let (body, content_type) = match format.as_str() {
             "text" => (format!("{text}\n"), "text/plain; charset=utf-8"),
-            "srt" => (srt(&segments), "text/plain; charset=utf-8"),
-            "vtt" => (vtt(&segments), "text/vtt; charset=utf-8"),
+            "srt" => (super::srt(&segments), "text/plain; charset=utf-8"),
+            "vtt" => (super::vtt(&segments), "text/vtt; charset=utf-8"),
             "verbose_json" => {
                 let mut words = Vec::new();
                 let mut shown_segments = Vec::new();
@@ -386,9 +367,19 @@ impl Transcriptions {
                     }
                     shown_segments.push(s);
                 }
+                // OpenAI's `language`: the English name of the audio's language, and of the
+                // output's (English) for a translation.
+                let language = if translate {
+                    "english".to_string()
+                } else {
+                    run.reported_language
+                        .as_deref()
+                        .or(request.language.as_deref().filter(|l| !l.trim().is_empty()))
+                        .map_or_else(|| "english".to_string(), language_name)
+                };
                 let mut body = json!({
-                    "task": "transcribe",
-                    "language": "english",
+                    "task": if translate { "translate" } else { "transcribe" },
+                    "language": language,
                     "duration": (duration * 1000.0).round() / 1000.0,
                     "text": text,
                 });
@@ -398,9 +389,13 @@ impl Transcriptions {
                 if want_words {
                     body["words"] = serde_json::Value::Array(words);
                 }
-                body["usage"] = usage(duration);
+                if !translate {
+                    body["usage"] = usage(duration);
+                }
                 (body.to_string(), "application/json")
             }
+            // OpenAI's translation is `{text}` alone.
+            _ if translate => (json!({ "text": text }).to_string(), "application/json"),
             _ => (
                 json!({"text": text, "usage": usage(duration)}).to_string(),
                 "application/json",
@@ -412,6 +407,7 @@ impl Transcriptions {
             content_type,
             text,
             duration,
+            language: run.reported_language.clone(),
         })
     }
 
@@ -443,7 +439,7 @@ impl Transcriptions {
             ));
         }
         request.granularities(&format)?;
-        let run = self.start(request, audio, &format, false, &mut stop)?;
+        let run = self.start(request, audio, &format, false, None, &mut stop)?;
         Ok(TranscriptionStream {
             run: Some(run),
             text: String::new(),
@@ -458,6 +454,7 @@ impl Transcriptions {
         audio: TranscriptionAudio,
         format: &str,
         want_words: bool,
+        task: Option<&str>,
         stop: &mut dyn FnMut() -> bool,
     ) -> Result<Run> {
         if let Some((field, _)) = request.other.iter().find(|(_, v)| !v.is_null()) {
@@ -476,12 +473,16 @@ impl Transcriptions {
         let predictor = self.registry.get(model)?;
         let shown_model = shown(model);
         let signature: &Signature = predictor.signature();
+        let method = if task.is_some() {
+            "audio.translations"
+        } else {
+            "audio.transcriptions"
+        };
         let cannot = |what: &str| {
             Error::invalid(
                 "model",
                 format!(
-                    "The model `{shown_model}` cannot serve audio.transcriptions: its predictor \
-                     has no {what}"
+                    "The model `{shown_model}` cannot serve {method}: its predictor has no {what}"
                 ),
             )
         };
@@ -506,8 +507,22 @@ impl Transcriptions {
                 ),
             ));
         }
+        let language = signature.outputs.iter().position(|p| {
+            matches!(p.annotation, Annotation::TranscriptionLanguage)
+                && p.value_type == crate::value::ValueType::String
+        });
         let mut fields = vec![(audio_param.name.clone(), "file")];
         let mut inputs = Inputs::new();
+        if let Some(task) = task {
+            // A translation: the predictor's task input says so; its errors are the model's.
+            let param = signature
+                .inputs
+                .iter()
+                .find(|p| matches!(p.annotation, Annotation::TranscriptionTask))
+                .ok_or_else(|| cannot("input annotated TranscriptionTask"))?;
+            fields.push((param.name.clone(), "model"));
+            inputs.insert(param.name.clone(), Value::from(task));
+        }
         // Each option's annotation as a test (`matches!`), not an `Annotation` value compared
         // with `==`: a unit variant built on the stack leaves its payload bytes unset, which
         // the optimised comparison reads (harmless, but valgrind reports it).
@@ -614,6 +629,8 @@ impl Transcriptions {
             outputs,
             text,
             segment,
+            language,
+            reported_language: None,
             duration,
             at_start: true,
             _slot: slot,
@@ -656,39 +673,6 @@ impl Iterator for TranscriptionStream {
     }
 }
 
-/// `client.audio.translations`: translation into English needs a multilingual model; every
-/// model ingle ships is English-only, so a request names the model as the problem.
-#[derive(Clone)]
-pub struct Translations {
-    pub(crate) registry: Arc<Registry>,
-}
-
-impl Translations {
-    pub fn create(
-        &self,
-        request: &TranscriptionRequest,
-        _audio: TranscriptionAudio,
-    ) -> Result<TranscriptionResponse> {
-        let model = request.model.as_str();
-        if model.is_empty() {
-            return Err(Error::invalid(
-                "model",
-                "Missing required parameter: `model`",
-            ));
-        }
-        self.registry.get(model)?;
-        Err(Error::invalid(
-            "model",
-            format!(
-                "The model `{}` cannot translate: audio.translations needs a multilingual \
-                 speech model, and ingle's Whisper (tiny.en) is English-only; use \
-                 audio.transcriptions for English audio",
-                shown(model)
-            ),
-        ))
-    }
-}
-
 /// Transcription (claimed by an `Audio` input with no `Audio` output, or a transcription
 /// annotation): a required `Audio` input, text deltas out, nothing else required.
 pub(super) fn rules(tag: &str, signature: &Signature) -> Result<()> {
@@ -701,6 +685,7 @@ pub(super) fn rules(tag: &str, signature: &Signature) -> Result<()> {
             p.annotation,
             Annotation::TranscriptionLanguage
                 | Annotation::TranscriptionPrompt
+                | Annotation::TranscriptionTask
                 | Annotation::TranscriptionWordTimestamps
                 | Annotation::TranscriptionSegment
         )
@@ -736,21 +721,6 @@ pub(super) fn rules(tag: &str, signature: &Signature) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn subtitle_times_are_zero_padded() {
-        assert_eq!(hms(3723.4567, ','), "01:02:03,457");
-        assert_eq!(hms(0.0, '.'), "00:00:00.000");
-        let segments = vec![json!({"start": 0.0, "end": 2.74, "text": " a --> b"})];
-        assert_eq!(
-            srt(&segments),
-            "1\n00:00:00,000 --> 00:00:02,740\na -> b\n\n"
-        );
-        assert_eq!(
-            vtt(&segments),
-            "WEBVTT\n\n00:00:00.000 --> 00:00:02.740\na -> b\n\n"
-        );
-    }
 
     #[test]
     fn granularities_need_verbose_json() {

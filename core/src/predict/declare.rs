@@ -418,6 +418,7 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         }
         "transcription_language" => simple(Annotation::TranscriptionLanguage),
         "transcription_prompt" => simple(Annotation::TranscriptionPrompt),
+        "transcription_task" => simple(Annotation::TranscriptionTask),
         "transcription_word_timestamps" => simple(Annotation::TranscriptionWordTimestamps),
         "transcription_segment" => simple(Annotation::TranscriptionSegment),
         "chat_messages" => simple(Annotation::ChatMessages),
@@ -452,7 +453,8 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
             format!(
                 "Unknown annotation '{}' at `{path}`; annotations are generic, embedding, \
                  embedding_dims, audio_voice, audio_speed, audio, transcription_language, \
-                 transcription_prompt, transcription_word_timestamps, transcription_segment, \
+                 transcription_prompt, transcription_task, transcription_word_timestamps, \
+                 transcription_segment, \
                  chat_messages, prompt, text_delta, finish_reason, usage, max_tokens, \
                  temperature, top_p, seed, stop, frequency_penalty, presence_penalty, top_k, \
                  min_p, repetition_penalty, chat_template_kwargs, tools, \

@@ -66,8 +66,12 @@ pub enum Annotation {
     AudioSpeed { min: f64, max: f64 },
     /// Audio in or out.
     Audio { sample_rate: u32 },
-    /// The language of audio to transcribe (an ISO-639-1 code or an English name) (input).
+    /// The language of audio to transcribe (an ISO-639-1 code or an English name) (input);
+    /// the language a transcription found, reported as `verbose_json`'s `language` (output).
     TranscriptionLanguage,
+    /// What to write (input, string): `transcribe` (the speech in its own language) or
+    /// `translate` (into English). A predictor with it serves `audio.translations`.
+    TranscriptionTask,
     /// Text that conditions a transcription: spelling, names, style (input).
     TranscriptionPrompt,
     /// Whether to time each word of a transcription (input, bool).

@@ -9,6 +9,7 @@
 
 pub(crate) mod ct2;
 mod graphs;
+pub mod languages;
 mod mel;
 mod model;
 mod onnx_proto;
@@ -18,7 +19,7 @@ mod words;
 
 pub use graphs::Precision;
 pub use segments::{Segment, Word};
-pub use transcribe::{compression_ratio, Options};
+pub use transcribe::{compression_ratio, Options, Task};
 
 use super::environment;
 use crate::config::{Config, PredictorConfig};
@@ -51,9 +52,6 @@ pub const TRANSCRIPTION_UNUSED_OPTIONS: &[&str] = &[
 /// The rate Whisper hears at.
 pub const SAMPLE_RATE: u32 = mel::SAMPLE_RATE as u32;
 
-/// The languages an English-only model accepts, as `language`.
-pub const ENGLISH: [&str; 2] = ["en", "english"];
-
 /// The files of a Whisper model whose `model.bin` is `model`.
 pub fn whisper_files(model: &Path) -> Vec<PathBuf> {
     let dir = model.parent().unwrap_or(Path::new("."));
@@ -74,8 +72,14 @@ pub struct TranscriptionPredictor {
     weights_bytes: u64,
 }
 
-/// The signature of a Whisper predictor.
-pub fn signature() -> Signature {
+/// The signature of a Whisper predictor (`multilingual`: whether it knows more than English).
+pub fn signature(multilingual: bool) -> Signature {
+    let language = if multilingual {
+        "The language of the audio: an ISO-639-1 code (`fr`) or an English name (`french`); \
+         detected on the first 30 s with speech when left out."
+    } else {
+        "The language of the audio: `en` (this model is English-only)."
+    };
     Signature {
         inputs: vec![
             Parameter::new("audio", ValueType::Audio)
@@ -85,8 +89,12 @@ pub fn signature() -> Signature {
                 }),
             Parameter::new("language", ValueType::String)
                 .optional()
-                .describe("The language of the audio: `en` (this model is English-only).")
+                .describe(language)
                 .annotated(Annotation::TranscriptionLanguage),
+            Parameter::new("task", ValueType::String)
+                .default_value("transcribe")
+                .describe("`transcribe` (the speech in its own language) or `translate` (into English; multilingual models only).")
+                .annotated(Annotation::TranscriptionTask),
             Parameter::new("prompt", ValueType::String)
                 .optional()
                 .describe("Text that conditions the first window: names, spelling, style.")
@@ -109,6 +117,10 @@ pub fn signature() -> Signature {
                 .optional()
                 .describe("The segment with its times, tokens and scores (null on the last output).")
                 .annotated(Annotation::TranscriptionSegment),
+            Parameter::new("language", ValueType::String)
+                .optional()
+                .describe("The language's ISO-639-1 code: the one given, else the one detected.")
+                .annotated(Annotation::TranscriptionLanguage),
             Parameter::new("usage", ValueType::Dict)
                 .optional()
                 .describe("`{seconds}` of audio, on the last output.")
@@ -142,7 +154,7 @@ impl TranscriptionPredictor {
         let model = WhisperModel::load(&environment, dir, threads, precision)?;
         Ok(TranscriptionPredictor {
             tag: tag.clone(),
-            signature: signature(),
+            signature: signature(model.languages.multilingual()),
             model: Arc::new(model),
             active: Arc::default(),
             windows: Arc::default(),
@@ -169,19 +181,43 @@ pub fn to_mono_16k(audio: crate::value::Audio, param: &str) -> Result<Vec<f32>> 
     crate::audio::to_mono(audio, SAMPLE_RATE, param)
 }
 
-/// Checks `language` for an English-only model.
-pub fn check_language(language: Option<&str>, param: &str) -> Result<()> {
-    match language.map(str::trim) {
-        None | Some("") => Ok(()),
-        Some(l) if ENGLISH.iter().any(|e| e.eq_ignore_ascii_case(l)) => Ok(()),
-        Some(l) => Err(Error::invalid(
-            param,
-            format!(
-                "`{param}` is `{}`, but this Whisper model is English-only: use `en` (or leave \
-                 `{param}` out)",
-                crate::error::shown(l)
-            ),
-        )),
+impl TranscriptionPredictor {
+    /// The language (its code) and the task the inputs ask for, checked against the model.
+    fn language_and_task(&self, inputs: &Inputs) -> Result<(Option<String>, Task)> {
+        let languages = &self.model.languages;
+        let language = match inputs
+            .get("language")
+            .and_then(Value::as_str)
+            .map(str::trim)
+        {
+            None | Some("") => None,
+            Some(language) => Some(languages.resolve(language, "language")?.to_string()),
+        };
+        let task = match inputs.get("task").and_then(Value::as_str) {
+            None | Some("transcribe") => Task::Transcribe,
+            Some("translate") if languages.multilingual() => Task::Translate,
+            Some("translate") => {
+                return Err(Error::invalid(
+                    "task",
+                    format!(
+                        "The model `{}` is an English-only Whisper (a `.en` model): it cannot \
+                         translate; use a multilingual model such as `@local/whisper-base`, or \
+                         audio.transcriptions for English audio",
+                        crate::error::shown(&self.tag)
+                    ),
+                ))
+            }
+            Some(other) => {
+                return Err(Error::invalid(
+                    "task",
+                    format!(
+                        "`task` is `{}`; it is `transcribe` or `translate`",
+                        crate::error::shown(other)
+                    ),
+                ))
+            }
+        };
+        Ok((language, task))
     }
 }
 
@@ -199,7 +235,7 @@ impl Predictor for TranscriptionPredictor {
     }
 
     fn check_inputs(&self, inputs: &Inputs) -> Result<()> {
-        check_language(inputs.get("language").and_then(Value::as_str), "language")
+        self.language_and_task(inputs).map(drop)
     }
 
     fn predict(&self, mut inputs: Inputs) -> Result<OutputStream> {
@@ -209,12 +245,14 @@ impl Predictor for TranscriptionPredictor {
                 "`audio` is required: float32 samples",
             ));
         };
-        check_language(inputs.get("language").and_then(Value::as_str), "language")?;
+        let (language, task) = self.language_and_task(&inputs)?;
         let samples = to_mono_16k(audio, "audio")?;
         if samples.is_empty() {
             return Err(Error::invalid("audio", "`audio` has no samples"));
         }
         let options = Options {
+            language,
+            task,
             temperature: inputs
                 .get("temperature")
                 .and_then(Value::as_f64)
@@ -308,6 +346,16 @@ struct Transcription {
     cancelled: Arc<AtomicU64>,
 }
 
+impl Transcription {
+    /// The language output: its code once known (given, or detected on the first window with
+    /// speech), else null.
+    fn language(&self) -> Value {
+        self.transcriber
+            .language()
+            .map_or(Value::Null, |code| Value::from(code.to_string()))
+    }
+}
+
 impl Iterator for Transcription {
     type Item = Result<Vec<Value>>;
 
@@ -324,6 +372,7 @@ impl Iterator for Transcription {
             Some(Ok(segment)) => Some(Ok(vec![
                 Value::from(segment.text.clone()),
                 segment_value(&segment),
+                self.language(),
                 Value::Null,
             ])),
             Some(Err(error)) => {
@@ -336,7 +385,12 @@ impl Iterator for Transcription {
                     "seconds".to_string(),
                     Value::Float(self.duration),
                 )]));
-                Some(Ok(vec![Value::from(String::new()), Value::Null, usage]))
+                Some(Ok(vec![
+                    Value::from(String::new()),
+                    Value::Null,
+                    self.language(),
+                    usage,
+                ]))
             }
         }
     }

@@ -2,6 +2,7 @@
 
 use super::ct2::Ct2Model;
 use super::graphs::{self, Dims, Precision};
+use super::languages::ModelLanguages;
 use super::mel::MelFilters;
 use crate::backends::onnx::ort_error;
 use crate::error::{Error, Result};
@@ -21,6 +22,18 @@ pub struct Special {
     pub no_speech: u32,
     pub no_timestamps: u32,
     pub timestamp_begin: u32,
+    /// The task tokens, which follow the language token on a multilingual model.
+    pub transcribe: u32,
+    pub translate: u32,
+}
+
+/// What to write: the speech in its own language, or in English.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Task {
+    #[default]
+    Transcribe,
+    /// Into English (Whisper's `translate` task; multilingual models only).
+    Translate,
 }
 
 /// `config.json` beside CTranslate2's model.bin (as faster-whisper reads it).
@@ -41,10 +54,45 @@ pub struct WhisperModel {
     pub suppress: Vec<u32>,
     pub suppress_begin: Vec<u32>,
     pub alignment_heads: usize,
+    /// The languages it knows (none listed: English-only).
+    pub languages: ModelLanguages,
     pub mel: MelFilters,
     /// Runs are serialised per session (each already uses every core it is given).
     encoder: Mutex<Session>,
     decoder: Mutex<Session>,
+}
+
+/// The languages of a model with `vocab` tokens: none for an English-only model (51864
+/// tokens); for a multilingual one (51865 and up, as openai-whisper tells them apart) the
+/// tokens between `<|startoftranscript|>` and `<|translate|>`, each `<|code|>`: 99 for most
+/// checkpoints, 100 from large-v3 on (51866 tokens).
+fn languages(
+    tokenizer: &Tokenizer,
+    special: &Special,
+    vocab: usize,
+) -> std::result::Result<ModelLanguages, String> {
+    if vocab < 51865 {
+        return Ok(ModelLanguages::default());
+    }
+    let expected = vocab - 51765 - 1; // openai-whisper's `num_languages`
+    let mut tokens = Vec::new();
+    for id in special.sot + 1..special.translate {
+        let token = tokenizer.id_to_token(id).unwrap_or_default();
+        let code = token
+            .strip_prefix("<|")
+            .and_then(|t| t.strip_suffix("|>"))
+            .filter(|c| !c.is_empty() && c.chars().all(|ch| ch.is_ascii_lowercase()))
+            .ok_or_else(|| format!("token {id} (`{token}`) is not a language token"))?;
+        tokens.push((id, code.to_string()));
+    }
+    if tokens.len() != expected {
+        return Err(format!(
+            "{} language tokens for a multilingual model of {vocab} tokens (expected \
+             {expected}): the tokenizer does not belong to the weights",
+            tokens.len()
+        ));
+    }
+    Ok(ModelLanguages { tokens })
 }
 
 /// What one decoder run returns.
@@ -98,6 +146,8 @@ impl WhisperModel {
             no_speech: id("<|nospeech|>").or_else(|_| id("<|nocaptions|>"))?,
             no_timestamps,
             timestamp_begin: no_timestamps + 1,
+            transcribe: id("<|transcribe|>")?,
+            translate: id("<|translate|>")?,
         };
         let dims = Dims::read(&weights)?;
         if (special.timestamp_begin as usize + 1501) != dims.vocab {
@@ -110,17 +160,8 @@ impl WhisperModel {
                 ),
             ));
         }
-        if dims.vocab != 51864 {
-            // Multilingual models need language tokens in the start sequence and a
-            // language-detection step ingle does not have yet.
-            return Err(model_error(
-                &dir.join("model.bin"),
-                format!(
-                    "a Whisper model with {} tokens; ingle runs the English-only models (51864)",
-                    dims.vocab
-                ),
-            ));
-        }
+        let languages = languages(&tokenizer, &special, dims.vocab)
+            .map_err(|what| model_error(&tokenizer_path, what))?;
         let heads = &config.alignment_heads;
         if let Some((l, h)) = heads
             .iter()
@@ -158,6 +199,7 @@ impl WhisperModel {
             suppress: config.suppress_ids,
             suppress_begin: config.suppress_ids_begin,
             alignment_heads: alignment_heads.len(),
+            languages,
             mel: MelFilters::new(dims.n_mels),
             encoder: Mutex::new(encoder),
             decoder: Mutex::new(decoder),
@@ -266,6 +308,62 @@ impl WhisperModel {
             cache: next,
             alignment,
         })
+    }
+
+    /// The tokens decoding starts with: `<|startoftranscript|>` on an English-only model;
+    /// `<|startoftranscript|><|fr|><|transcribe|>` on a multilingual one (English when no
+    /// language is known yet).
+    pub fn sot_sequence(&self, language: Option<&str>, task: Task) -> Result<Vec<u32>> {
+        let special = self.special;
+        if !self.languages.multilingual() {
+            return Ok(vec![special.sot]);
+        }
+        let code = language.unwrap_or("en");
+        let language = self
+            .languages
+            .token(code)
+            .ok_or_else(|| Error::internal(format!("the model has no language `{code}`")))?;
+        let task = match task {
+            Task::Transcribe => special.transcribe,
+            Task::Translate => special.translate,
+        };
+        Ok(vec![special.sot, language, task])
+    }
+
+    /// The language spoken in a window whose encoder output is `cross`, as Whisper detects
+    /// it: the likeliest language token after `<|startoftranscript|>`, with its probability
+    /// among the model's languages. A multilingual model only.
+    pub fn detect_language(&self, cross: &[DynValue]) -> Result<(String, f64)> {
+        let step = self.decode(
+            &[self.special.sot as i64],
+            &[0],
+            &self.empty_cache()?,
+            cross,
+            false,
+        )?;
+        let languages = &self.languages.tokens;
+        let logits: Vec<f64> = languages
+            .iter()
+            .map(|(token, _)| f64::from(step.logits[*token as usize]))
+            .collect();
+        let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let total: f64 = logits.iter().map(|l| (l - max).exp()).sum();
+        let (best, _) =
+            logits
+                .iter()
+                .enumerate()
+                .fold((0, f64::NEG_INFINITY), |(bi, bl), (i, &l)| {
+                    if l > bl {
+                        (i, l)
+                    } else {
+                        (bi, bl)
+                    }
+                });
+        let code = languages
+            .get(best)
+            .map(|(_, code)| code.clone())
+            .ok_or_else(|| Error::internal("language detection on a model with no languages"))?;
+        Ok((code, (logits[best] - max).exp() / total))
     }
 
     /// The text of text tokens (timestamps and other special tokens left out).

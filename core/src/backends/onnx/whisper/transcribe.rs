@@ -4,6 +4,7 @@
 //! the cross-attention of the alignment heads (`words.rs`).
 
 use super::mel::{content_frames, HOP, N_FRAMES, SAMPLE_RATE};
+pub use super::model::Task;
 use super::model::WhisperModel;
 use super::segments::Segment;
 use super::words;
@@ -32,6 +33,10 @@ const INPUT_STRIDE: usize = 2;
 /// How to transcribe.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
+    /// The language's code, one the model knows; `None` on a multilingual model: detected on
+    /// the first window with speech, and kept for the whole audio (as faster-whisper does).
+    pub language: Option<String>,
+    pub task: Task,
     /// The first temperature; on fallback it rises by 0.2 up to 1.0.
     pub temperature: f64,
     /// Text that conditions the first window (names, spelling, style).
@@ -115,6 +120,8 @@ pub struct Transcriber {
     next_id: usize,
     pending: VecDeque<Segment>,
     rng: Rng,
+    /// The language (given, or detected).
+    language: Option<String>,
     /// Windows decoded so far.
     pub windows: usize,
     done: bool,
@@ -137,6 +144,7 @@ impl Transcriber {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0x5eed);
+        let language = options.language.clone();
         Transcriber {
             content_frames: content_frames(audio.len()),
             model,
@@ -150,9 +158,25 @@ impl Transcriber {
             next_id: 0,
             pending: VecDeque::new(),
             rng: Rng(seed),
+            language,
             windows: 0,
             done: false,
         }
+    }
+
+    /// The language's code: the one given, else the one detected (`None` until the first
+    /// window with speech on a multilingual model; `en` on an English-only one).
+    pub fn language(&self) -> Option<&str> {
+        if !self.model.languages.multilingual() {
+            return Some("en");
+        }
+        self.language.as_deref()
+    }
+
+    /// The tokens a window's decoding starts with.
+    fn sot_sequence(&self) -> Result<Vec<u32>> {
+        self.model
+            .sot_sequence(self.language.as_deref(), self.options.task)
     }
 
     /// Seconds of audio.
@@ -264,7 +288,7 @@ impl Transcriber {
             tokens.extend_from_slice(&prompt[prompt.len().saturating_sub(keep)..]);
         }
         let sot_index = tokens.len();
-        tokens.push(special.sot);
+        tokens.extend(self.sot_sequence()?);
         let sample_begin = tokens.len();
         let ids: Vec<i64> = tokens.iter().map(|&t| t as i64).collect();
         let step = self.model.decode(
@@ -380,6 +404,10 @@ impl Transcriber {
         let cross = self.model.encode(&mel)?;
         drop(mel);
         self.windows += 1;
+        if self.language.is_none() && self.model.languages.multilingual() {
+            let (language, _probability) = self.model.detect_language(&cross)?;
+            self.language = Some(language);
+        }
         let prompt = self.all_tokens[self.prompt_reset_since..].to_vec();
         let decoded = self.decode_with_fallback(&cross, &prompt)?;
         if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob <= LOGPROB_THRESHOLD
@@ -440,6 +468,7 @@ impl Transcriber {
         if self.options.word_timestamps {
             self.last_speech_timestamp = words::add_word_timestamps(
                 &self.model,
+                &self.sot_sequence()?,
                 &mut segments,
                 &cross,
                 segment_size,

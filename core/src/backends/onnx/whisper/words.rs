@@ -151,6 +151,7 @@ fn split_words(model: &WhisperModel, tokens: &[u32]) -> (Vec<String>, Vec<Vec<u3
 
 fn find_alignment(
     model: &WhisperModel,
+    sot_sequence: &[u32],
     text_tokens: &[u32],
     cross: &[DynValue],
     num_frames: usize,
@@ -159,10 +160,11 @@ fn find_alignment(
         return Ok(Vec::new());
     }
     let special = model.special;
-    let mut tokens: Vec<i64> = vec![special.sot as i64, special.no_timestamps as i64];
+    let mut tokens: Vec<i64> = sot_sequence.iter().map(|&t| t as i64).collect();
+    tokens.push(special.no_timestamps as i64);
     tokens.extend(text_tokens.iter().map(|&t| t as i64));
     tokens.push(special.eot as i64);
-    let sot_len = 1;
+    let sot_len = sot_sequence.len();
     // Logits at position i predict token i + 1: the text tokens' own probabilities.
     let positions: Vec<i64> = (sot_len..sot_len + text_tokens.len())
         .map(|p| p as i64)
@@ -319,6 +321,7 @@ fn round2(x: f64) -> f64 {
 /// Times the words of a window's `segments`; returns the new last-speech time.
 pub fn add_word_timestamps(
     model: &WhisperModel,
+    sot_sequence: &[u32],
     segments: &mut [Segment],
     cross: &[DynValue],
     num_frames: usize,
@@ -333,7 +336,7 @@ pub fn add_word_timestamps(
         .map(|s| s.tokens.iter().copied().filter(|&t| t < eot).collect())
         .collect();
     let text_tokens: Vec<u32> = per_segment.iter().flatten().copied().collect();
-    let mut alignment = find_alignment(model, &text_tokens, cross, num_frames)?;
+    let mut alignment = find_alignment(model, sot_sequence, &text_tokens, cross, num_frames)?;
     let mut durations: Vec<f64> = alignment
         .iter()
         .map(|t| t.end - t.start)
