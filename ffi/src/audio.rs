@@ -232,7 +232,8 @@ fn give_transcription(out: &mut *mut IngleTranscription, response: Transcription
 /// `"speech.mp3"`) only hints at its format. `*out` receives the response body and its content
 /// type, to free with `ingle_transcription_free` (NULL on failure). Errors name the field or
 /// argument at fault in `ingle_last_error_json()`'s `param`: audio that cannot be decoded is
-/// `"file"`, a language the model does not speak `"language"`.
+/// `"file"`, a language the model does not speak `"language"`. On a multilingual model a
+/// missing `language` is detected; `verbose_json` reports it (`"language": "french"`).
 #[no_mangle]
 pub unsafe extern "C" fn ingle_audio_transcriptions_create(
     client: *mut IngleClient,
@@ -247,6 +248,32 @@ pub unsafe extern "C" fn ingle_audio_transcriptions_create(
         let client = client_arg(client)?;
         let (request, audio) = transcription_file_args(request_json, file, file_len, filename)?;
         let response = client.audio.transcriptions.create(&request, audio)?;
+        give_transcription(out, response);
+        Ok(())
+    })
+}
+
+/// Translation into English (Whisper's translate task, on a multilingual model such as
+/// `@local/whisper-base`): as `ingle_audio_transcriptions_create`, with the fields of an OpenAI
+/// translation request (`{"model": "@local/whisper-base", "prompt": ..., "response_format":
+/// "json", "temperature": 0}`, and ingle's `language`, the audio's, which skips detection). A
+/// `json` body is `{"text": ...}`; `verbose_json` says `"task": "translate"` and `"language":
+/// "english"`. A model that cannot translate (an English-only `.en` Whisper) fails with `param`
+/// `"model"`.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_audio_translations_create(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    file: *const u8,
+    file_len: usize,
+    filename: *const c_char,
+    out: *mut *mut IngleTranscription,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out, "out")?;
+        let client = client_arg(client)?;
+        let (request, audio) = transcription_file_args(request_json, file, file_len, filename)?;
+        let response = client.audio.translations.create(&request, audio)?;
         give_transcription(out, response);
         Ok(())
     })

@@ -364,8 +364,8 @@ pub(crate) async fn audio_transcriptions(
     }
 }
 
-/// `POST /v1/audio/translations`: the same upload as transcriptions; every model ingle ships is
-/// English-only, so the core answers an invalid-request error naming the model.
+/// `POST /v1/audio/translations`: the same upload as transcriptions, translated into English by
+/// a multilingual model (`@local/whisper-base`); an English-only model is a 400 naming it.
 pub(crate) async fn audio_translations(
     State(state): State<AppState>,
     request: Request,

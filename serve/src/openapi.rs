@@ -115,15 +115,17 @@ pub fn openapi() -> serde_json::Value {
             "/audio/transcriptions": {"post": {
                 "summary": "Create a transcription",
                 "requestBody": upload(serde_json::json!({
-                    "language": {"type": "string", "description": "ISO-639-1 (`en`)"},
+                    "language": {"type": "string", "description": "ISO-639-1 (`fr`) or an English name (`french`); detected on a multilingual model when left out"},
                     "timestamp_granularities[]": {"type": "array", "items": {"type": "string", "enum": ["word", "segment"]}},
                     "stream": {"type": "boolean"},
                 })),
                 "responses": transcription_answers,
             }},
             "/audio/translations": {"post": {
-                "summary": "Create a translation (into English: needs a multilingual model; every model ingle ships is English-only, so this is a 400)",
-                "requestBody": upload(serde_json::json!({})),
+                "summary": "Create a translation into English (a multilingual model such as `@local/whisper-base`; an English-only model is a 400 naming it)",
+                "requestBody": upload(serde_json::json!({
+                    "language": {"type": "string", "description": "The audio's language (ISO-639-1 `fr` or a name); detected when left out"},
+                })),
                 "responses": answers("The translation in its `response_format`", false),
             }},
         },

@@ -1393,6 +1393,43 @@ fn translations_are_400_naming_the_model() {
     assert_eq!(server.transcribe(&beckett, &[]).status, 200);
 }
 
+/// French speech (espeak-ng) on the multilingual Whisper base: `verbose_json` reports the
+/// detected language, and `/v1/audio/translations` answers in English.
+#[test]
+fn french_is_detected_and_translated() {
+    let server = TestServer::default();
+    let french = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/speech/fr.flac"),
+    )
+    .unwrap();
+    let transcribed = server.post_form(
+        "/v1/audio/transcriptions",
+        &[
+            Part::File("fr.flac", &french),
+            Part::Text("model", "@local/whisper-base"),
+            Part::Text("response_format", "verbose_json"),
+        ],
+    );
+    assert_eq!(transcribed.status, 200, "{}", transcribed.body);
+    let body: serde_json::Value = serde_json::from_str(&transcribed.body).unwrap();
+    assert_eq!(body["language"], "french", "{body}");
+    let translated = server.post_form(
+        "/v1/audio/translations",
+        &[
+            Part::File("fr.flac", &french),
+            Part::Text("model", "@local/whisper-base"),
+            Part::Text("response_format", "text"),
+        ],
+    );
+    assert_eq!(translated.status, 200, "{}", translated.body);
+    let text = translated.body.to_lowercase();
+    let english = ["hello", "paris", "coffee", "bread", "cheese"]
+        .iter()
+        .filter(|w| text.contains(*w))
+        .count();
+    assert!(english >= 2, "{}", translated.body);
+}
+
 #[test]
 fn speech_round_trips_through_transcription() {
     let server = TestServer::default();

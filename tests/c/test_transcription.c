@@ -21,6 +21,8 @@
 #include <time.h>
 
 #define MODEL "@local/whisper-tiny-en"
+/* Multilingual Whisper base: detects the language and translates into English. */
+#define MULTILINGUAL "@local/whisper-base"
 #define SPEECH_MODEL "@local/piper-en-us-joe-medium"
 #define REQUEST(extra) "{\"model\":\"" MODEL "\"" extra "}"
 /* beckett.wav says this (normalised: lower case, words only). */
@@ -762,6 +764,60 @@ static void test_transcription_memcheck(void) {
     free(pcm.samples);
 }
 
+/* A whole file of the repository (cwd is its root: tests/c/run goes there). */
+static Bytes repo_file(const char *path) {
+    Bytes b = {NULL, 0};
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return b;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    b.data = (uint8_t *)malloc(size > 0 ? (size_t)size : 1);
+    b.len = size > 0 ? fread(b.data, 1, (size_t)size, f) : 0;
+    fclose(f);
+    CHECK(size > 0 && b.len == (size_t)size, "read %zu of %ld bytes of %s", b.len, size, path);
+    return b;
+}
+
+/* French speech (espeak-ng) on the multilingual model: transcribed, its language detected and
+ * reported; translated into English words; the English-only model refuses to translate. */
+static void test_translation(void) {
+    Bytes flac = repo_file("tests/data/speech/fr.flac");
+    if (!flac.data) return;
+    IngleTranscription *t = NULL;
+    CHECK_STATUS(ingle_audio_transcriptions_create(
+                     client, "{\"model\":\"" MULTILINGUAL "\",\"response_format\":\"verbose_json\"}",
+                     flac.data, flac.len, "fr.flac", &t),
+                 INGLE_OK);
+    check_transcription(t, "application/json");
+    if (t) {
+        CHECK(strstr(t->body, "\"language\":\"french\"") && has_words(t->text, "bonjour"), "%s", t->body);
+    }
+    ingle_transcription_free(t);
+
+    t = NULL;
+    CHECK_STATUS(ingle_audio_translations_create(client, "{\"model\":\"" MULTILINGUAL "\"}", flac.data, flac.len,
+                                                 "fr.flac", &t),
+                 INGLE_OK);
+    check_transcription(t, "application/json");
+    if (t) {
+        int english = has_words(t->text, "hello") + has_words(t->text, "paris") + has_words(t->text, "coffee") + has_words(t->text, "bread") +
+                      has_words(t->text, "cheese");
+        CHECK(english >= 2 && strncmp(t->body, "{\"text\":", 8) == 0, "translation: %s", t->body);
+    }
+    ingle_transcription_free(t);
+
+    t = (IngleTranscription *)&t;
+    CHECK_STATUS(ingle_audio_translations_create(client, REQUEST(""), flac.data, flac.len, "fr.flac", &t),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(t == NULL, "*out must be NULL on failure");
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"model\"") &&
+              strstr(ingle_last_error_json(), "cannot translate"),
+          "%s", ingle_last_error_json());
+    free(flac.data);
+}
+
 static const Test tests[] = {
     {"transcription_create", test_transcription_create},
     {"transcription_formats", test_transcription_formats},
@@ -773,12 +829,14 @@ static const Test tests[] = {
     {"transcription_recovers", test_transcription_recovers},
     {"transcription_threads", test_transcription_threads},
     {"transcription_memcheck", test_transcription_memcheck},
+    {"translation", test_translation},
 };
 
 int main(int argc, char **argv) {
     /* Whisper on one thread; the voice for round trips (loaded only by that test). */
     const char *config = "{\"predictors\":[{\"tag\":\"" MODEL "\",\"backend\":\"whisper\",\"threads\":1,"
-                         "\"model\":\"whisper-tiny-en/model.bin\"},{\"tag\":\"" SPEECH_MODEL "\",\"backend\":\"piper\","
+                         "\"model\":\"whisper-tiny-en/model.bin\"},{\"tag\":\"" MULTILINGUAL "\",\"backend\":\"whisper\","
+                         "\"threads\":1,\"model\":\"whisper-base/model.bin\"},{\"tag\":\"" SPEECH_MODEL "\",\"backend\":\"piper\","
                          "\"threads\":1,\"model\":\"piper/en_US-joe-medium.onnx\"}]}";
     if (ingle_client_create(config, &client) != INGLE_OK) {
         fprintf(stderr, "cannot create the client: %s\n", ingle_last_error());

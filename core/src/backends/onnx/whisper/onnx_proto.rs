@@ -4,6 +4,7 @@
 
 /// Element types (`TensorProto.DataType`).
 pub const FLOAT: i64 = 1;
+pub const UINT8: i64 = 2;
 pub const INT8: i64 = 3;
 pub const INT64: i64 = 7;
 
@@ -188,6 +189,11 @@ impl Graph {
         debug_assert_eq!(dims.iter().product::<usize>(), values.len());
         let raw: Vec<u8> = values.iter().map(|v| *v as u8).collect();
         self.initializer(hint, INT8, dims, &raw)
+    }
+
+    pub fn u8s(&mut self, hint: &str, dims: &[usize], values: &[u8]) -> String {
+        debug_assert_eq!(dims.iter().product::<usize>(), values.len());
+        self.initializer(hint, UINT8, dims, values)
     }
 
     /// A 1-D int64 constant (shapes, axes).
