@@ -467,7 +467,8 @@ void ingle_speech_samples_free(struct IngleSpeechSamples *samples);
  * `"speech.mp3"`) only hints at its format. `*out` receives the response body and its content
  * type, to free with `ingle_transcription_free` (NULL on failure). Errors name the field or
  * argument at fault in `ingle_last_error_json()`'s `param`: audio that cannot be decoded is
- * `"file"`, a language the model does not speak `"language"`.
+ * `"file"`, a language the model does not speak `"language"`. On a multilingual model a
+ * missing `language` is detected; `verbose_json` reports it (`"language": "french"`).
  */
 enum IngleStatus ingle_audio_transcriptions_create(struct IngleClient *client,
                                                    const char *request_json,
@@ -475,6 +476,22 @@ enum IngleStatus ingle_audio_transcriptions_create(struct IngleClient *client,
                                                    size_t file_len,
                                                    const char *filename,
                                                    struct IngleTranscription **out);
+
+/**
+ * Translation into English (Whisper's translate task, on a multilingual model such as
+ * `@local/whisper-base`): as `ingle_audio_transcriptions_create`, with the fields of an OpenAI
+ * translation request (`{"model": "@local/whisper-base", "prompt": ..., "response_format":
+ * "json", "temperature": 0}`, and ingle's `language`, the audio's, which skips detection). A
+ * `json` body is `{"text": ...}`; `verbose_json` says `"task": "translate"` and `"language":
+ * "english"`. A model that cannot translate (an English-only `.en` Whisper) fails with `param`
+ * `"model"`.
+ */
+enum IngleStatus ingle_audio_translations_create(struct IngleClient *client,
+                                                 const char *request_json,
+                                                 const uint8_t *file,
+                                                 size_t file_len,
+                                                 const char *filename,
+                                                 struct IngleTranscription **out);
 
 /**
  * Streams a transcription as the audio is decoded, 30 seconds at a time: `on_chunk` receives
@@ -632,7 +649,9 @@ void ingle_string_free(char *text);
  * array, object, tensor, audio; `annotation` one of generic, embedding, embedding_dims
  * (`{"type", "min", "max"}`), audio_voice (`{"type", "voices"}`), audio_speed (`{"type", "min",
  * "max"}`), audio (`{"type", "sample_rate"}`), transcription_language, transcription_prompt,
- * transcription_word_timestamps, transcription_segment, chat_messages, prompt, text_delta,
+ * transcription_task (a string input: `transcribe` or `translate`; it makes the predictor serve
+ * `audio.translations`), transcription_word_timestamps, transcription_segment, chat_messages,
+ * prompt, text_delta,
  * finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
  * presence_penalty (docs/predictors.md has the whole format and the rules of each OpenAI
  * method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last

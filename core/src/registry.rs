@@ -218,11 +218,12 @@ impl Registry {
                     return Err(not_found);
                 };
                 let config = self.file_config.clone();
+                let weights = predictor.model.clone();
                 // Two first requests at once: one registers it, the other finds it.
                 let _ = self.add(
                     tag,
                     Box::new(move || crate::backends::load(&config, &predictor)),
-                    Some(vec![PathBuf::from(tag)]),
+                    Some(vec![weights]),
                     BTreeMap::new(),
                 );
                 self.named(tag)
@@ -470,11 +471,40 @@ fn unloadable(tag: &str, error: Error) -> Error {
     unloadable
 }
 
-/// A chat model given by its file's absolute path (`/models/qwen2.5-1.5b-q4_k_m.gguf`): its
-/// predictor, served under that path; None for a path that is no GGUF file's. A `.gguf` path
-/// whose file is missing is an error naming it.
+/// A model given by its absolute path: a chat model's GGUF file
+/// (`/models/qwen2.5-1.5b-q4_k_m.gguf`), or a Whisper model in faster-whisper's layout, by its
+/// folder or its `model.bin` (`/models/faster-whisper-base`, as `WhisperModel(folder)` takes
+/// it). Its predictor is served under that path; None for a path that is neither. A `.gguf`
+/// path whose file is missing is an error naming it.
 fn model_file(path: &str) -> Result<Option<crate::config::PredictorConfig>> {
     let file = Path::new(path);
+    let whisper_weights = if file.is_dir() {
+        Some(file.join("model.bin"))
+    } else if file.file_name().is_some_and(|n| n == "model.bin") {
+        Some(file.to_path_buf())
+    } else {
+        None
+    };
+    if let Some(weights) = whisper_weights {
+        let folder = weights.parent().unwrap_or(Path::new("/"));
+        if weights.is_file() && folder.join("config.json").is_file() {
+            return Ok(Some(crate::config::PredictorConfig::transcription(
+                path, weights,
+            )));
+        }
+        if file.is_dir() {
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "The folder `{}` is not a model ingle reads: a Whisper model in \
+                     faster-whisper's layout has model.bin, config.json and tokenizer.json",
+                    shown(path)
+                ),
+            )
+            .with_param("model")
+            .with_code("model_not_found"));
+        }
+    }
     let gguf = file
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));

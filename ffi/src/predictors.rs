@@ -223,7 +223,9 @@ fn start(
 /// array, object, tensor, audio; `annotation` one of generic, embedding, embedding_dims
 /// (`{"type", "min", "max"}`), audio_voice (`{"type", "voices"}`), audio_speed (`{"type", "min",
 /// "max"}`), audio (`{"type", "sample_rate"}`), transcription_language, transcription_prompt,
-/// transcription_word_timestamps, transcription_segment, chat_messages, prompt, text_delta,
+/// transcription_task (a string input: `transcribe` or `translate`; it makes the predictor serve
+/// `audio.translations`), transcription_word_timestamps, transcription_segment, chat_messages,
+/// prompt, text_delta,
 /// finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
 /// presence_penalty (docs/predictors.md has the whole format and the rules of each OpenAI
 /// method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last

@@ -829,7 +829,7 @@ static const Test tests[] = {
     {"transcription_recovers", test_transcription_recovers},
     {"transcription_threads", test_transcription_threads},
     {"transcription_memcheck", test_transcription_memcheck},
-    {"translation", test_translation},
+    {"transcription_translation", test_translation},
 };
 
 int main(int argc, char **argv) {

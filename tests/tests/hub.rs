@@ -202,6 +202,20 @@ fn repos(dir: &Path) -> PathBuf {
             &m.join("whisper-tiny-en").join(file),
         );
     }
+    // The multilingual one people download for faster-whisper.
+    let base = "Systran/faster-whisper-base";
+    for file in [
+        "model.bin",
+        "config.json",
+        "tokenizer.json",
+        "vocabulary.json",
+    ] {
+        put(
+            &repos,
+            &format!("{base}/{file}"),
+            &m.join("whisper-base").join(file),
+        );
+    }
     // Piper's voices repo: one voice of several, named by its path.
     let voice = "rhasspy/piper-voices/en/en_US/joe/medium/en_US-joe-medium";
     put(
@@ -479,6 +493,33 @@ fn models_by_reference_pull_into_the_hub_cache_and_serve_in_every_kind() {
         transcribe(&whisper.tag),
         transcribe(ingle::config::DEFAULT_TRANSCRIPTION_MODEL)
     );
+
+    // The multilingual Whisper people download: French detected, and translated.
+    let base = pull(&puller, "hf.co/Systran/faster-whisper-base").unwrap();
+    assert_eq!(base.files.len(), 4, "{:?}", base.files);
+    let french =
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/speech/fr.flac"))
+            .unwrap();
+    let verbose = client
+        .audio
+        .transcriptions
+        .create(
+            &TranscriptionRequest::new(&base.tag).response_format("verbose_json"),
+            TranscriptionAudio::file(french.clone(), Some("fr.flac")),
+        )
+        .unwrap();
+    assert_eq!(verbose.json().unwrap()["language"], "french");
+    let english = client
+        .audio
+        .translations
+        .create(
+            &TranscriptionRequest::new(&base.tag),
+            TranscriptionAudio::file(french, Some("fr.flac")),
+        )
+        .unwrap()
+        .text
+        .to_lowercase();
+    assert!(english.contains("coffee"), "{english}");
 
     // Speech: one voice of many, by its path.
     let voice = pull(

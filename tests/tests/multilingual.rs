@@ -463,3 +463,32 @@ fn files_that_are_not_a_whisper_model_say_so() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_whisper_folder_is_a_model_by_its_path() {
+    // As faster-whisper's `WhisperModel(folder)`: the folder, or its model.bin.
+    let folder = Config::default().resolve(Path::new("whisper-base"));
+    for model in [folder.clone(), folder.join("model.bin")] {
+        let model = model.to_str().unwrap();
+        let body = verbose(TranscriptionRequest::new(model), clip("es.flac"));
+        assert_eq!(body["language"], "spanish", "{model}: {body}");
+    }
+    // A folder that holds no model says what ingle reads.
+    let empty = std::env::temp_dir().join(format!("ingle-no-model-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let error = shared()
+        .audio
+        .transcriptions
+        .create(
+            &TranscriptionRequest::new(empty.to_str().unwrap()),
+            clip("es.flac"),
+        )
+        .unwrap_err();
+    assert_eq!(
+        (error.kind, error.param.as_deref()),
+        (ErrorKind::NotFound, Some("model")),
+        "{error:?}"
+    );
+    assert!(error.message.contains("model.bin"), "{}", error.message);
+    std::fs::remove_dir_all(&empty).unwrap();
+}
