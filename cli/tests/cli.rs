@@ -94,6 +94,7 @@ fn models_lists_the_catalog_with_sizes_and_what_is_downloaded() {
             "@local/all-minilm-l6-v2",
             "@local/piper-en-us-joe-medium",
             "@local/whisper-tiny-en",
+            "@local/whisper-base",
             "onnxruntime",
             "onnxruntime-gpu",
             "recordings"

@@ -339,3 +339,98 @@ fn an_eager_predictor_that_gives_nothing_fails() {
         .message
         .contains("`@t/n` returned no value"));
 }
+
+/// A transcription predictor declared with a `transcription_task` input serves
+/// audio.translations (it gets `translate`), and one with a `transcription_language` output
+/// reports the language it heard in verbose_json.
+#[test]
+fn a_transcription_task_input_serves_translations_and_a_language_output_is_reported() {
+    use ingle::openai::{TranscriptionAudio, TranscriptionRequest};
+    let declaration = |with_task: bool| {
+        let mut inputs = vec![
+            serde_json::json!({"name": "speech", "type": "audio",
+                "annotation": {"type": "audio", "sample_rate": 16000}}),
+            serde_json::json!({"name": "lang", "type": "string", "default": null, "required": false,
+                "annotation": {"type": "transcription_language"}}),
+        ];
+        if with_task {
+            inputs.push(
+                serde_json::json!({"name": "job", "type": "string", "default": "transcribe",
+                "annotation": {"type": "transcription_task"}}),
+            );
+        }
+        serde_json::json!({"tag": "@t/listen", "kind": "generator", "inputs": inputs,
+            "outputs": [
+                {"name": "text", "type": "string", "annotation": {"type": "text_delta"}},
+                {"name": "segment", "type": "object", "required": false,
+                 "annotation": {"type": "transcription_segment"}},
+                {"name": "heard", "type": "string", "required": false,
+                 "annotation": {"type": "transcription_language"}}]})
+    };
+    let client = Client::from_config(&Config::empty()).unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    let predictor =
+        ExternalPredictor::new(declare(declaration(true)).unwrap(), move |inputs, _| {
+            let job = inputs
+                .get("job")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let text = if job == "translate" {
+                "Hello."
+            } else {
+                "Bonjour."
+            };
+            record.lock().unwrap().push(job);
+            let outputs = vec![vec![Value::from(text), Value::Null, Value::from("fr")]];
+            let stream: OutputStream = Box::new(outputs.into_iter().map(Ok));
+            Ok(stream)
+        });
+    client.register(Arc::new(predictor)).unwrap();
+    let audio = || TranscriptionAudio::samples(vec![0.0; 1600], 16_000, 1);
+    let request = TranscriptionRequest::new("@t/listen").response_format("verbose_json");
+    let heard = client
+        .audio
+        .transcriptions
+        .create(&request, audio())
+        .unwrap();
+    let heard = heard.json().unwrap();
+    assert_eq!(
+        (&heard["text"], &heard["language"]),
+        (&"Bonjour.".into(), &"french".into())
+    );
+    let translated = client.audio.translations.create(&request, audio()).unwrap();
+    let translated = translated.json().unwrap();
+    assert_eq!(
+        (
+            &translated["text"],
+            &translated["task"],
+            &translated["language"]
+        ),
+        (&"Hello.".into(), &"translate".into(), &"english".into())
+    );
+    assert_eq!(*seen.lock().unwrap(), ["transcribe", "translate"]);
+
+    // Without the task input: transcriptions only.
+    let client = client_with(
+        declaration(false),
+        vec![vec![Value::from("Bonjour."), Value::Null, Value::Null]],
+    );
+    let error = client
+        .audio
+        .translations
+        .create(&request, audio())
+        .unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("model"), "{error}");
+    assert!(error.message.contains("TranscriptionTask"), "{error}");
+
+    // A task is a string input.
+    let mut numeric = declaration(true);
+    numeric["inputs"][2]["type"] = "integer".into();
+    numeric["inputs"][2]["default"] = 0.into();
+    assert_eq!(refused(numeric), "job");
+    let mut as_output = declaration(false);
+    as_output["outputs"][2]["annotation"]["type"] = "transcription_task".into();
+    assert_eq!(refused(as_output), "heard");
+}

@@ -178,6 +178,10 @@ fn models_list_and_retrieve() {
         expected.insert(5, "@local/qwen2.5-coder-1.5b-instruct");
         expected.push("qwen2.5-coder-1.5b-instruct");
     }
+    // The multilingual Whisper (in `ingle pull --all`, a catalog model, not a built-in) too.
+    let catalog_models = expected.len() / 2;
+    expected.insert(catalog_models, "@local/whisper-base");
+    expected.push("whisper-base");
     assert_eq!(ids, expected);
     let short = shared().models.retrieve("smollm2-135m-instruct").unwrap();
     assert_eq!(short.id, MODEL);
