@@ -94,6 +94,18 @@ impl Registry {
             config
         };
         config.validate(crate::backends::validate)?;
+        for predictor in &config.predictors {
+            if predictor.backend == crate::config::Backend::Whisper {
+                crate::backends::onnx::whisper::ct2::check_whisper_file(
+                    &config.model_path(predictor),
+                )
+                .map_err(|e| {
+                    let tag = shown(&predictor.tag);
+                    Error::invalid("model", format!("The predictor `{tag}`: {}", e.message))
+                        .with_code("model_file_invalid")
+                })?;
+            }
+        }
         let registry = Registry {
             models_dir: config
                 .models_dir

@@ -449,6 +449,22 @@ fn files_that_are_not_a_whisper_model_say_so() {
         "{}",
         error.message
     );
+    // A config that names it fails when the client is made, saying what ingle reads.
+    let mut listed = Config::empty();
+    listed.predictors.push(predictor.clone());
+    let error = ingle::Client::from_config(&listed).err().unwrap();
+    assert_eq!(
+        (error.kind, error.param.as_deref()),
+        (ErrorKind::InvalidRequest, Some("model")),
+        "{error:?}"
+    );
+    assert!(
+        error.message.contains("@test/not-whisper")
+            && error.message.contains("TransformerSpec")
+            && error.message.contains("faster-whisper's layout"),
+        "{}",
+        error.message
+    );
     // base's weights with tiny.en's tokenizer: the tokenizer does not belong to them.
     let tiny = Config::default().resolve(Path::new("whisper-tiny-en"));
     std::fs::copy(source.join("model.bin"), dir.join("model.bin")).unwrap();

@@ -83,14 +83,56 @@ fn bf16_to_f32(h: u16) -> f32 {
     f32::from_bits((h as u32) << 16)
 }
 
+/// What ingle reads, for errors about a file that is something else.
+pub const WHAT_INGLE_READS: &str = "ingle reads Whisper models in CTranslate2's format \
+     (faster-whisper's layout: model.bin, config.json and tokenizer.json)";
+
+/// The spec name at the head of a CTranslate2 `model.bin` (`WhisperSpec`), read without
+/// loading the weights; `None` for a file that is not CTranslate2's format 6.
+pub fn spec_name(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 262];
+    let file = std::fs::File::open(path).ok()?;
+    let read = file.take(head.len() as u64).read(&mut head).ok()?;
+    let mut r = Reader {
+        bytes: &head[..read],
+        at: 0,
+    };
+    (r.u32()? == 6).then_some(())?;
+    r.string()
+}
+
+/// Checks that `path`, if it exists, is a CTranslate2 Whisper model: a config that names
+/// another file fails when the client is made, not on its first request.
+pub fn check_whisper_file(path: &Path) -> Result<()> {
+    if !path.is_file() {
+        return Ok(()); // not pulled yet: the first request says so
+    }
+    match spec_name(path) {
+        Some(spec) if spec.starts_with("WhisperSpec") => Ok(()),
+        found => {
+            let what = found.map_or_else(
+                || "not a CTranslate2 model.bin".to_string(),
+                |spec| format!("a CTranslate2 `{spec}` model, not Whisper"),
+            );
+            Err(Error::invalid(
+                "model",
+                format!("{} is {what}: {WHAT_INGLE_READS}", path.display()),
+            )
+            .with_code("model_file_invalid"))
+        }
+    }
+}
+
 impl Ct2Model {
     pub fn load(path: &Path) -> Result<Self> {
         let bytes = std::fs::read(path)
             .map_err(|e| Error::model(format!("Cannot read {}: {e}", path.display())))?;
         Self::parse(&bytes).ok_or_else(|| {
             Error::model(format!(
-                "{} is not a CTranslate2 model.bin of format version 6 (truncated or corrupt)",
-                path.display()
+                "{} is not a CTranslate2 model.bin of format version 6 (truncated or corrupt): {}",
+                path.display(),
+                WHAT_INGLE_READS
             ))
             .with_code("model_file_invalid")
         })

@@ -121,7 +121,11 @@ impl WhisperModel {
         if !weights.spec.starts_with("WhisperSpec") {
             return Err(model_error(
                 &dir.join("model.bin"),
-                format!("a `{}` model, not Whisper", weights.spec),
+                format!(
+                    "a `{}` model, not Whisper: {}",
+                    weights.spec,
+                    super::ct2::WHAT_INGLE_READS
+                ),
             ));
         }
         let config_path = dir.join("config.json");
