@@ -88,9 +88,14 @@ enum Command {
         /// comma-separated).
         #[arg(long, value_delimiter = ',')]
         timestamps: Vec<String>,
-        /// The language of the audio (ISO-639-1, e.g. `en`).
+        /// The language of the audio: ISO-639-1 (`fr`) or a name (`french`); detected by a
+        /// multilingual model when left out.
         #[arg(long)]
         language: Option<String>,
+        /// Translate into English (`audio.translations.create`; a multilingual model such as
+        /// @local/whisper-base).
+        #[arg(long, conflicts_with = "stream")]
+        translate: bool,
         /// Text to guide the transcription's style or vocabulary.
         #[arg(long)]
         prompt: Option<String>,
@@ -486,6 +491,7 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
             format,
             timestamps,
             language,
+            translate,
             prompt,
             temperature,
             stream,
@@ -532,7 +538,11 @@ fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error>> {
                     }
                 }
             } else {
-                let response = client.audio.transcriptions.create(&request, audio)?;
+                let response = if translate {
+                    client.audio.translations.create(&request, audio)?
+                } else {
+                    client.audio.transcriptions.create(&request, audio)?
+                };
                 out.write_all(response.body.as_bytes())?;
                 if !response.body.ends_with('\n') {
                     writeln!(out)?;

@@ -452,6 +452,45 @@ fn normalised(text: &str) -> String {
 const BECKETT: &str = "ever tried ever failed no matter try again fail again fail better";
 
 #[test]
+fn transcribe_detects_the_language_and_translates() {
+    let french = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/speech/fr.flac");
+    let out = ingle(&[
+        "transcribe",
+        "--model",
+        "@local/whisper-base",
+        "--format",
+        "verbose_json",
+        french,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verbose: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(verbose["language"], "french", "{verbose}");
+    let out = ingle(&[
+        "transcribe",
+        "--model",
+        "@local/whisper-base",
+        "--translate",
+        french,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let english = stdout(&out).to_lowercase();
+    assert!(english.contains("coffee"), "{english}");
+    // The English-only default cannot: an error naming the model.
+    let out = ingle(&["transcribe", "--translate", french]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot translate"), "{stderr}");
+}
+
+#[test]
 fn transcribe_prints_text_subtitles_and_timestamps() {
     let beckett = recording("beckett.wav");
     let out = ingle(&["transcribe", &beckett]);
