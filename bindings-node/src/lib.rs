@@ -589,8 +589,8 @@ impl NativeClient {
         }))
     }
 
-    /// `audio.translations.create`: the core's answer (every model ingle ships is English-only,
-    /// so an invalid-request error naming `model`).
+    /// `audio.translations.create`: as `audio_transcriptions_create`, into English (a
+    /// multilingual model; an English-only one is an invalid-request error naming `model`).
     #[napi(ts_return_type = "Promise<NativeTranscription>")]
     pub fn audio_translations_create(
         &self,

@@ -485,8 +485,8 @@ impl NativeClient {
         check.finish(result).map(NativeStream::new)
     }
 
-    /// `audio.translations.create`: as `audio_transcriptions_create` (the core refuses every
-    /// model ingle has: they are English-only).
+    /// `audio.translations.create`: as `audio_transcriptions_create`, into English (a
+    /// multilingual model; an English-only one is an invalid-request error naming `model`).
     #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1))]
     fn audio_translations_create(
         &self,
