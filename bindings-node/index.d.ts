@@ -215,10 +215,12 @@ export type AudioFile =
 export type AudioResponseFormat = 'json' | 'text' | 'srt' | 'verbose_json' | 'vtt' | 'diarized_json';
 
 export interface TranscriptionCreateParamsBase<F extends AudioResponseFormat | undefined = AudioResponseFormat | undefined> {
-  /** A transcription model, e.g. `@local/whisper-tiny-en`. */
+  /** A transcription model, e.g. `@local/whisper-tiny-en` (English) or `@local/whisper-base`
+   * (99 languages). */
   model: string;
   file: AudioFile;
-  /** ISO-639-1; the English-only models take `en` only. */
+  /** An ISO-639-1 code (`fr`) or an English name (`french`); an English-only (`.en`) model takes
+   * `en` only. Left out, a multilingual model detects it from the first 30 s with speech. */
   language?: string;
   /** Text to guide the style, or the words before the audio. */
   prompt?: string;
@@ -273,6 +275,8 @@ export interface TranscriptionWord {
 export interface TranscriptionVerbose {
   task: 'transcribe';
   duration: number;
+  /** The English name of the audio's language: the one given, or the one detected
+   * (`'french'`). */
   language: string;
   text: string;
   /** With `timestamp_granularities` absent or including `segment`. */
@@ -298,12 +302,38 @@ export interface TranscriptionTextDoneEvent {
 
 export type TranscriptionStreamEvent = TranscriptionTextDeltaEvent | TranscriptionTextDoneEvent;
 
-export interface TranslationCreateParams {
+export interface TranslationCreateParams<F extends AudioResponseFormat | undefined = AudioResponseFormat | undefined> {
+  /** A multilingual transcription model, e.g. `@local/whisper-base`. */
   model: string;
   file: AudioFile;
+  /** ingle's: the audio's language (an ISO-639-1 code or an English name), when it is known:
+   * detection is skipped. */
+  language?: string;
+  /** Text to guide the style (in English). */
   prompt?: string;
-  response_format?: AudioResponseFormat;
+  /** Default `json`. `text`, `srt` and `vtt` resolve to a string. */
+  response_format?: F;
+  /** 0 to 1: the first sampling temperature. */
   temperature?: number;
+  /** ingle's; needs `response_format: 'verbose_json'`. */
+  timestamp_granularities?: Array<'word' | 'segment'>;
+}
+
+/** A translation (`json`): the English text alone, as openai's `Translation`. */
+export interface Translation {
+  text: string;
+}
+
+/** A translation as `verbose_json`: `language` is the output's (`'english'`). */
+export interface TranslationVerbose {
+  task: 'translate';
+  duration: number;
+  language: string;
+  text: string;
+  /** With `timestamp_granularities` absent or including `segment`. */
+  segments?: Array<TranscriptionSegment>;
+  /** ingle's: with `timestamp_granularities` including `word`. */
+  words?: Array<TranscriptionWord>;
 }
 
 /** An entry of ingle's model catalog (`client.models.catalog()`). */
@@ -580,10 +610,18 @@ export declare class OpenAI {
       ): Promise<Transcription | TranscriptionVerbose | string | Stream<TranscriptionStreamEvent>>;
     };
     translations: {
-      /** Translation into English needs a multilingual model; every model ingle ships is
-       * English-only, so this rejects with BadRequestError naming `model` (after checking
-       * `file`). Typed like openai's `Translation` so code written for openai compiles. */
-      create(body: TranslationCreateParams, options?: RequestOptions | null): Promise<{ text: string }>;
+      /** Translates the speech of `file` into English on the libuv thread pool, with a
+       * multilingual model (`@local/whisper-base`, or a predictor with an input annotated
+       * TranscriptionTask). `json` (default) resolves to `{ text }`, `verbose_json` to
+       * `{ task: 'translate', language: 'english', duration, text, segments }`, `text`, `srt` and
+       * `vtt` to a string, as openai's do. It does not stream. The English-only
+       * `@local/whisper-tiny-en` rejects with BadRequestError naming `model` (after checking
+       * `file`); a bad request names the field. Aborting `options.signal` rejects with
+       * APIUserAbortError. */
+      create(body: TranslationCreateParams<'json' | undefined>, options?: RequestOptions | null): Promise<Translation>;
+      create(body: TranslationCreateParams<'verbose_json'>, options?: RequestOptions | null): Promise<TranslationVerbose>;
+      create(body: TranslationCreateParams<'srt' | 'vtt' | 'text'>, options?: RequestOptions | null): Promise<string>;
+      create(body: TranslationCreateParams, options?: RequestOptions | null): Promise<Translation | TranslationVerbose | string>;
     };
   };
   models: {
@@ -677,8 +715,13 @@ export declare const Parameter: {
   AudioSpeed: Annotated<{ min?: number; max?: number }>;
   /** Audio in (a Float32Array of mono samples at `sample_rate`) or out. */
   Audio: Annotated<{ sample_rate: number }>;
+  /** The audio's language (an input string, `language`); on an output (a string), the language
+   * the predictor heard, reported as `verbose_json`'s `language`. */
   TranscriptionLanguage: Annotated;
   TranscriptionPrompt: Annotated;
+  /** What to write (an input string): `'transcribe'` or `'translate'` (into English); a
+   * transcription predictor with it serves `audio.translations`, which passes `'translate'`. */
+  TranscriptionTask: Annotated;
   TranscriptionWordTimestamps: Annotated;
   TranscriptionSegment: Annotated;
   /** The chat messages (`messages`): makes the predictor a chat predictor. */
@@ -741,6 +784,7 @@ export declare const beta: {
     readonly StopSequences: Annotated;
     readonly TranscriptionLanguage: Annotated;
     readonly TranscriptionPrompt: Annotated;
+    readonly TranscriptionTask: Annotated;
   };
 };
 

@@ -145,8 +145,13 @@ class Translations {
     this._native = native;
   }
 
-  /** Like transcriptions.create (without `language` and `stream`); every model ingle ships is
-   * English-only, so this rejects with BadRequestError naming `model`. */
+  /** Speech in any language to English text, on a multilingual model (`@local/whisper-base`:
+   * Whisper's translate task). `body` as transcriptions.create's, without `stream` (it does
+   * not stream): `model`, `file`, `prompt`, `response_format` (`json` resolves to `{ text }`,
+   * `verbose_json` to `{ task: 'translate', language: 'english', duration, text, segments }`,
+   * `text`, `srt` and `vtt` to a string), `temperature`, and ingle's `language` (the audio's:
+   * detection is skipped) and `timestamp_granularities`. The English-only
+   * `@local/whisper-tiny-en` cannot translate: it rejects with BadRequestError naming `model`. */
   async create(body, options) {
     const { signal, json, audio } = await audioRequest(body, options, 'audio.translations.create', false);
     return transcriptionResult(await abortable(() => this._native.audioTranslationsCreate(json, audio), signal));

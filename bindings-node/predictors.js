@@ -38,6 +38,7 @@ const ANNOTATIONS = {
   Audio: ['audio', 'audio'],
   TranscriptionLanguage: ['transcription_language', 'string'],
   TranscriptionPrompt: ['transcription_prompt', 'string'],
+  TranscriptionTask: ['transcription_task', 'string'], // 'transcribe' or 'translate'
   TranscriptionWordTimestamps: ['transcription_word_timestamps', 'boolean'],
   TranscriptionSegment: ['transcription_segment', 'object'],
   ChatMessages: ['chat_messages', 'array'],
@@ -100,6 +101,7 @@ const BETA_ANNOTATIONS = {
   StopSequences: 'Stop',
   TranscriptionLanguage: 'TranscriptionLanguage',
   TranscriptionPrompt: 'TranscriptionPrompt',
+  TranscriptionTask: 'TranscriptionTask',
 };
 // Muna's names ingle has nothing for: declaring one fails, naming the parameter.
 const BETA_UNSUPPORTED = {

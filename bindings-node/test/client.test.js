@@ -83,6 +83,7 @@ test('completions, models and predictions', async () => {
   if (fs.existsSync(path.join(dir, 'Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf'))) {
     tags.push('@local/qwen2.5-coder-1.5b-instruct');
   }
+  tags.push('@local/whisper-base'); // the multilingual Whisper, a catalog model
   // Each also without its namespace, for frameworks that read `@local/` as a provider.
   assert.deepEqual(ids, [...tags, ...tags.map((t) => t.replace('@local/', ''))]);
   const page = await client.models.list();

@@ -166,12 +166,14 @@ test("beta.Annotations: Muna's names for ingle's annotations", async () => {
   assert.equal((await speech.arrayBuffer()).byteLength, 2 * (FRAMES / 2));
   assert.deepEqual(seen.speech, { voice: 'bm_lewis', speed: 2 });
   for (const name of ['AudioSpeed', 'AudioVoice', 'EmbeddingDims', 'FrequencyPenalty', 'MaxOutputTokens', 'PresencePenalty',
-    'ReasoningEffort', 'ResponseFormat', 'SamplingProbability', 'SamplingTemperature', 'TranscriptionLanguage', 'TranscriptionPrompt']) {
+    'ReasoningEffort', 'ResponseFormat', 'SamplingProbability', 'SamplingTemperature', 'TranscriptionLanguage', 'TranscriptionPrompt',
+    'TranscriptionTask']) {
     assert.equal(typeof Annotations[name], 'function', name);
   }
   assert.equal(Annotations.MaxOutputTokens({ name: 'n' }).kind, 'max_tokens');
   assert.equal(Annotations.SamplingProbability({ name: 'p' }).kind, 'top_p');
   assert.equal(Annotations.TranscriptionPrompt({ name: 'p' }).kind, 'transcription_prompt');
+  assert.equal(Annotations.TranscriptionTask({ name: 't' }).kind, 'transcription_task');
 });
 
 test('beta.Annotations.ReasoningEffort has no equivalent: refused by name', () => {

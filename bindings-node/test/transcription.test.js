@@ -1,6 +1,8 @@
 'use strict';
 // client.audio.transcriptions.create (and translations) on the default Whisper model
-// (@local/whisper-tiny-en, int8) and real recordings fetched by scripts/fetch-models.
+// (@local/whisper-tiny-en, int8) and real recordings fetched by scripts/fetch-models; the
+// multilingual @local/whisper-base on espeak-ng clips in French, German and Spanish
+// (tests/data/speech, made by scripts/make-speech-clips): detection and translation.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('fs');
@@ -18,6 +20,19 @@ const recording = (name) => path.join(modelsDir, 'recordings', name);
 const BECKETT = recording('beckett.wav'); // 16 kHz mono, 9.96 s
 const TWO_CITIES = recording('two_cities.wav'); // 48 kHz, 44.4 s: two 30 s windows
 const beckettWords = 'ever tried ever failed no matter try again fail again fail better';
+const multilingual = '@local/whisper-base';
+// French: "Bonjour. Je m'appelle Marie et j'habite à Paris. Le matin, je bois un café avec du
+// lait. Le soir, je mange du pain et du fromage." (11.17 s)
+const clip = (code) => path.join(__dirname, '..', '..', 'tests', 'data', 'speech', `${code}.flac`);
+// A translation of the French clip: "coffee" (espeak says "café" clearly), English around it,
+// no French left. faster-whisper int8 on the same weights: "Hello. I called Mary and I am going
+// to Paris. Again, I see a coffee with bread. ..."; ingle int8: "Hello. I called Marie and I am
+// here. Again, I see a coffee with Bure. ..." (espeak's French is hard: only some words carry).
+const englishWords = ['i', 'and', 'with', 'the', 'a', 'to'];
+const frenchWords = ['je', 'et', 'avec', 'du', 'le', 'bonjour'];
+const translatedFromFrench = (words) => words.includes('coffee')
+  && englishWords.filter((w) => words.includes(w)).length >= 2
+  && !frenchWords.some((w) => words.includes(w));
 const client = new OpenAI();
 
 /** Lower case, no punctuation, single spaces: "No matter. Try again." = "No matter, try again." */
@@ -362,19 +377,73 @@ test('speech to text round trip: audio.speech output transcribes back', async ()
   assert.ok(wordErrors(fromMp3, sentence) <= 1, fromMp3);
 });
 
-test('translations reject naming the model (English-only); a bad file first', async () => {
+test('translations on the English-only model reject naming the model; a bad file first', async () => {
   const translations = client.audio.translations;
-  await assert.rejects(translations.create({ model, file: fs.createReadStream(BECKETT) }), (e) => {
-    assert.ok(e instanceof BadRequestError, e && e.stack);
-    assert.equal(e.status, 400);
-    assert.equal(e.param, 'model');
-    assert.match(e.message, /English-only/);
-    return true;
-  });
+  for (const response_format of [undefined, 'text', 'verbose_json']) {
+    await assert.rejects(translations.create({ model, file: fs.createReadStream(BECKETT), response_format }), (e) => {
+      assert.ok(e instanceof BadRequestError, e && e.stack);
+      assert.equal(e.status, 400);
+      assert.equal(e.param, 'model');
+      assert.match(e.message, /English-only/);
+      assert.match(e.message, /cannot translate/);
+      assert.ok(e.message.includes(multilingual), e.message); // what to use instead
+      return true;
+    });
+  }
+  // A model with no transcription predictor cannot translate either.
+  await assert.rejects(translations.create({ model: '@local/all-minilm-l6-v2', file: fs.readFileSync(BECKETT) }),
+    (e) => e instanceof BadRequestError && e.param === 'model' && /cannot serve audio\.translations/.test(e.message));
   await assert.rejects(translations.create({ model }), (e) => e instanceof BadRequestError && e.param === 'file');
   await assert.rejects(translations.create({ model: '@nobody/nothing', file: Buffer.alloc(4) }), NotFoundError);
   const r = await client.audio.transcriptions.create({ model, file: fs.createReadStream(BECKETT) });
   assert.equal(normalise(r.text), beckettWords);
+});
+
+test('whisper-base detects the language of each clip and reports it in verbose_json', async () => {
+  for (const [file, language, words] of [
+    [clip('fr'), 'french', ['bonjour', 'paris']],
+    [clip('de'), 'german', ['guten tag', 'deutschland']],
+    [clip('es'), 'spanish', ['buenos', 'españa']],
+    [BECKETT, 'english', ['fail better']],
+  ]) {
+    const r = await client.audio.transcriptions.create({ model: multilingual, file: fs.createReadStream(file), response_format: 'verbose_json' });
+    assert.equal(r.task, 'transcribe');
+    assert.equal(r.language, language, `${path.basename(file)}: ${r.text}`);
+    // In the language heard, not translated.
+    for (const word of words) assert.ok(r.text.toLowerCase().includes(word), `${path.basename(file)}: ${word} not in ${r.text}`);
+    assert.ok(r.segments.length >= 1 && r.usage.type === 'duration');
+  }
+  // Languages Whisper does not know, and French on the English-only model, name `language`
+  // (before any decoding), on both methods.
+  for (const [m, language, message] of [[multilingual, 'klingon', /not a language Whisper knows/], [model, 'fr', /English-only/]]) {
+    for (const method of [client.audio.transcriptions, client.audio.translations]) {
+      await assert.rejects(method.create({ model: m, file: fs.readFileSync(clip('fr')), language }), (e) => {
+        assert.ok(e instanceof BadRequestError, e && e.stack);
+        assert.equal(e.param, 'language');
+        assert.match(e.message, message);
+        return true;
+      });
+    }
+  }
+});
+
+test('whisper-base translates French into English: json, verbose_json', async () => {
+  const translations = client.audio.translations;
+  const json = await translations.create({ model: multilingual, file: fs.createReadStream(clip('fr')) });
+  assert.deepEqual(Object.keys(json), ['text']); // openai's Translation: the text alone
+  const lower = json.text.toLowerCase();
+  assert.ok(translatedFromFrench(normalise(json.text).split(' ')), json.text);
+  assert.ok(!lower.includes('bonjour'), json.text);
+  const verbose = await translations.create({ model: multilingual, file: fs.readFileSync(clip('fr')), response_format: 'verbose_json' });
+  assert.deepEqual(Object.keys(verbose).sort(), ['duration', 'language', 'segments', 'task', 'text']);
+  assert.equal(verbose.task, 'translate');
+  assert.equal(verbose.language, 'english'); // the output's
+  assert.equal(verbose.text, json.text);
+  assert.ok(Math.abs(verbose.duration - 11.167) < 0.01, `${verbose.duration} s`);
+  assert.equal(verbose.segments.map((s) => s.text).join('').trim(), verbose.text);
+  // It does not stream.
+  await assert.rejects(translations.create({ model: multilingual, file: fs.readFileSync(clip('fr')), stream: true }),
+    (e) => e instanceof BadRequestError && e.param === 'stream');
 });
 
 test('bad requests reject before any work, naming the field; the client works afterwards', async () => {

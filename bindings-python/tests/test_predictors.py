@@ -113,6 +113,25 @@ def listen(
     yield f" at peak {float(np.abs(audio).max()):.1f}"
 
 
+tasks: List[str] = []
+
+
+@predictor(tag="@test/interpret")
+def interpret(
+    speech: Annotated[np.ndarray, Parameter.Audio("Speech at 16 kHz.", sample_rate=16000)],
+    job: Annotated[str, Parameter.TranscriptionTask("transcribe or translate.")] = "transcribe",
+    language: Annotated[Optional[str], Parameter.TranscriptionLanguage("Language.")] = None,
+) -> Iterator[Tuple[str, Annotated[Optional[dict], Parameter.TranscriptionSegment("The segment.")],
+                    Annotated[str, Parameter.TranscriptionLanguage("The language heard.")]]]:
+    """Hears French (unless told the language); says it in English when asked to translate."""
+    tasks.append(job)
+    text = " Hello." if job == "translate" else " Bonjour."
+    segment = {"id": 0, "seek": 0, "start": 0.0, "end": len(speech) / 16000, "text": text,
+               "tokens": [1], "temperature": 0.0, "avg_logprob": -0.5,
+               "compression_ratio": 1.0, "no_speech_prob": 0.0}
+    yield text, segment, language or "fr"
+
+
 def wav_bytes(samples: np.ndarray, rate: int) -> bytes:
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as w:
@@ -138,8 +157,9 @@ def dominant_frequency(samples: np.ndarray, rate: int) -> float:
 @pytest.fixture(scope="module")
 def users(client):
     """The session client, with this module's predictors registered once."""
-    client.predictors.register(echo, chunks, embed, tone, listen, add, count, late, async_add,
-                               async_count, wrong_shape, wrong_dtype, persona, fails, shaped, stuck)
+    client.predictors.register(echo, chunks, embed, tone, listen, interpret, add, count, late,
+                               async_add, async_count, wrong_shape, wrong_dtype, persona, fails,
+                               shaped, stuck)
     return client
 
 
@@ -325,6 +345,46 @@ def test_transcription_predictor_gets_samples_at_its_rate(users):
     with pytest.raises(ingle.BadRequestError) as e:
         users.predictions.create(tag="@test/listen", inputs={"audio": ingle.AudioSamples(np.zeros(4), 8000)})
     assert e.value.param == "audio"  # float64
+
+
+def test_a_transcription_task_input_serves_translations(users):
+    silence = dict(file=np.zeros(16000, dtype=np.float32), sample_rate=16000)
+    tasks.clear()
+    r = users.audio.transcriptions.create(model="@test/interpret", response_format="verbose_json",
+                                          **silence)
+    # The language it reports (an output annotated TranscriptionLanguage), by its English name.
+    assert (r.task, r.language, r.text) == ("transcribe", "french", "Bonjour.")
+    assert r.segments[0].end == 1.0
+    told = users.audio.transcriptions.create(model="@test/interpret", language="de",
+                                             response_format="verbose_json", **silence)
+    assert told.language == "german"
+    # audio.translations gives its TranscriptionTask input `translate`.
+    t = users.audio.translations.create(model="@test/interpret", **silence)
+    assert isinstance(t, ingle.types.Translation) and t.to_dict() == {"text": "Hello."}
+    v = users.audio.translations.create(model="@test/interpret", response_format="verbose_json",
+                                        **silence)
+    assert isinstance(v, ingle.types.TranslationVerbose)
+    assert (v.task, v.language, v.text) == ("translate", "english", "Hello.")
+    assert users.audio.translations.create(model="@test/interpret", response_format="srt",
+                                           **silence) == "1\n00:00:00,000 --> 00:00:01,000\nHello.\n\n"
+    assert tasks == ["transcribe", "transcribe", "translate", "translate", "translate"]
+    # Without a TranscriptionTask input: transcriptions only.
+    with pytest.raises(ingle.BadRequestError) as e:
+        users.audio.translations.create(model="@test/listen", **silence)
+    assert e.value.param == "model" and "TranscriptionTask" in e.value.message
+
+    # The task is a string input: an int, or the annotation on an output, is refused.
+    def task_int(audio: Annotated[np.ndarray, Parameter.Audio(sample_rate=16000)],
+                 job: Annotated[int, Parameter.TranscriptionTask()] = 0) -> str:
+        return ""
+
+    assert definition_error(task_int).param == "job"
+
+    def task_out(audio: Annotated[np.ndarray, Parameter.Audio(sample_rate=16000)]
+                 ) -> Tuple[str, Annotated[str, Parameter.TranscriptionTask()]]:
+        return "", ""
+
+    assert definition_error(task_out).param == "output_1"
 
 
 # --- Eager and generator, create and stream -----------------------------------------------

@@ -3,6 +3,8 @@
 (not ingle's code); responses are validated against the ``openai`` package's own types. Audio
 given as samples is decoded here with the stdlib ``wave`` module; its 48 kHz stereo form is made
 by repeating each sample 3 times (a crude upsampling that the engine's resampler has to undo).
+The multilingual Whisper base detects the language of espeak-ng clips in French, German and
+Spanish (``tests/data/speech``, made by scripts/make-speech-clips) and translates the French.
 """
 
 import asyncio
@@ -25,11 +27,14 @@ from openai.types.audio import (
     TranscriptionTextDeltaEvent,
     TranscriptionTextDoneEvent,
     TranscriptionVerbose,
+    Translation,
+    TranslationVerbose,
 )
 
 import ingle
 
 MODEL = "@local/whisper-tiny-en"
+MULTILINGUAL = "@local/whisper-base"
 SPEECH = "@local/piper-en-us-joe-medium"
 RECORDINGS = (
     pathlib.Path(
@@ -46,6 +51,17 @@ BECKETT_SECONDS = 159414 / 16000
 # Whisper tiny.en's words, whatever its punctuation ("No matter, try again" / "No matter. Try").
 BECKETT_WORDS = "ever tried ever failed no matter try again fail again fail better"
 FOX = "The quick brown fox jumps over the lazy dog."
+# espeak-ng speech, in the repository. French: "Bonjour. Je m'appelle Marie et j'habite à Paris.
+# Le matin, je bois un café avec du lait. Le soir, je mange du pain et du fromage."
+CLIPS = pathlib.Path(__file__).resolve().parents[2] / "tests" / "data" / "speech"
+FRENCH, GERMAN, SPANISH = (CLIPS / f"{code}.flac" for code in ("fr", "de", "es"))
+FRENCH_SECONDS = 178666 / 16000
+# A translation of the French clip: "coffee" (espeak says "café" clearly), English around it,
+# no French left. faster-whisper int8 on the same weights: "Hello. I called Mary and I am going
+# to Paris. Again, I see a coffee with bread. ..."; ingle int8: "Hello. I called Marie and I am
+# here. Again, I see a coffee with Bure. ..." (espeak's French is hard: only some words carry).
+ENGLISH_WORDS = {"i", "and", "with", "the", "a", "to"}
+FRENCH_WORDS = {"je", "et", "avec", "du", "le", "bonjour"}
 
 
 def normalised(text):
@@ -416,19 +432,112 @@ def test_missing_file_and_unknown_model(client):
 
 
 def test_translations_are_refused(client):
-    for response_format in [ingle.NOT_GIVEN, "text"]:
+    # tiny.en is English-only: it cannot translate, whatever the format (before any decoding).
+    for response_format in [ingle.NOT_GIVEN, "text", "verbose_json"]:
         with pytest.raises(ingle.BadRequestError) as e:
             client.audio.translations.create(
                 model=MODEL, file=BECKETT, response_format=response_format
             )
         check(e.value, "model")
-        assert "English-only" in e.value.message
+        assert "English-only" in e.value.message and "cannot translate" in e.value.message
+        assert MULTILINGUAL in e.value.message  # what to use instead
+    # A model with no transcription predictor cannot serve translations either.
+    with pytest.raises(ingle.BadRequestError) as e:
+        client.audio.translations.create(model="@local/smollm2-135m-instruct", file=BECKETT)
+    check(e.value, "model")
     with pytest.raises(ingle.NotFoundError):
         client.audio.translations.create(model="@nobody/whisper", file=BECKETT)
     with pytest.raises(ingle.BadRequestError) as e:
         client.audio.translations.create(model=MODEL, file=beckett_samples())
     assert e.value.param == "sample_rate"
     still_works(client)
+
+
+# --- The multilingual Whisper base ----------------------------------------------------------
+
+
+def translated_from_french(text):
+    words = set(normalised(text).split())
+    return "coffee" in words and len(words & ENGLISH_WORDS) >= 2 and not words & FRENCH_WORDS
+
+
+@pytest.mark.parametrize(
+    "clip, language, words",
+    [
+        (FRENCH, "french", ["bonjour", "paris"]),
+        (GERMAN, "german", ["guten tag", "deutschland"]),
+        (SPANISH, "spanish", ["buenos", "españa"]),
+        (BECKETT, "english", ["fail better"]),
+    ],
+    ids=["fr", "de", "es", "en"],
+)
+def test_the_language_is_detected_and_reported(client, clip, language, words):
+    r = client.audio.transcriptions.create(
+        model=MULTILINGUAL, file=clip, response_format="verbose_json"
+    )
+    assert isinstance(r, ingle.types.TranscriptionVerbose)
+    dumped = r.model_dump()
+    assert dumped == TranscriptionVerbose.model_validate(dumped).model_dump()
+    assert r.task == "transcribe" and r.language == language, (r.language, r.text)
+    # The text is in the language heard, not translated.
+    for word in words:
+        assert word in r.text.lower(), r.text
+    assert r.segments and r.usage.type == "duration"
+
+
+def test_a_given_language_is_the_detected_ones_text(client):
+    detected = client.audio.transcriptions.create(
+        model=MULTILINGUAL, file=GERMAN, response_format="verbose_json"
+    )
+    # By code: detection skipped, the same language, so the same text.
+    given = client.audio.transcriptions.create(
+        model=MULTILINGUAL, file=GERMAN, response_format="verbose_json", language="de"
+    )
+    assert detected.language == given.language == "german"
+    assert given.text == detected.text
+
+
+def test_languages_refused_naming_language(client):
+    # Checked before the audio is decoded: unknown to Whisper, or not English on tiny.en.
+    for model, language, says in [
+        (MULTILINGUAL, "klingon", "not a language Whisper knows"),
+        (MODEL, "fr", "English-only"),
+        (MODEL, "french", "English-only"),
+    ]:
+        for method in (client.audio.transcriptions, client.audio.translations):
+            with pytest.raises(ingle.BadRequestError) as e:
+                method.create(model=model, file=FRENCH, language=language)
+            check(e.value, "language")
+            assert says in e.value.message, e.value.message
+
+
+def test_french_translates_into_english(client):
+    r = client.audio.translations.create(model=MULTILINGUAL, file=FRENCH)
+    assert isinstance(r, ingle.types.Translation)
+    # OpenAI's Translation: the text alone.
+    assert r.to_dict() == {"text": r.text} and r.text == r.text.strip()
+    assert Translation.model_validate(r.model_dump()).text == r.text
+    assert translated_from_french(r.text), r.text
+    assert "bonjour" not in r.text.lower(), r.text
+
+    verbose = client.audio.translations.create(
+        model=MULTILINGUAL, file=FRENCH, response_format="verbose_json"
+    )
+    assert isinstance(verbose, ingle.types.TranslationVerbose)
+    dumped = verbose.model_dump()
+    assert dumped == TranslationVerbose.model_validate(dumped).model_dump()
+    # The output's language; no usage, as OpenAI's translation has none.
+    assert verbose.task == "translate" and verbose.language == "english"
+    assert verbose.text == r.text and "usage" not in dumped
+    assert verbose.duration == pytest.approx(FRENCH_SECONDS, abs=0.001) and verbose.segments
+    assert "".join(s.text for s in verbose.segments).strip() == verbose.text
+    assert isinstance(verbose.segments[0], ingle.types.TranscriptionSegment)
+    assert verbose.words is None
+
+    # A translation does not stream.
+    with pytest.raises(ingle.BadRequestError) as e:
+        client.audio.translations.create(model=MULTILINGUAL, file=FRENCH, stream=True)
+    check(e.value, "stream")
 
 
 def test_breaking_a_stream_stops_the_transcription(client):
@@ -517,8 +626,21 @@ def test_async_create_stream_and_errors(aclient, beckett_json):
         with pytest.raises(ingle.BadRequestError) as e:
             await aclient.audio.translations.create(model=MODEL, file=BECKETT)
         check(e.value, "model")
+        assert "cannot translate" in e.value.message
         r = await transcriptions.create(model=MODEL, file=BECKETT)
         assert r.text == beckett_json.text
+
+    asyncio.run(main())
+
+
+def test_async_translation(aclient):
+    async def main():
+        # Its source language given: no detection.
+        r = await aclient.audio.translations.create(
+            model=MULTILINGUAL, file=FRENCH, language="fr", response_format="text"
+        )
+        assert type(r) is str and r.endswith("\n")
+        assert translated_from_french(r), r
 
     asyncio.run(main())
 

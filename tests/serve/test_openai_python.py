@@ -67,6 +67,7 @@ def test_models(client):
     # The optional 1.5B (not in `ingle pull --all`) is served once pulled, after the built-ins.
     if (MODELS_DIR / "Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf").is_file():
         tags.append("@local/qwen2.5-coder-1.5b-instruct")
+    tags.append("@local/whisper-base")  # the multilingual Whisper, a catalog model
     # Each also without its namespace, for frameworks that read `@local/` as a provider.
     assert ids == tags + [tag.removeprefix("@local/") for tag in tags]
     assert client.models.retrieve(CHAT).id == CHAT
@@ -142,6 +143,17 @@ MODELS_DIR = pathlib.Path(
 BECKETT = MODELS_DIR / "recordings" / "beckett.wav"
 # "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.", normalised.
 BECKETT_WORDS = "ever tried ever failed no matter try again fail again fail better"
+# The multilingual Whisper, and espeak-ng French in the repository (scripts/make-speech-clips):
+# "Bonjour. Je m'appelle Marie et j'habite à Paris. Le matin, je bois un café avec du lait. Le
+# soir, je mange du pain et du fromage."
+MULTILINGUAL = "@local/whisper-base"
+FRENCH = pathlib.Path(__file__).resolve().parents[1] / "data" / "speech" / "fr.flac"
+# A translation of the French clip: "coffee" (espeak says "café" clearly), English around it,
+# no French left. faster-whisper int8 on the same weights: "Hello. I called Mary and I am going
+# to Paris. Again, I see a coffee with bread. ..."; ingle int8: "Hello. I called Marie and I am
+# here. Again, I see a coffee with Bure. ..." (espeak's French is hard: only some words carry).
+ENGLISH_WORDS = {"i", "and", "with", "the", "a", "to"}
+FRENCH_WORDS = {"je", "et", "avec", "du", "le", "bonjour"}
 
 
 def words(text):
@@ -219,11 +231,36 @@ def test_transcription_and_translation_errors(client):
     with pytest.raises(openai.BadRequestError) as e:
         client.audio.transcriptions.create(model=WHISPER, file=("notes.txt", b"not audio"))
     assert e.value.body["param"] == "file"
+    # tiny.en is English-only: it cannot translate.
     with pytest.raises(openai.BadRequestError) as e:
         with open(BECKETT, "rb") as file:
             client.audio.translations.create(model=WHISPER, file=file)
     assert e.value.body["param"] == "model"
+    assert "English-only" in e.value.body["message"] and "cannot translate" in e.value.body["message"]
     assert words(transcribe(client).text) == BECKETT_WORDS
+
+
+@pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")  # audio.translations
+def test_multilingual_detection_and_translation(client):
+    with open(FRENCH, "rb") as file:
+        heard = client.audio.transcriptions.create(model=MULTILINGUAL, file=file, response_format="verbose_json")
+    assert isinstance(heard, openai.types.audio.TranscriptionVerbose)
+    assert heard.language == "french", (heard.language, heard.text)
+    assert "bonjour" in words(heard.text) and "paris" in words(heard.text), heard.text
+    with open(FRENCH, "rb") as file:
+        translation = client.audio.translations.create(model=MULTILINGUAL, file=file)
+    assert isinstance(translation, openai.types.audio.Translation)
+    assert translation.to_dict() == {"text": translation.text}
+    found = set(words(translation.text).split())
+    assert "coffee" in found and len(found & ENGLISH_WORDS) >= 2, translation.text
+    assert not found & FRENCH_WORDS, translation.text
+    verbose = client.audio.translations.create(
+        model=MULTILINGUAL, file=("fr.flac", FRENCH.read_bytes()), response_format="verbose_json"
+    )
+    assert isinstance(verbose, openai.types.audio.TranslationVerbose)
+    assert verbose.language == "english" and verbose.to_dict()["task"] == "translate"
+    assert verbose.text == translation.text and abs(verbose.duration - 11.17) < 0.01
+    assert isinstance(verbose.segments[0], openai.types.audio.TranscriptionSegment)
 
 
 def test_request_ids_as_the_sdk_reads_them(client):

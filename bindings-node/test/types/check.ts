@@ -15,7 +15,7 @@ import type {
   TranscriptionTextDeltaEvent,
   TranscriptionTextDoneEvent,
 } from 'openai/resources/audio/transcriptions';
-import type { Translation } from 'openai/resources/audio/translations';
+import type { Translation, TranslationVerbose } from 'openai/resources/audio/translations';
 import type {
   Response as OpenAIResponse,
   ResponseStreamEvent as OpenAIResponseStreamEvent,
@@ -84,8 +84,16 @@ export async function check(): Promise<void> {
       void done, seconds;
     }
   }
+  // Translations: the same, per response_format; ingle also takes `language`.
   const translation: Translation = await client.audio.translations.create({ model: 'm', file: named });
+  const translatedVerbose: TranslationVerbose = await client.audio.translations.create({
+    model: 'm', file: named, response_format: 'verbose_json', timestamp_granularities: ['segment'],
+  });
+  const translatedSrt: string = await client.audio.translations.create({
+    model: 'm', file: createReadStream('fr.flac'), response_format: 'srt', language: 'fr',
+  });
   void r, t, m, e, floats, b64, audio, body, contentType, tr, verbose, srt, text, raw, vtt, translation;
+  void translatedVerbose, translatedSrt;
 }
 
 // Predictors: annotations take their own fields, and leaving a required one out is a type error.
@@ -121,6 +129,19 @@ export function predictors(): OpenAI {
   }, function* ({ messages }) { yield String(messages.length); });
   // @ts-expect-error every parameter has a name
   beta.Annotations.SamplingProbability({ default: 1 });
+  // A transcription predictor that translates (its TranscriptionTask input) and reports the
+  // language it heard (a TranscriptionLanguage output).
+  const interpret = predictor({
+    tag: '@me/interpret',
+    inputs: [
+      Parameter.Audio({ name: 'speech', sample_rate: 16000 }),
+      Parameter.TranscriptionTask({ name: 'task', default: 'transcribe' }),
+    ],
+    outputs: [Parameter.TextDelta({ name: 'text' }), Parameter.TranscriptionLanguage({ name: 'language', required: false })],
+  }, function* ({ task }) { yield [task === 'translate' ? 'Hello.' : 'Bonjour.', 'fr']; });
+  // @ts-expect-error every parameter has a name
+  beta.Annotations.TranscriptionTask({ default: 'translate' });
+  void interpret;
   const client = new OpenAI({ predictors: [tone] });
   client.predictors.register(echo);
   void chat;

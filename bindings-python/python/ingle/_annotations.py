@@ -121,9 +121,16 @@ class Parameter:
     AudioSpeed = _AudioSpeed
     Audio = _Audio
     TranscriptionLanguage = _annotation(
-        "transcription_language", "The language of the audio (``language``).")
+        "transcription_language",
+        "The language of the audio (``language``, an input ``str``); as an output (a ``str``), "
+        "the language the predictor heard, reported as ``verbose_json``'s ``language``.")
     TranscriptionPrompt = _annotation(
         "transcription_prompt", "Text that conditions a transcription (``prompt``).")
+    TranscriptionTask = _annotation(
+        "transcription_task",
+        "What to write (an input ``str``): ``transcribe`` (the speech in its own language) or "
+        "``translate`` (into English); a transcription predictor with it serves "
+        "``audio.translations``, which passes ``translate``.")
     TranscriptionWordTimestamps = _annotation(
         "transcription_word_timestamps", "Whether to time each word (``bool``).")
     TranscriptionSegment = _annotation(

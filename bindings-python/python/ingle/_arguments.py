@@ -14,10 +14,10 @@ argument, raised before anything crosses:
 - a path with a NUL byte, or that is empty;
 - for ``audio.speech.create``: a ``voice``, ``input``, ... that is not a string, a ``speed``
   that is not a number;
-- for ``audio.transcriptions.create``: a ``file`` that is none of the forms ``openai`` takes
-  (nor a NumPy array of samples with its ``sample_rate``), a ``language``, ``prompt``, ... that
-  is not a string, a ``temperature`` that is not a number, ``timestamp_granularities`` that
-  are not a list of strings.
+- for ``audio.transcriptions.create`` and ``audio.translations.create``: a ``file`` that is
+  none of the forms ``openai`` takes (nor a NumPy array of samples with its ``sample_rate``), a
+  ``language``, ``prompt``, ... that is not a string, a ``temperature`` that is not a number,
+  ``timestamp_granularities`` that are not a list of strings.
 
 Values the engine checks itself (a ``max_tokens`` that is a string, an unknown role, ...) pass
 through: its errors name the parameter too. ``param`` follows the engine's notation:

@@ -32,6 +32,7 @@ from .types import (
     TranscriptionStreamEvent,
     TranscriptionVerbose,
     Translation,
+    TranslationVerbose,
     _TranscriptionStreamEvents,
 )
 
@@ -228,7 +229,8 @@ class Transcriptions(_Resource):
         sample_rate: Optional[int] = None,
         **extra: Any,
     ) -> Union[Transcription, TranscriptionVerbose, str, Stream[TranscriptionStreamEvent]]:
-        """Transcribes ``file`` with ``model`` (``"@local/whisper-tiny-en"``: English).
+        """Transcribes ``file`` with ``model`` (``"@local/whisper-tiny-en"``: English;
+        ``"@local/whisper-base"``: 99 languages).
 
         ``file``: as ``openai`` takes it (``bytes``, an open binary file, ``io.BytesIO``, a
         ``pathlib.Path``, or a ``(filename, content[, content_type])`` tuple) in wav, flac,
@@ -237,8 +239,11 @@ class Transcriptions(_Resource):
         needed. ``response_format``: ``json`` (default) gives a ``Transcription``,
         ``verbose_json`` a ``TranscriptionVerbose`` (``segments``, and ``words`` with
         ``timestamp_granularities=["word"]``), ``text``, ``srt`` and ``vtt`` a ``str``.
-        ``language`` (``en``), ``prompt`` and ``temperature`` are Whisper's; ``include`` and
-        ``chunking_strategy`` are refused (no local model has them).
+        ``language`` (an ISO-639-1 code such as ``fr``, or an English name such as ``french``;
+        ``en`` only on an English-only model; left out, a multilingual model detects it from
+        the first 30 s with speech and ``verbose_json`` reports it, as ``"french"``),
+        ``prompt`` and ``temperature`` are Whisper's; ``include`` and ``chunking_strategy``
+        are refused (no local model has them).
 
         With ``stream=True``: a ``Stream`` of ``TranscriptionTextDeltaEvent`` (one per
         segment, as its 30-second window is decoded) and a last ``TranscriptionTextDoneEvent``;
@@ -253,30 +258,77 @@ class Transcriptions(_Resource):
 
 
 class Translations(_Resource):
-    """``client.audio.translations``: speech in any language to English text. Every model
-    ingle has is English-only, so each request raises ``BadRequestError`` (``param`` is
-    ``model``): use ``audio.transcriptions`` for English audio."""
+    """``client.audio.translations``: speech in any language to English text, on a
+    multilingual model (``"@local/whisper-base"``: Whisper's translate task). The English-only
+    ``"@local/whisper-tiny-en"`` cannot translate: a request on it raises ``BadRequestError``
+    (``param`` is ``model``)."""
 
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["json"] = ...,
+        **params: Any,
+    ) -> Translation: ...
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["verbose_json"],
+        **params: Any,
+    ) -> TranslationVerbose: ...
+    @overload
+    def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["text", "srt", "vtt"],
+        **params: Any,
+    ) -> str: ...
     def create(
         self,
         *,
         file: FileTypes = REQUIRED,
         model: str = REQUIRED,
+        language: str = NOT_GIVEN,
         prompt: str = NOT_GIVEN,
         response_format: TranscriptionFormat = NOT_GIVEN,
         temperature: float = NOT_GIVEN,
+        timestamp_granularities: List[Granularity] = NOT_GIVEN,
         sample_rate: Optional[int] = None,
         **extra: Any,
-    ) -> Union[Translation, str]:
+    ) -> Union[Translation, TranslationVerbose, str]:
+        """Translates the speech of ``file`` into English text with ``model``, a multilingual
+        one such as ``"@local/whisper-base"`` (or a predictor with an input annotated
+        ``Parameter.TranscriptionTask``).
+
+        ``file`` and ``sample_rate`` as in ``Transcriptions.create``. ``response_format``:
+        ``json`` (default) gives a ``Translation`` (``text`` alone, as OpenAI's),
+        ``verbose_json`` a ``TranslationVerbose`` (``task`` ``"translate"``, ``language``
+        ``"english"``, ``duration``, ``segments``), ``text``, ``srt`` and ``vtt`` a ``str``.
+        ``prompt`` and ``temperature`` are Whisper's; ingle also takes ``language`` (the
+        audio's, as a code or a name: detection is skipped) and ``timestamp_granularities``
+        (``words`` in ``verbose_json``). It does not stream. The English-only
+        ``"@local/whisper-tiny-en"`` raises ``BadRequestError`` (``param`` ``model``). The GIL
+        is released while the audio is decoded and translated."""
         body = _transcription_body(locals(), extra)
         audio = _arguments.audio_file(file, sample_rate)
         return _translation(self._native.audio_translations_create(body, *audio))
 
 
 def _translation(result: Tuple[str, str, str]) -> Any:
+    """The response of the format: ``Translation``, ``TranslationVerbose``, or for ``text``,
+    ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
     response_format, body, _content_type = result
-    if response_format in ("json", "verbose_json"):
+    if response_format == "json":
         return Translation.construct(json.loads(body))
+    if response_format == "verbose_json":
+        return TranslationVerbose.construct(json.loads(body))
     return body
 
 
@@ -420,20 +472,52 @@ class AsyncTranscriptions(_Resource):
 
 
 class AsyncTranslations(_Resource):
-    """``client.audio.translations`` of ``AsyncOpenAI``: raises ``BadRequestError`` (every
-    model ingle has is English-only)."""
+    """``client.audio.translations`` of ``AsyncOpenAI``: speech to English text on a
+    multilingual model (the English-only ``"@local/whisper-tiny-en"`` raises
+    ``BadRequestError`` naming ``model``)."""
 
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["json"] = ...,
+        **params: Any,
+    ) -> Translation: ...
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["verbose_json"],
+        **params: Any,
+    ) -> TranslationVerbose: ...
+    @overload
+    async def create(
+        self,
+        *,
+        file: FileTypes,
+        model: str,
+        response_format: Literal["text", "srt", "vtt"],
+        **params: Any,
+    ) -> str: ...
     async def create(
         self,
         *,
         file: FileTypes = REQUIRED,
         model: str = REQUIRED,
+        language: str = NOT_GIVEN,
         prompt: str = NOT_GIVEN,
         response_format: TranscriptionFormat = NOT_GIVEN,
         temperature: float = NOT_GIVEN,
+        timestamp_granularities: List[Granularity] = NOT_GIVEN,
         sample_rate: Optional[int] = None,
         **extra: Any,
-    ) -> Union[Translation, str]:
+    ) -> Union[Translation, TranslationVerbose, str]:
+        """`Translations.create`: the file is read, decoded and translated in a worker
+        thread."""
         body = _transcription_body(locals(), extra)
         audio = await _in_thread(_arguments.audio_file, file, sample_rate)
         result = await _in_thread(self._native.audio_translations_create, body, *audio)

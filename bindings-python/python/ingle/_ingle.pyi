@@ -62,6 +62,8 @@ class NativeClient:
         channels: int = 1,
         cancel: Optional[CancelFlag] = None,
     ) -> NativeStream: ...
+    # `audio.translations.create` (the translate task of a multilingual model; an English-only
+    # one is a 400 naming `model`): as `audio_transcriptions_create`, without a cancel flag.
     def audio_translations_create(
         self,
         request: str,

@@ -48,6 +48,7 @@ __all__ = [
     "TranscriptionTextDoneEvent",
     "TranscriptionStreamEvent",
     "Translation",
+    "TranslationVerbose",
     "Function",
     "ChatCompletionMessageToolCall",
     "ChoiceDeltaToolCallFunction",
@@ -499,8 +500,9 @@ class TranscriptionWord(BaseModel):
 class TranscriptionVerbose(BaseModel):
     """``response_format="verbose_json"`` (``openai.types.audio.TranscriptionVerbose``):
     ``segments`` unless ``timestamp_granularities`` leaves ``"segment"`` out, ``words`` when
-    it asks for ``"word"``. The body's ``task`` (``"transcribe"``) is kept as an attribute too,
-    as ``openai`` keeps it."""
+    it asks for ``"word"``. ``language`` is the English name of the audio's language (the one
+    given as ``language``, or the one a multilingual model detected: ``"french"``). The body's
+    ``task`` (``"transcribe"``) is kept as an attribute too, as ``openai`` keeps it."""
 
     language: str
     duration: float
@@ -552,10 +554,25 @@ class _TranscriptionStreamEvents:
 
 
 class Translation(BaseModel):
-    """``openai.types.audio.Translation`` (no ingle model translates yet: every
-    ``audio.translations.create`` raises ``BadRequestError``)."""
+    """What ``client.audio.translations.create`` returns for ``response_format="json"`` (the
+    default): the English text alone (``openai.types.audio.Translation``)."""
 
     text: str
+
+
+class TranslationVerbose(BaseModel):
+    """``response_format="verbose_json"`` of ``audio.translations``
+    (``openai.types.audio.TranslationVerbose``): ``language`` is the output's, ``"english"``;
+    ``segments`` unless ``timestamp_granularities`` leaves ``"segment"`` out, and ``words``
+    (ingle's, as in ``TranscriptionVerbose``) when it asks for ``"word"``. The body's ``task``
+    (``"translate"``) is kept as an attribute too, as ``openai`` keeps it."""
+
+    language: str
+    duration: float
+    text: str
+    segments: Optional[List[TranscriptionSegment]]
+    words: Optional[List[TranscriptionWord]]
+    _nested = {"segments": TranscriptionSegment, "words": TranscriptionWord}
 
 
 class Prediction(BaseModel):

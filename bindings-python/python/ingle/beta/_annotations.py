@@ -29,6 +29,8 @@ class Annotations:
     ``Seed``, ``StopSequences``  ``Parameter.Seed``, ``Parameter.Stop``
     ``TranscriptionLanguage``    ``Parameter.TranscriptionLanguage`` (``language``)
     ``TranscriptionPrompt``      ``Parameter.TranscriptionPrompt`` (``prompt``)
+    ``TranscriptionTask``        ``Parameter.TranscriptionTask`` (``transcribe`` or
+                                 ``translate``: serves ``audio.translations``)
     ===========================  ==========================================================
     """
 
@@ -111,10 +113,17 @@ class Annotations:
 
     @staticmethod
     def TranscriptionLanguage(*, description: str = "") -> _Annotation:
-        """The language of the audio (``language``): a ``str`` with a default."""
+        """The language of the audio (``language``): a ``str`` with a default; as an output (a
+        ``str``), the language heard, reported as ``verbose_json``'s ``language``."""
         return Parameter.TranscriptionLanguage(description)
 
     @staticmethod
     def TranscriptionPrompt(*, description: str = "") -> _Annotation:
         """Text that conditions a transcription (``prompt``): a ``str`` with a default."""
         return Parameter.TranscriptionPrompt(description)
+
+    @staticmethod
+    def TranscriptionTask(*, description: str = "") -> _Annotation:
+        """What to write: ``transcribe`` or ``translate`` (into English), a ``str`` with a
+        default; a transcription predictor with it serves ``audio.translations``."""
+        return Parameter.TranscriptionTask(description)

@@ -46,6 +46,7 @@ test('models and errors', async () => {
   if (fs.existsSync(path.join(modelsDir, 'Qwen2.5-Coder-1.5B-Instruct-Q4_K_M.gguf'))) {
     tags.push('@local/qwen2.5-coder-1.5b-instruct');
   }
+  tags.push('@local/whisper-base'); // the multilingual Whisper, a catalog model
   // Each also without its namespace, for frameworks that read `@local/` as a provider.
   assert.deepEqual(ids, [...tags, ...tags.map((t) => t.replace('@local/', ''))]);
   assert.equal((await client.models.retrieve(chat)).id, chat);
@@ -87,6 +88,20 @@ const whisper = '@local/whisper-tiny-en';
 // "Ever tried. Ever failed. No matter. Try again. Fail again. Fail better.", normalised.
 const beckettWords = 'ever tried ever failed no matter try again fail again fail better';
 const words = (text) => text.toLowerCase().replace(/[^a-z0-9']+/g, ' ').trim().split(/\s+/).join(' ');
+// The multilingual Whisper, and espeak-ng French in the repository (scripts/make-speech-clips):
+// "Bonjour. Je m'appelle Marie et j'habite à Paris. Le matin, je bois un café avec du lait. Le
+// soir, je mange du pain et du fromage."
+const multilingual = '@local/whisper-base';
+const french = path.join(__dirname, '..', '..', '..', 'data', 'speech', 'fr.flac');
+// A translation of the French clip: "coffee" (espeak says "café" clearly), English around it,
+// no French left. faster-whisper int8 on the same weights: "Hello. I called Mary and I am going
+// to Paris. Again, I see a coffee with bread. ..."; ingle int8: "Hello. I called Marie and I am
+// here. Again, I see a coffee with Bure. ..." (espeak's French is hard: only some words carry).
+const englishWords = ['i', 'and', 'with', 'the', 'a', 'to'];
+const frenchWords = ['je', 'et', 'avec', 'du', 'le', 'bonjour'];
+const translatedFromFrench = (words) => words.includes('coffee')
+  && englishWords.filter((w) => words.includes(w)).length >= 2
+  && !frenchWords.some((w) => words.includes(w));
 
 test('audio.transcriptions: from a file stream and from toFile, in every format', async () => {
   const transcription = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper });
@@ -137,12 +152,31 @@ test('audio.transcriptions and translations: errors name the parameter', async (
     client.audio.transcriptions.create({ file: await toFile(Buffer.from('not audio'), 'notes.wav'), model: whisper }),
     (e) => e instanceof OpenAI.BadRequestError && e.param === 'file',
   );
+  // tiny.en is English-only: it cannot translate.
   await assert.rejects(
     client.audio.translations.create({ file: fs.createReadStream(beckett), model: whisper }),
-    (e) => e instanceof OpenAI.BadRequestError && e.param === 'model',
+    (e) => e instanceof OpenAI.BadRequestError && e.param === 'model' && /English-only/.test(e.message)
+      && /cannot translate/.test(e.message),
   );
   const after = await client.audio.transcriptions.create({ file: fs.createReadStream(beckett), model: whisper });
   assert.equal(words(after.text), beckettWords);
+});
+
+test('audio.transcriptions and translations on the multilingual Whisper: French detected, translated', async () => {
+  const heard = await client.audio.transcriptions.create({ file: fs.createReadStream(french), model: multilingual, response_format: 'verbose_json' });
+  assert.equal(heard.language, 'french', heard.text);
+  assert.equal(heard.task, 'transcribe');
+  assert.ok(words(heard.text).split(' ').includes('bonjour'), heard.text);
+  const translation = await client.audio.translations.create({ file: fs.createReadStream(french), model: multilingual });
+  assert.deepEqual(Object.keys(translation), ['text']);
+  assert.ok(translatedFromFrench(words(translation.text).split(' ')), translation.text);
+  const verbose = await client.audio.translations.create({
+    file: await toFile(fs.readFileSync(french), 'fr.flac'), model: multilingual, response_format: 'verbose_json',
+  });
+  assert.equal(verbose.task, 'translate');
+  assert.equal(verbose.language, 'english');
+  assert.equal(verbose.text, translation.text);
+  assert.ok(verbose.segments.length >= 1 && Math.abs(verbose.duration - 11.17) < 0.01, JSON.stringify(verbose));
 });
 
 // --- Responses ---------------------------------------------------------------------------
