@@ -88,6 +88,25 @@ const listen = predictor({
   yield ` at peak ${Math.max(...audio.map(Math.abs)).toFixed(1)}`;
 });
 
+// A transcription predictor that translates (its TranscriptionTask input) and reports the
+// language it heard (a TranscriptionLanguage output).
+const tasks = [];
+const interpret = predictor({
+  tag: '@test/interpret',
+  inputs: [
+    Parameter.Audio({ name: 'audio', sample_rate: 16000 }),
+    Parameter.TranscriptionTask({ name: 'task', default: 'transcribe' }),
+  ],
+  outputs: [
+    Parameter.TextDelta({ name: 'text' }),
+    Parameter.TranscriptionSegment({ name: 'segment', required: false }),
+    Parameter.TranscriptionLanguage({ name: 'heard', required: false }),
+  ],
+}, async function* interpretIt({ task }) {
+  tasks.push(task);
+  yield [task === 'translate' ? 'Hello.' : 'Bonjour.', null, 'fr'];
+});
+
 const add = predictor({
   tag: '@test/add',
   inputs: [Parameter.Generic({ name: 'a', type: 'integer' }), Parameter.Numeric({ name: 'b', type: 'integer', default: 1, min: 0, max: 100 })],
@@ -112,7 +131,7 @@ const wrongShape = predictor({ tag: '@test/wrong-shape', inputs: [Parameter.Embe
 const wrongType = predictor({ tag: '@test/wrong-type', inputs: [Parameter.Generic({ name: 'text', type: 'string' }), Parameter.AudioVoice({ name: 'voice', voices: ['a'] })], outputs: [Parameter.Audio({ name: 'audio', sample_rate: RATE })] },
   () => new Float64Array(100));
 
-const client = new OpenAI({ predictors: [echo, chunks, embed, tone, listen, add, asyncAdd, count, asyncCount, fails, wrongShape, wrongType] });
+const client = new OpenAI({ predictors: [echo, chunks, embed, tone, listen, interpret, add, asyncAdd, count, asyncCount, fails, wrongShape, wrongType] });
 const model = '@local/smollm2-135m-instruct';
 const persona = predictor({
   tag: '@test/persona',
@@ -243,6 +262,22 @@ test('a transcription predictor gets samples at its rate', async () => {
   const resampled = await client.predictions.create({ tag: '@test/listen', inputs: { audio: { samples: new Float32Array(88200), sample_rate: 44100, channels: 2 } } });
   assert.deepEqual(resampled.results, ['1.00 seconds at peak 0.0']);
   await assert.rejects(client.predictions.create({ tag: '@test/listen', inputs: { audio: { samples: new Float32Array(10), sample_rate: 10 } } }), (e) => e.param === 'audio');
+});
+
+test('a transcription predictor with a task input translates and reports its language', async () => {
+  const file = async () => toFile(wav(new Float32Array(16000), 16000), 'one.wav');
+  const heard = await client.audio.transcriptions.create({ model: '@test/interpret', file: await file(), response_format: 'verbose_json' });
+  assert.equal(heard.text, 'Bonjour.');
+  assert.equal(heard.language, 'french'); // its output's `fr`, as OpenAI names it
+  const json = await client.audio.translations.create({ model: '@test/interpret', file: await file() });
+  assert.deepEqual(json, { text: 'Hello.' });
+  const verbose = await client.audio.translations.create({ model: '@test/interpret', file: await file(), response_format: 'verbose_json' });
+  assert.equal(verbose.task, 'translate');
+  assert.equal(verbose.language, 'english');
+  assert.deepEqual(tasks, ['transcribe', 'translate', 'translate']);
+  // One without a task input serves transcriptions only.
+  await assert.rejects(client.audio.translations.create({ model: '@test/listen', file: await file() }),
+    (e) => e instanceof BadRequestError && e.param === 'model' && /TranscriptionTask/.test(e.message));
 });
 
 test('the four cases: eager and generator, create and stream', async () => {
