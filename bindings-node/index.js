@@ -154,7 +154,7 @@ class Translations {
    * `@local/whisper-tiny-en` cannot translate: it rejects with BadRequestError naming `model`. */
   async create(body, options) {
     const { signal, json, audio } = await audioRequest(body, options, 'audio.translations.create', false);
-    return transcriptionResult(await abortable(() => this._native.audioTranslationsCreate(json, audio), signal));
+    return transcriptionResult(await abortable((cancel) => this._native.audioTranslationsCreate(json, audio, cancel), signal));
   }
 }
 

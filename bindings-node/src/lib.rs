@@ -591,17 +591,23 @@ impl NativeClient {
 
     /// `audio.translations.create`: as `audio_transcriptions_create`, into English (a
     /// multilingual model; an English-only one is an invalid-request error naming `model`).
+    /// `cancel` stops it before the next segment.
     #[napi(ts_return_type = "Promise<NativeTranscription>")]
     pub fn audio_translations_create(
         &self,
         request: String,
         audio: NativeAudio,
+        cancel: Option<&NativeCancel>,
     ) -> napi::Result<Spawned<Job<TranscriptionResponse>>> {
-        let client = self.client.clone();
+        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
         let audio = transcription_audio(audio)?;
         Ok(Spawned::new(Job(Some(Box::new(move || {
             let request = TranscriptionRequest::from_json(&request)?;
-            client.audio.translations.create(&request, audio)
+            let stop = || cancel.load(Ordering::Acquire);
+            client
+                .audio
+                .translations
+                .create_until(&request, audio, stop)
         })))))
     }
 

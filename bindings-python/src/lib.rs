@@ -486,8 +486,10 @@ impl NativeClient {
     }
 
     /// `audio.translations.create`: as `audio_transcriptions_create`, into English (a
-    /// multilingual model; an English-only one is an invalid-request error naming `model`).
-    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1))]
+    /// multilingual model; an English-only one is an invalid-request error naming `model`);
+    /// `cancel` (or Ctrl-C) stops it before the next segment.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1, cancel=None))]
     fn audio_translations_create(
         &self,
         py: Python<'_>,
@@ -496,14 +498,18 @@ impl NativeClient {
         filename: Option<String>,
         sample_rate: Option<u32>,
         channels: u16,
+        cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<(String, String, &'static str)> {
-        py.detach(|| {
+        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let result = py.detach(|| {
             let request = TranscriptionRequest::from_json(&request)?;
             let audio = transcription_audio(audio, filename, sample_rate, channels);
-            self.client.audio.translations.create(&request, audio)
-        })
-        .map(transcription_result)
-        .map_err(py_err)
+            self.client
+                .audio
+                .translations
+                .create_until(&request, audio, || check.stop())
+        });
+        check.finish(result).map(transcription_result)
     }
 
     /// Downloads `model` from ingle's catalog into the client's models directory; the report

@@ -377,8 +377,11 @@ pub(crate) async fn audio_translations(
     if let Some(refusal) = refuse_if_loading(&state, &request.model) {
         return refusal;
     }
-    whole_typed(state, move |client, _stop| {
-        let response = client.audio.translations.create(&request, audio)?;
+    whole_typed(state, move |client, stop| {
+        let response = client
+            .audio
+            .translations
+            .create_until(&request, audio, stop)?;
         Ok((response.content_type, response.body))
     })
     .await

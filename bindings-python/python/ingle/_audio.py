@@ -520,7 +520,7 @@ class AsyncTranslations(_Resource):
         thread."""
         body = _transcription_body(locals(), extra)
         audio = await _in_thread(_arguments.audio_file, file, sample_rate)
-        result = await _in_thread(self._native.audio_translations_create, body, *audio)
+        result = await _cancellable(self._native.audio_translations_create, body, *audio)
         return _translation(result)
 
 

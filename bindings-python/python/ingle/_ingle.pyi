@@ -63,7 +63,7 @@ class NativeClient:
         cancel: Optional[CancelFlag] = None,
     ) -> NativeStream: ...
     # `audio.translations.create` (the translate task of a multilingual model; an English-only
-    # one is a 400 naming `model`): as `audio_transcriptions_create`, without a cancel flag.
+    # one is a 400 naming `model`): as `audio_transcriptions_create`.
     def audio_translations_create(
         self,
         request: str,
@@ -71,6 +71,7 @@ class NativeClient:
         filename: Optional[str] = None,
         sample_rate: Optional[int] = None,
         channels: int = 1,
+        cancel: Optional[CancelFlag] = None,
     ) -> Tuple[str, str, str]: ...
     def models_list(self) -> str: ...
     def models_catalog(self) -> str: ...
