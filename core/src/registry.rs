@@ -72,6 +72,14 @@ impl Default for Registry {
 
 impl Registry {
     pub fn from_config(config: &Config) -> Result<Self> {
+        // The config's own Whisper files are checked now; a built-in or catalog model's
+        // broken file fails that model alone, on its first use (not every client).
+        let own_whisper: Vec<PathBuf> = config
+            .predictors
+            .iter()
+            .filter(|p| p.backend == crate::config::Backend::Whisper)
+            .map(|p| config.model_path(p))
+            .collect();
         // A config file adds to the built-in models (unless `builtin_models = false`).
         let joined;
         let config = if config.builtin_models {
@@ -95,11 +103,9 @@ impl Registry {
         };
         config.validate(crate::backends::validate)?;
         for predictor in &config.predictors {
-            if predictor.backend == crate::config::Backend::Whisper {
-                crate::backends::onnx::whisper::ct2::check_whisper_file(
-                    &config.model_path(predictor),
-                )
-                .map_err(|e| {
+            let path = config.model_path(predictor);
+            if predictor.backend == crate::config::Backend::Whisper && own_whisper.contains(&path) {
+                crate::backends::onnx::whisper::ct2::check_whisper_file(&path).map_err(|e| {
                     let tag = shown(&predictor.tag);
                     Error::invalid("model", format!("The predictor `{tag}`: {}", e.message))
                         .with_code("model_file_invalid")
@@ -499,17 +505,22 @@ fn model_file(path: &str) -> Result<Option<crate::config::PredictorConfig>> {
     };
     if let Some(weights) = whisper_weights {
         let folder = weights.parent().unwrap_or(Path::new("/"));
-        if weights.is_file() && folder.join("config.json").is_file() {
+        let complete = weights.is_file()
+            && ["config.json", "tokenizer.json"]
+                .iter()
+                .all(|f| folder.join(f).is_file());
+        if complete {
+            crate::backends::onnx::whisper::ct2::check_whisper_file(&weights)?;
             return Ok(Some(crate::config::PredictorConfig::transcription(
                 path, weights,
             )));
         }
-        if file.is_dir() {
+        if file.is_dir() || weights.is_file() {
             return Err(Error::new(
                 ErrorKind::NotFound,
                 format!(
-                    "The folder `{}` is not a model ingle reads: a Whisper model in \
-                     faster-whisper's layout has model.bin, config.json and tokenizer.json",
+                    "`{}` is not a model ingle reads: a Whisper model in faster-whisper's \
+                     layout is a folder of model.bin, config.json and tokenizer.json",
                     shown(path)
                 ),
             )

@@ -802,9 +802,11 @@ static void test_translation(void) {
                  INGLE_OK);
     check_transcription(t, "application/json");
     if (t) {
-        int english = has_words(t->text, "hello") + has_words(t->text, "paris") + has_words(t->text, "coffee") + has_words(t->text, "bread") +
-                      has_words(t->text, "cheese");
-        CHECK(english >= 2 && strncmp(t->body, "{\"text\":", 8) == 0, "translation: %s", t->body);
+        /* "coffee" (espeak says "café" clearly) and no French left: only some of espeak's
+         * French carries through Whisper base. */
+        CHECK(has_words(t->text, "coffee") && !has_words(t->text, "bonjour") && !has_words(t->text, "avec") &&
+                  strncmp(t->body, "{\"text\":", 8) == 0,
+              "translation: %s", t->body);
     }
     ingle_transcription_free(t);
 

@@ -42,6 +42,23 @@ fn verbose(request: TranscriptionRequest, audio: TranscriptionAudio) -> Json {
         .unwrap()
 }
 
+/// A translation of the French clip: "coffee" (espeak says "café" clearly), English words
+/// around it, and no French left. Only some of espeak's French carries (faster-whisper int8:
+/// "Hello. I called Mary and I am going to Paris. Again, I see a coffee with bread. ...";
+/// ingle int8: "Hello. I called Marie and I am here. Again, I see a coffee with Bure. ...").
+fn translated_from_french(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let english = ["i", "and", "with", "the", "a", "to"];
+    let french = ["je", "et", "avec", "du", "le", "bonjour"];
+    words.contains(&"coffee")
+        && english.iter().filter(|w| words.contains(w)).count() >= 2
+        && !french.iter().any(|w| words.contains(w))
+}
+
 fn lower(json: &Json) -> String {
     json["text"].as_str().unwrap().to_lowercase()
 }
@@ -97,12 +114,7 @@ fn french_translates_into_english() {
     // OpenAI's Translation: `{text}` alone.
     assert_eq!(body.as_object().unwrap().len(), 1, "{body}");
     let text = lower(&body);
-    let english = ["hello", "paris", "coffee", "bread", "cheese"]
-        .iter()
-        .filter(|w| text.contains(*w))
-        .count();
-    assert!(english >= 2, "{text}");
-    assert!(!text.contains("bonjour"), "{text}");
+    assert!(translated_from_french(&text), "{text}");
     let verbose = translations
         .create(
             &TranscriptionRequest::new(MODEL)
@@ -405,16 +417,18 @@ fn a_128_mel_100_language_model_loads_and_runs() {
     // The 100th language is one this model knows; its outputs report it.
     let outputs = run(Some("yue"));
     let last = outputs.last().unwrap();
-    assert_eq!(last[2], Value::from("yue"), "{last:?}");
-    // Detection picks one of its languages.
+    assert_eq!(last[3], Value::from("yue"), "{last:?}");
+    // Detection runs on the 128-mel encoder's output. A tone is no speech, so the language
+    // found on it is dropped (and none reported); one reported is one of the model's.
     let outputs = run(None);
-    let Value::String(detected) = &outputs.last().unwrap()[2] else {
-        panic!("no language reported: {outputs:?}")
-    };
-    assert!(
-        ingle::backends::onnx::whisper::languages::code(detected).is_some(),
-        "{detected}"
-    );
+    match &outputs.last().unwrap()[3] {
+        Value::Null => {}
+        Value::String(detected) => assert!(
+            ingle::backends::onnx::whisper::languages::code(detected).is_some(),
+            "{detected}"
+        ),
+        other => panic!("language output {other:?}"),
+    }
     drop(loaded);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -513,15 +513,22 @@ impl Transcriptions {
         });
         let mut fields = vec![(audio_param.name.clone(), "file")];
         let mut inputs = Inputs::new();
-        if let Some(task) = task {
-            // A translation: the predictor's task input says so; its errors are the model's.
-            let param = signature
-                .inputs
-                .iter()
-                .find(|p| matches!(p.annotation, Annotation::TranscriptionTask))
-                .ok_or_else(|| cannot("input annotated TranscriptionTask"))?;
-            fields.push((param.name.clone(), "model"));
-            inputs.insert(param.name.clone(), Value::from(task));
+        // The predictor's task input gets the task, `transcribe` too (whatever its default);
+        // a translation needs one, and its errors are the model's.
+        let task_param = signature
+            .inputs
+            .iter()
+            .find(|p| matches!(p.annotation, Annotation::TranscriptionTask));
+        match (task, task_param) {
+            (Some(_), None) => return Err(cannot("input annotated TranscriptionTask")),
+            (task, Some(param)) => {
+                fields.push((param.name.clone(), "model"));
+                inputs.insert(
+                    param.name.clone(),
+                    Value::from(task.unwrap_or("transcribe")),
+                );
+            }
+            (None, None) => {}
         }
         // Each option's annotation as a test (`matches!`), not an `Annotation` value compared
         // with `==`: a unit variant built on the stack leaves its payload bytes unset, which

@@ -117,14 +117,14 @@ pub fn signature(multilingual: bool) -> Signature {
                 .optional()
                 .describe("The segment with its times, tokens and scores (null on the last output).")
                 .annotated(Annotation::TranscriptionSegment),
-            Parameter::new("language", ValueType::String)
-                .optional()
-                .describe("The language's ISO-639-1 code: the one given, else the one detected.")
-                .annotated(Annotation::TranscriptionLanguage),
             Parameter::new("usage", ValueType::Dict)
                 .optional()
                 .describe("`{seconds}` of audio, on the last output.")
                 .annotated(Annotation::Usage),
+            Parameter::new("language", ValueType::String)
+                .optional()
+                .describe("The language's ISO-639-1 code: the one given, else the one detected (after `usage`, so the earlier outputs keep their places).")
+                .annotated(Annotation::TranscriptionLanguage),
         ],
     }
 }
@@ -372,8 +372,8 @@ impl Iterator for Transcription {
             Some(Ok(segment)) => Some(Ok(vec![
                 Value::from(segment.text.clone()),
                 segment_value(&segment),
-                self.language(),
                 Value::Null,
+                self.language(),
             ])),
             Some(Err(error)) => {
                 self.finished = true;
@@ -388,8 +388,8 @@ impl Iterator for Transcription {
                 Some(Ok(vec![
                     Value::from(String::new()),
                     Value::Null,
-                    self.language(),
                     usage,
+                    self.language(),
                 ]))
             }
         }

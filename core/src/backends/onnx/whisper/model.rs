@@ -95,6 +95,26 @@ fn languages(
     Ok(ModelLanguages { tokens })
 }
 
+/// `suppress` with the special tokens faster-whisper always suppresses (a conversion whose
+/// config.json leaves them out would otherwise sample them as text).
+fn with_specials(mut suppress: Vec<u32>, special: &Special, tokenizer: &Tokenizer) -> Vec<u32> {
+    let sot_lm = tokenizer.token_to_id("<|startoflm|>");
+    suppress.extend(
+        [
+            special.transcribe,
+            special.translate,
+            special.sot,
+            special.sot_prev,
+            special.no_speech,
+        ]
+        .into_iter()
+        .chain(sot_lm),
+    );
+    suppress.sort_unstable();
+    suppress.dedup();
+    suppress
+}
+
 /// What one decoder run returns.
 pub struct Step {
     /// [k, vocab]: the logits at the asked positions.
@@ -196,11 +216,12 @@ impl WhisperModel {
         let encoder = session(&encoder_graph, "encoder")?;
         drop(encoder_graph);
         let decoder = session(&decoder_graph, "decoder")?;
+        let suppress = with_specials(config.suppress_ids, &special, &tokenizer);
         Ok(WhisperModel {
             dims,
             special,
             tokenizer,
-            suppress: config.suppress_ids,
+            suppress,
             suppress_begin: config.suppress_ids_begin,
             alignment_heads: alignment_heads.len(),
             languages,

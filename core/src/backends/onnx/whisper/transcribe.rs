@@ -140,10 +140,9 @@ impl Transcriber {
         {
             all_tokens = model.encode_text(&format!(" {prompt}"));
         }
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x5eed);
+        // A fixed seed: a window that falls back to sampling gives the same text on every run
+        // of the same audio (as CTranslate2's fixed default seed does for faster-whisper).
+        let seed = 0x5eed;
         let language = options.language.clone();
         Transcriber {
             content_frames: content_frames(audio.len()),
@@ -413,6 +412,11 @@ impl Transcriber {
         if decoded.no_speech_prob > NO_SPEECH_THRESHOLD && decoded.avg_logprob <= LOGPROB_THRESHOLD
         {
             self.seek += segment_size; // silence
+            if self.options.language.is_none() {
+                // No speech here: a language detected on it (noise, music) is not the audio's,
+                // so the next window detects again.
+                self.language = None;
+            }
             return Ok(());
         }
         let tokens = &decoded.tokens;
