@@ -36,15 +36,11 @@ typedef struct {
     size_t len;
 } Bytes;
 
-static Bytes recording(const char *name) {
+/* A whole file, malloc'd (a path relative to the repository's root, where tests/c/run runs). */
+static Bytes repo_file(const char *path) {
     Bytes b = {NULL, 0};
-    char path[4096];
-    const char *dir = getenv("INGLE_MODELS_DIR"), *cache = getenv("XDG_CACHE_HOME");
-    if (dir && *dir) snprintf(path, sizeof path, "%s/recordings/%s", dir, name);
-    else if (cache && *cache) snprintf(path, sizeof path, "%s/ingle/models/recordings/%s", cache, name);
-    else snprintf(path, sizeof path, "%s/.cache/ingle/models/recordings/%s", getenv("HOME"), name);
     FILE *f = fopen(path, "rb");
-    CHECK(f != NULL, "cannot open %s (run `ingle pull recordings`)", path);
+    CHECK(f != NULL, "cannot open %s", path);
     if (!f) return b;
     fseek(f, 0, SEEK_END);
     long size = ftell(f);
@@ -54,6 +50,16 @@ static Bytes recording(const char *name) {
     fclose(f);
     CHECK(size > 0 && b.len == (size_t)size, "read %zu of %ld bytes of %s", b.len, size, path);
     return b;
+}
+
+/* A recording of the models directory. */
+static Bytes recording(const char *name) {
+    char path[4096];
+    const char *dir = getenv("INGLE_MODELS_DIR"), *cache = getenv("XDG_CACHE_HOME");
+    if (dir && *dir) snprintf(path, sizeof path, "%s/recordings/%s", dir, name);
+    else if (cache && *cache) snprintf(path, sizeof path, "%s/ingle/models/recordings/%s", cache, name);
+    else snprintf(path, sizeof path, "%s/.cache/ingle/models/recordings/%s", getenv("HOME"), name);
+    return repo_file(path);
 }
 
 static uint32_t le32(const uint8_t *p) {
@@ -762,22 +768,6 @@ static void test_transcription_memcheck(void) {
     ingle_transcription_free(t);
     free(wav.data);
     free(pcm.samples);
-}
-
-/* A whole file of the repository (cwd is its root: tests/c/run goes there). */
-static Bytes repo_file(const char *path) {
-    Bytes b = {NULL, 0};
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL, "cannot open %s", path);
-    if (!f) return b;
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    b.data = (uint8_t *)malloc(size > 0 ? (size_t)size : 1);
-    b.len = size > 0 ? fread(b.data, 1, (size_t)size, f) : 0;
-    fclose(f);
-    CHECK(size > 0 && b.len == (size_t)size, "read %zu of %ld bytes of %s", b.len, size, path);
-    return b;
 }
 
 /* French speech (espeak-ng) on the multilingual model: transcribed, its language detected and
