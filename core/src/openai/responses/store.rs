@@ -132,7 +132,12 @@ impl Store {
             .unwrap_or_else(unix_now);
         self.with(|db| {
             // One transaction: another process sees the new row and the pruning together.
-            let db = db.unchecked_transaction()?;
+            // IMMEDIATE takes the write lock first (waiting in the busy handler): a deferred
+            // one that read first could not upgrade after another process's write.
+            let db = rusqlite::Transaction::new_unchecked(
+                db,
+                rusqlite::TransactionBehavior::Immediate,
+            )?;
             db.prepare_cached(
                 "INSERT OR REPLACE INTO responses (id, created_at, bytes, response, input, conversation)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -170,7 +175,27 @@ impl Store {
     }
 }
 
+/// Opens the database, trying again while another process holds it: SQLite answers "database
+/// is locked" at once, without its busy handler, to a connection that turns a file into WAL or
+/// creates the table while another does the same (two servers' first requests on a new file).
 fn open(path: &std::path::Path) -> rusqlite::Result<Connection> {
+    let started = std::time::Instant::now();
+    loop {
+        match open_once(path) {
+            Err(rusqlite::Error::SqliteFailure(error, _))
+                if matches!(
+                    error.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            opened => return opened,
+        }
+    }
+}
+
+fn open_once(path: &std::path::Path) -> rusqlite::Result<Connection> {
     let connection = if path.as_os_str() == ":memory:" {
         Connection::open_in_memory()?
     } else {
@@ -273,6 +298,36 @@ mod tests {
         std::fs::remove_file(&dir).unwrap();
         store.open().unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn stores_opening_one_new_file_at_once_all_open_and_write() {
+        // Two `ingle serve` processes given one new file open it together on their first
+        // requests: each connection here stands for one process (SQLite locks per file).
+        for round in 0..20 {
+            let dir = std::env::temp_dir()
+                .join(format!("ingle-store-race-{}-{round}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let path = dir.join("shared.sqlite3");
+            let barrier = std::sync::Barrier::new(4);
+            std::thread::scope(|scope| {
+                for writer in 0..4 {
+                    let (path, barrier) = (&path, &barrier);
+                    scope.spawn(move || {
+                        let store = Store::new(&ResponsesConfig {
+                            store: Some(path.clone()),
+                            ..ResponsesConfig::default()
+                        });
+                        barrier.wait();
+                        store.open().unwrap();
+                        let id = format!("r{writer}");
+                        store.put(&id, &response(unix_now(), 10)).unwrap();
+                        assert!(store.get(&id).unwrap().is_some());
+                    });
+                }
+            });
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
     }
 
     #[test]
