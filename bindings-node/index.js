@@ -128,8 +128,10 @@ class Transcriptions {
     const { signal, json, audio, stream } = await audioRequest(body, options, 'audio.transcriptions.create', true);
     const native = this._native;
     if (stream) {
-      const start = call(() => native.audioTranscriptionsStream(json, audio));
-      const started = await abortableStart(start, signal);
+      // The cancel stops the start too: an abort while the upload decodes ends the decoding.
+      const cancel = new NativeCancel();
+      const start = call(() => native.audioTranscriptionsStream(json, audio, cancel));
+      const started = await abortableStart(start, signal, cancel);
       if (signal && signal.aborted) {
         started.close();
         throw new APIUserAbortError();

@@ -85,12 +85,14 @@ async function create(method, startStream, createWhole, body, options, shape = n
 }
 
 /** Starts `start` (a Promise of a native stream); aborting `signal` meanwhile rejects at once
- * with APIUserAbortError, and the stream is closed when it arrives. */
-async function abortableStart(start, signal) {
+ * with APIUserAbortError, sets `cancel` (the NativeCancel the start was given, if any: the work
+ * of the start stops), and the stream is closed when it arrives. */
+async function abortableStart(start, signal, cancel = null) {
   if (!signal) return start;
   let onAbort;
   const aborted = new Promise((_, reject) => {
     onAbort = () => {
+      if (cancel) cancel.cancel();
       start.then((native) => native.close(), () => {});
       reject(new APIUserAbortError());
     };

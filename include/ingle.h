@@ -728,8 +728,9 @@ enum IngleStatus ingle_sink_set_tensor(struct IngleSink *sink,
 enum IngleStatus ingle_sink_emit(struct IngleSink *sink, const char *outputs_json);
 
 /**
- * Whether the consumer has gone away (1) or not (0): a long computation between emits can
- * check it to stop early.
+ * Whether the call was cancelled (1) or not (0): its consumer went away, or its caller stopped
+ * it (a client that left `ingle serve`, a chunk callback's nonzero return, an aborted signal).
+ * A long computation between emits can check it to stop early.
  */
 int32_t ingle_sink_cancelled(const struct IngleSink *sink);
 

@@ -13,7 +13,7 @@ use ingle::openai::{
     ResponseRequest, SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest,
     TranscriptionResponse,
 };
-use ingle::{Client, Config, Error};
+use ingle::{Cancel, Client, Config, Error};
 use napi::bindgen_prelude::{Float32Array, Uint8Array};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Task};
@@ -46,10 +46,28 @@ fn work(
     Spawned::new(Job(Some(Box::new(f))))
 }
 
+/// Starts a stream on the pool with `client`'s calls stopped by `cancel` (a new one if none):
+/// an aborted signal stops the start (a transcription's decoding), and the stream's `close()`
+/// stops the work a pending `next()` waits for.
 fn start(
-    f: impl FnOnce() -> ingle::Result<JsonTextStream> + Send + 'static,
-) -> Spawned<Job<JsonTextStream>> {
-    Spawned::new(Job(Some(Box::new(f))))
+    client: &Client,
+    cancel: Option<&NativeCancel>,
+    f: impl FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
+) -> Spawned<Job<Started<JsonTextStream>>> {
+    let cancel = cancel.map_or_else(Cancel::new, |c| c.cancel.clone());
+    let client = client.with_cancel(&cancel);
+    Spawned::new(Job(Some(Box::new(move || {
+        Ok(Started {
+            stream: f(&client)?,
+            cancel,
+        })
+    }))))
+}
+
+/// A stream started on the pool, and the cancel of its call.
+pub struct Started<S> {
+    stream: S,
+    cancel: Cancel,
 }
 
 impl<T> Job<T> {
@@ -81,17 +99,17 @@ impl Task for Job<Option<String>> {
     }
 }
 
-impl Task for Job<JsonTextStream> {
-    type Output = JsonTextStream;
+impl Task for Job<Started<JsonTextStream>> {
+    type Output = Started<JsonTextStream>;
     type JsValue = NativeStream;
 
-    fn compute(&mut self) -> napi::Result<JsonTextStream> {
+    fn compute(&mut self) -> napi::Result<Self::Output> {
         self.run()
     }
 
-    fn resolve(&mut self, _env: Env, stream: JsonTextStream) -> napi::Result<NativeStream> {
+    fn resolve(&mut self, _env: Env, started: Self::Output) -> napi::Result<NativeStream> {
         Ok(NativeStream {
-            stream: Closable::new(stream),
+            stream: Closable::new(started.stream, started.cancel),
         })
     }
 }
@@ -132,7 +150,7 @@ impl Task for Job<(EmbeddingMatrix, EncodingFormat)> {
 
 /// A started speech stream and its first bytes (pulled before the stream is handed to JS, so an
 /// error in the first sentence rejects `audio.speech.create` itself).
-type StartedSpeech = (SpeechStream, Option<Vec<u8>>);
+type StartedSpeech = Started<(SpeechStream, Option<Vec<u8>>)>;
 
 impl Task for Job<StartedSpeech> {
     type Output = StartedSpeech;
@@ -142,14 +160,11 @@ impl Task for Job<StartedSpeech> {
         self.run()
     }
 
-    fn resolve(
-        &mut self,
-        _env: Env,
-        (stream, first): StartedSpeech,
-    ) -> napi::Result<Self::JsValue> {
+    fn resolve(&mut self, _env: Env, started: StartedSpeech) -> napi::Result<Self::JsValue> {
+        let (stream, first) = started.stream;
         Ok(NativeSpeechStream {
             content_type: stream.content_type(),
-            stream: Closable::new(stream),
+            stream: Closable::new(stream, started.cancel),
             first: Mutex::new(first),
         })
     }
@@ -232,10 +247,10 @@ impl Task for Job<TranscriptionResponse> {
     }
 }
 
-/// Set to stop a running whole-response `create` at its next token (an aborted `signal`).
+/// Set to stop a running call at its next step (an aborted `signal`): the core's [`Cancel`].
 #[napi]
 pub struct NativeCancel {
-    flag: Arc<AtomicBool>,
+    cancel: Cancel,
 }
 
 #[napi]
@@ -244,18 +259,22 @@ impl NativeCancel {
     #[allow(clippy::new_without_default)] // a JS constructor
     pub fn new() -> Self {
         NativeCancel {
-            flag: Arc::new(AtomicBool::new(false)),
+            cancel: Cancel::new(),
         }
     }
 
     #[napi]
     pub fn cancel(&self) {
-        self.flag.store(true, Ordering::Release);
+        self.cancel.cancel();
     }
 }
 
-fn cancel_flag(cancel: Option<&NativeCancel>) -> Arc<AtomicBool> {
-    cancel.map_or_else(|| Arc::new(AtomicBool::new(false)), |c| Arc::clone(&c.flag))
+/// `client` with its calls stopped by `cancel`, if one is given.
+fn cancelled_by(client: &Client, cancel: Option<&NativeCancel>) -> Client {
+    match cancel {
+        Some(cancel) => client.with_cancel(&cancel.cancel),
+        None => client.clone(),
+    }
 }
 
 /// A JS progress callback, called on the main thread with an event's JSON; it does not keep
@@ -299,20 +318,21 @@ impl NativeClient {
         request: String,
         cancel: Option<&NativeCancel>,
     ) -> Spawned<Job<Option<String>>> {
-        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        let client = cancelled_by(&self.client, cancel);
         work(move || {
             let request = ChatCompletionRequest::from_json(&request)?;
-            let stop = || cancel.load(Ordering::Acquire);
             Ok(Some(to_json_text(
-                &client.chat.completions.create_until(&request, stop)?,
+                &client.chat.completions.create(&request)?,
             )?))
         })
     }
 
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn chat_completions_stream(&self, request: String) -> Spawned<Job<JsonTextStream>> {
-        let client = self.client.clone();
-        start(move || {
+    pub fn chat_completions_stream(
+        &self,
+        request: String,
+    ) -> Spawned<Job<Started<JsonTextStream>>> {
+        start(&self.client, None, move |client| {
             let request = ChatCompletionRequest::from_json(&request)?;
             Ok(json_texts(client.chat.completions.stream(&request)?))
         })
@@ -324,20 +344,16 @@ impl NativeClient {
         request: String,
         cancel: Option<&NativeCancel>,
     ) -> Spawned<Job<Option<String>>> {
-        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        let client = cancelled_by(&self.client, cancel);
         work(move || {
             let request = CompletionRequest::from_json(&request)?;
-            let stop = || cancel.load(Ordering::Acquire);
-            Ok(Some(to_json_text(
-                &client.completions.create_until(&request, stop)?,
-            )?))
+            Ok(Some(to_json_text(&client.completions.create(&request)?)?))
         })
     }
 
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn completions_stream(&self, request: String) -> Spawned<Job<JsonTextStream>> {
-        let client = self.client.clone();
-        start(move || {
+    pub fn completions_stream(&self, request: String) -> Spawned<Job<Started<JsonTextStream>>> {
+        start(&self.client, None, move |client| {
             let request = CompletionRequest::from_json(&request)?;
             Ok(json_texts(client.completions.stream(&request)?))
         })
@@ -349,20 +365,16 @@ impl NativeClient {
         request: String,
         cancel: Option<&NativeCancel>,
     ) -> Spawned<Job<Option<String>>> {
-        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        let client = cancelled_by(&self.client, cancel);
         work(move || {
             let request = ResponseRequest::from_json(&request)?;
-            let stop = || cancel.load(Ordering::Acquire);
-            Ok(Some(
-                client.responses.create_until(&request, stop)?.to_string(),
-            ))
+            Ok(Some(client.responses.create(&request)?.to_string()))
         })
     }
 
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn responses_stream(&self, request: String) -> Spawned<Job<JsonTextStream>> {
-        let client = self.client.clone();
-        start(move || {
+    pub fn responses_stream(&self, request: String) -> Spawned<Job<Started<JsonTextStream>>> {
+        start(&self.client, None, move |client| {
             let request = ResponseRequest::from_json(&request)?;
             Ok(json_texts(client.responses.stream(&request)?))
         })
@@ -374,11 +386,10 @@ impl NativeClient {
         request: String,
         cancel: Option<&NativeCancel>,
     ) -> Spawned<Job<Option<String>>> {
-        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        let client = cancelled_by(&self.client, cancel);
         work(move || {
             let request = ResponseRequest::from_json(&request)?;
-            let stop = || cancel.load(Ordering::Acquire);
-            let counted = client.responses.input_tokens_until(&request, stop)?;
+            let counted = client.responses.input_tokens(&request)?;
             Ok(Some(counted.to_string()))
         })
     }
@@ -434,13 +445,14 @@ impl NativeClient {
         on_progress: Option<ProgressFn>,
         cancel: Option<&NativeCancel>,
     ) -> Spawned<Job<Option<String>>> {
-        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        let client = self.client.clone();
+        let cancel = cancel.map(|c| c.cancel.clone()).unwrap_or_default();
         work(move || {
             let report = client.models.pull(&model, &mut |event| {
                 if let (Some(on_progress), Ok(json)) = (&on_progress, to_json_text(event)) {
                     on_progress.call(json, ThreadsafeFunctionCallMode::NonBlocking);
                 }
-                !cancel.load(Ordering::Acquire)
+                !cancel.is_cancelled()
             })?;
             Ok(Some(to_json_text(&report)?))
         })
@@ -524,10 +536,9 @@ impl NativeClient {
         tag: String,
         inputs: String,
         buffers: Option<Vec<Uint8Array>>,
-    ) -> Spawned<Job<JsonTextStream>> {
-        let client = self.client.clone();
+    ) -> Spawned<Job<Started<JsonTextStream>>> {
         let buffers = predictors::copied(buffers);
-        start(move || {
+        start(&self.client, None, move |client| {
             let inputs = predictors::inputs_with_raw(&inputs, buffers)?;
             let predictions = client.predictions.stream(&tag, inputs)?;
             Ok(predictions.into_whole_json_texts())
@@ -538,12 +549,16 @@ impl NativeClient {
     /// (about a sentence), or rejects with the request's error.
     #[napi(ts_return_type = "Promise<NativeSpeechStream>")]
     pub fn audio_speech_stream(&self, request: String) -> Spawned<Job<StartedSpeech>> {
-        let client = self.client.clone();
+        let cancel = Cancel::new();
+        let client = self.client.with_cancel(&cancel);
         Spawned::new(Job(Some(Box::new(move || {
             let request = SpeechRequest::from_json(&request)?;
             let mut stream = client.audio.speech.stream(&request)?;
             let first = stream.next().transpose()?;
-            Ok((stream, first))
+            Ok(Started {
+                stream: (stream, first),
+                cancel,
+            })
         }))))
     }
 
@@ -556,30 +571,27 @@ impl NativeClient {
         audio: NativeAudio,
         cancel: Option<&NativeCancel>,
     ) -> napi::Result<Spawned<Job<TranscriptionResponse>>> {
-        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        let client = cancelled_by(&self.client, cancel);
         let audio = transcription_audio(audio)?;
         Ok(Spawned::new(Job(Some(Box::new(move || {
             let request = TranscriptionRequest::from_json(&request)?;
-            let stop = || cancel.load(Ordering::Acquire);
-            client
-                .audio
-                .transcriptions
-                .create_until(&request, audio, stop)
+            client.audio.transcriptions.create(&request, audio)
         })))))
     }
 
     /// `audio.transcriptions.create` with `stream: true`: resolves once the audio is decoded
     /// and the model started; each `next()` gives a `transcript.text.delta` event (a segment),
-    /// the last `transcript.text.done`. Closing the stream stops before the next 30 s window.
+    /// the last `transcript.text.done`. `cancel` stops the start (the audio's decoding) and
+    /// the stream; so does closing the stream (the model at its next token).
     #[napi(ts_return_type = "Promise<NativeStream>")]
     pub fn audio_transcriptions_stream(
         &self,
         request: String,
         audio: NativeAudio,
-    ) -> napi::Result<Spawned<Job<JsonTextStream>>> {
-        let client = self.client.clone();
+        cancel: Option<&NativeCancel>,
+    ) -> napi::Result<Spawned<Job<Started<JsonTextStream>>>> {
         let audio = transcription_audio(audio)?;
-        Ok(start(move || {
+        Ok(start(&self.client, cancel, move |client| {
             let request = TranscriptionRequest::from_json(&request)?;
             let events = client.audio.transcriptions.stream(&request, audio)?;
             Ok(
@@ -599,15 +611,11 @@ impl NativeClient {
         audio: NativeAudio,
         cancel: Option<&NativeCancel>,
     ) -> napi::Result<Spawned<Job<TranscriptionResponse>>> {
-        let (client, cancel) = (self.client.clone(), cancel_flag(cancel));
+        let client = cancelled_by(&self.client, cancel);
         let audio = transcription_audio(audio)?;
         Ok(Spawned::new(Job(Some(Box::new(move || {
             let request = TranscriptionRequest::from_json(&request)?;
-            let stop = || cancel.load(Ordering::Acquire);
-            client
-                .audio
-                .translations
-                .create_until(&request, audio, stop)
+            client.audio.translations.create(&request, audio)
         })))))
     }
 
@@ -620,18 +628,23 @@ impl NativeClient {
 }
 
 /// A running core stream that any thread may close, also while a `next()` on the thread pool
-/// waits for its item: that call resolves with its item, then the stream ends. Dropping the core
-/// stream stops its work (generation, synthesis). The state is shared with the pool's jobs.
+/// waits for its item: that call resolves with its item (or the end, when the close stopped the
+/// work short: a Whisper window), then the stream ends. Dropping the core stream stops its work
+/// (generation, synthesis). The state is shared with the pool's jobs.
 struct Closable<I> {
     inner: Arc<Mutex<Option<I>>>,
     closed: Arc<AtomicBool>,
+    /// The stream's call: closing cancels it, which stops the work a pending `next()` waits
+    /// for (Whisper's decoder at its next token, a JS predictor told).
+    cancel: Cancel,
 }
 
 impl<T, I: Iterator<Item = ingle::Result<T>> + Send + 'static> Closable<I> {
-    fn new(stream: I) -> Self {
+    fn new(stream: I, cancel: Cancel) -> Self {
         Closable {
             inner: Arc::new(Mutex::new(Some(stream))),
             closed: Arc::new(AtomicBool::new(false)),
+            cancel,
         }
     }
 
@@ -643,9 +656,16 @@ impl<T, I: Iterator<Item = ingle::Result<T>> + Send + 'static> Closable<I> {
             if closed.load(Ordering::Acquire) {
                 *inner = None; // stops the work
             }
-            let item = inner.as_mut().and_then(Iterator::next);
-            if !matches!(item, Some(Ok(_))) || closed.load(Ordering::Acquire) {
+            let mut item = inner.as_mut().and_then(Iterator::next);
+            let was_closed = closed.load(Ordering::Acquire);
+            if !matches!(item, Some(Ok(_))) || was_closed {
                 *inner = None; // the end, an error, or closed while waiting
+            }
+            // Closed while waiting, the work may have stopped short (its cancel): that is the
+            // end the closer asked for, not an error.
+            if was_closed && matches!(&item, Some(Err(e)) if e.kind == ingle::ErrorKind::Cancelled)
+            {
+                item = None;
             }
             item.transpose()
         }
@@ -654,6 +674,7 @@ impl<T, I: Iterator<Item = ingle::Result<T>> + Send + 'static> Closable<I> {
     /// Stops the work. Safe to call more than once, and from any thread.
     fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.cancel.cancel();
         // A job waiting for an item holds the lock, and drops the stream itself.
         if let Ok(mut inner) = self.inner.try_lock() {
             *inner = None;

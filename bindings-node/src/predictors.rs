@@ -307,39 +307,42 @@ pub fn js_predictor(declaration: &str, dispatch: Dispatch) -> napi::Result<Exter
     let declaration = Declaration::from_json(declaration).map_err(js_error)?;
     let tag = declaration.tag.clone();
     let dispatch = Arc::new(dispatch);
-    Ok(ExternalPredictor::new(declaration, move |inputs, logs| {
-        let (json, buffers) = inputs_for_js(inputs)?;
-        let prediction = next_id();
-        let call = PredictorCall {
-            op: "start".into(),
-            prediction,
-            reply: 0,
-            json,
-            buffers,
-        };
-        log_sinks()
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(prediction, logs.clone());
-        let forget = || {
+    Ok(ExternalPredictor::new(
+        declaration,
+        move |inputs, context| {
+            let (json, buffers) = inputs_for_js(inputs)?;
+            let prediction = next_id();
+            let call = PredictorCall {
+                op: "start".into(),
+                prediction,
+                reply: 0,
+                json,
+                buffers,
+            };
             log_sinks()
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .remove(&prediction);
-        };
-        let reply = ask(&dispatch, &tag, call).inspect_err(|_| forget())?;
-        if let Some(message) = reply.error {
-            forget();
-            return Err(Error::model(message));
-        }
-        let stream: OutputStream = Box::new(JsOutputs {
-            dispatch: Arc::clone(&dispatch),
-            tag: tag.clone(),
-            prediction,
-            done: false,
-        });
-        Ok(stream)
-    }))
+                .insert(prediction, context.logs.clone());
+            let forget = || {
+                log_sinks()
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&prediction);
+            };
+            let reply = ask(&dispatch, &tag, call).inspect_err(|_| forget())?;
+            if let Some(message) = reply.error {
+                forget();
+                return Err(Error::model(message));
+            }
+            let stream: OutputStream = Box::new(JsOutputs {
+                dispatch: Arc::clone(&dispatch),
+                tag: tag.clone(),
+                prediction,
+                done: false,
+            });
+            Ok(stream)
+        },
+    ))
 }
 
 /// JS buffers copied out on the main thread, to go with a task to the pool.

@@ -290,6 +290,35 @@ test('stream: deltas concatenate to the text of create, then done with usage', a
   t.diagnostic(`two_cities: ${events.length} deltas, first at ${times[0]} ms, done at ${times.at(-1)} ms`);
 });
 
+test('aborting a stream while its window decodes stops the decoder there', async (t) => {
+  // The abort cancels the call, which Whisper's decoder asks before each token: the pending
+  // next() ends without waiting for the 30 s window it was decoding to end.
+  const open = () => client.audio.transcriptions.create(
+    { model, file: fs.readFileSync(TWO_CITIES), stream: true },
+    { signal: controller.signal },
+  );
+  // How long the first window takes, whole.
+  let controller = new AbortController();
+  let started = Date.now();
+  const whole = (await (await open())[Symbol.asyncIterator]().next()).value;
+  const windowMs = Date.now() - started;
+  assert.equal(whole.type, 'transcript.text.delta');
+  controller.abort();
+  const before = await waitIdle();
+  controller = new AbortController();
+  const stream = await open();
+  let abortedAt = 0;
+  setTimeout(() => { abortedAt = Date.now(); controller.abort(); }, Math.min(50, windowMs / 4));
+  await assert.rejects(async () => {
+    for await (const event of stream) void event;
+  }, APIUserAbortError);
+  const stoppedMs = Date.now() - abortedAt;
+  const after = await waitIdle();
+  assert.equal(after.cancelled_requests, before.cancelled_requests + 1);
+  assert.ok(stoppedMs < windowMs / 2, `stopped ${stoppedMs} ms after the abort; a window takes ${windowMs} ms`);
+  t.diagnostic?.(`window ${windowMs} ms, stopped ${stoppedMs} ms after the abort`);
+});
+
 test('aborting the signal stops the work; the client works afterwards', async () => {
   // A whole two_cities run decodes two windows.
   let before = await waitIdle();

@@ -19,11 +19,11 @@ use ingle::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, ResponseRequest,
     SpeechRequest, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
-use ingle::{inputs_from_json, Client, Config, Error};
+use ingle::{inputs_from_json, Cancel, Client, Config, Error, OnCancel};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The Python exception for a core error: `ingle._exceptions._from_native` picks the class
@@ -50,12 +50,12 @@ fn py_err(error: Error) -> PyErr {
     })
 }
 
-/// Set from any thread to stop a running `create` at its next token (asyncio cancels so).
+/// Set from any thread to stop a running `create` at its next step (asyncio cancels so): the
+/// core's [`Cancel`], which also stops a Python predictor stuck in its own code
+/// ([`interrupt`]).
 #[pyclass(frozen, module = "ingle._ingle")]
 struct CancelFlag {
-    set: AtomicBool,
-    /// The call it cancels, for a Python predictor stuck in its own code ([`interrupt`]).
-    call: u64,
+    cancel: Cancel,
 }
 
 #[pymethods]
@@ -63,64 +63,73 @@ impl CancelFlag {
     #[new]
     fn new() -> Self {
         CancelFlag {
-            set: AtomicBool::new(false),
-            call: interrupt::new_call(),
+            cancel: Cancel::new(),
         }
     }
 
     fn set(&self) {
-        if !self.set.swap(true, Ordering::AcqRel) {
-            interrupt::interrupt(self.call);
-        }
+        self.cancel.cancel();
     }
 }
 
-impl Drop for CancelFlag {
-    fn drop(&mut self) {
-        interrupt::forget(self.call);
-    }
+/// The cancel of one whole call from Python: set by its `CancelFlag`, or by Ctrl-C. Python's
+/// SIGINT handler only sets a flag that runs when Python code does, and none runs until the call
+/// returns: so asking the cancel runs the handlers, from the calling thread, every 50 ms at most
+/// (taking the GIL per token would slow decoding when other threads hold it). A
+/// `KeyboardInterrupt` is kept, to raise once the call returns.
+struct CallCancel {
+    cancel: Cancel,
+    interrupt: Arc<Mutex<Option<PyErr>>>,
+    _flag: Option<OnCancel>,
 }
 
-/// Decides, between tokens of a whole-response `create`, whether to stop: when `cancel` is
-/// set, or when Ctrl-C was pressed. Python's SIGINT handler only sets a flag that runs when
-/// Python code does, and none runs until `create` returns: so the check runs the handlers
-/// here, every 50 ms at most (taking the GIL per token would slow decoding when other threads
-/// hold it). A `KeyboardInterrupt` is kept in `interrupt`, to raise once `create` returns.
-struct StopCheck<'a> {
-    cancel: Option<&'a CancelFlag>,
-    interrupt: Option<PyErr>,
-    last_signal_check: Instant,
-    /// The cancel flag's call is this thread's while the check lives.
-    _scope: Option<interrupt::CallScope>,
-}
-
-impl<'a> StopCheck<'a> {
-    fn new(cancel: Option<&'a CancelFlag>) -> Self {
-        StopCheck {
-            cancel,
-            interrupt: None,
-            last_signal_check: Instant::now(),
-            _scope: cancel.map(|c| interrupt::CallScope::enter(c.call)),
-        }
-    }
-
-    fn stop(&mut self) -> bool {
-        if self.cancel.is_some_and(|c| c.set.load(Ordering::Acquire)) {
-            return true;
-        }
-        if self.last_signal_check.elapsed() >= Duration::from_millis(50) {
-            self.last_signal_check = Instant::now();
-            if let Err(e) = Python::attach(|py| py.check_signals()) {
-                self.interrupt = Some(e);
-                return true;
+impl CallCancel {
+    fn new(flag: Option<&Py<CancelFlag>>) -> Self {
+        let interrupt = Arc::new(Mutex::new(None));
+        let kept = Arc::clone(&interrupt);
+        let caller = std::thread::current().id();
+        let last_check = Mutex::new(Instant::now());
+        let cancel = Cancel::polled(move || {
+            if std::thread::current().id() != caller {
+                return false;
             }
+            {
+                let mut last = last_check.lock().unwrap_or_else(PoisonError::into_inner);
+                if last.elapsed() < Duration::from_millis(50) {
+                    return false;
+                }
+                *last = Instant::now();
+            }
+            match Python::attach(|py| py.check_signals()) {
+                Ok(()) => false,
+                Err(e) => {
+                    *kept.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                    true
+                }
+            }
+        });
+        let linked = cancel.clone();
+        let flag = flag.map(|flag| flag.get().cancel.on_cancel(move || linked.cancel()));
+        CallCancel {
+            cancel,
+            interrupt,
+            _flag: flag,
         }
-        false
+    }
+
+    /// `client` with its calls stopped by this cancel.
+    fn client(&self, client: &Client) -> Client {
+        client.with_cancel(&self.cancel)
     }
 
     /// The call's result: the interrupt if there was one, else `result`.
     fn finish<T>(self, result: ingle::Result<T>) -> PyResult<T> {
-        match self.interrupt {
+        let interrupt = self
+            .interrupt
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match interrupt {
             Some(interrupt) => Err(interrupt),
             None => result.map_err(py_err),
         }
@@ -194,25 +203,24 @@ impl NativeClient {
         request: String,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
-        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
         let result = py.detach(|| {
             let request = ChatCompletionRequest::from_json(&request)?;
-            let completion = self
-                .client
-                .chat
-                .completions
-                .create_until(&request, || check.stop())?;
+            let completion = client.chat.completions.create(&request)?;
             to_json_text(&completion)
         });
-        check.finish(result)
+        call.finish(result)
     }
 
     fn chat_completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
+        let cancel = Cancel::new();
+        let client = self.client.with_cancel(&cancel);
         py.detach(|| {
             let request = ChatCompletionRequest::from_json(&request)?;
-            Ok(json_texts(self.client.chat.completions.stream(&request)?))
+            Ok(json_texts(client.chat.completions.stream(&request)?))
         })
-        .map(NativeStream::new)
+        .map(|stream| NativeStream::new(stream, cancel))
         .map_err(py_err)
     }
 
@@ -225,25 +233,25 @@ impl NativeClient {
         request: String,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
-        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
         let result = py.detach(|| {
             let request = ResponseRequest::from_json(&request)?;
-            let response = self
-                .client
-                .responses
-                .create_until(&request, || check.stop())?;
+            let response = client.responses.create(&request)?;
             Ok(response.to_string())
         });
-        check.finish(result)
+        call.finish(result)
     }
 
     /// A response's events as JSON texts.
     fn responses_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
+        let cancel = Cancel::new();
+        let client = self.client.with_cancel(&cancel);
         py.detach(|| {
             let request = ResponseRequest::from_json(&request)?;
-            Ok(json_texts(self.client.responses.stream(&request)?))
+            Ok(json_texts(client.responses.stream(&request)?))
         })
-        .map(NativeStream::new)
+        .map(|stream| NativeStream::new(stream, cancel))
         .map_err(py_err)
     }
 
@@ -256,16 +264,14 @@ impl NativeClient {
         request: String,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
-        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
         let result = py.detach(|| {
             let request = ResponseRequest::from_json(&request)?;
-            let counted = self
-                .client
-                .responses
-                .input_tokens_until(&request, || check.stop())?;
+            let counted = client.responses.input_tokens(&request)?;
             Ok(counted.to_string())
         });
-        check.finish(result)
+        call.finish(result)
     }
 
     // The store may wait on another process's write: without the GIL.
@@ -304,25 +310,23 @@ impl NativeClient {
         request: String,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
-        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
         let result = py.detach(|| {
             let request = CompletionRequest::from_json(&request)?;
-            to_json_text(
-                &self
-                    .client
-                    .completions
-                    .create_until(&request, || check.stop())?,
-            )
+            to_json_text(&client.completions.create(&request)?)
         });
-        check.finish(result)
+        call.finish(result)
     }
 
     fn completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
+        let cancel = Cancel::new();
+        let client = self.client.with_cancel(&cancel);
         py.detach(|| {
             let request = CompletionRequest::from_json(&request)?;
-            Ok(json_texts(self.client.completions.stream(&request)?))
+            Ok(json_texts(client.completions.stream(&request)?))
         })
-        .map(NativeStream::new)
+        .map(|stream| NativeStream::new(stream, cancel))
         .map_err(py_err)
     }
 
@@ -376,8 +380,9 @@ impl NativeClient {
         u32,
         u16,
     )> {
-        let speech = &self.client.audio.speech;
-        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
+        let speech = &client.audio.speech;
         let result = py.detach(|| {
             let request = SpeechRequest::from_json(&request)?;
             if request.sse()? {
@@ -385,17 +390,15 @@ impl NativeClient {
                 let content_type = stream.content_type();
                 let mut content = Vec::new();
                 for chunk in stream {
-                    if check.stop() {
-                        return Err(Error::cancelled("The request was cancelled"));
-                    }
+                    call.cancel.check()?;
                     content.extend_from_slice(&chunk?);
                 }
                 return Ok((content, content_type, None));
             }
-            let audio = speech.create_until(&request, || check.stop())?;
+            let audio = speech.create(&request)?;
             Ok((audio.bytes, audio.content_type, Some(audio.raw)))
         });
-        let (content, content_type, raw) = check.finish(result)?;
+        let (content, content_type, raw) = call.finish(result)?;
         let content = PyBytes::new(py, &content);
         let Some(raw) = raw else {
             return Ok((content, content_type, None, 0, 0));
@@ -417,11 +420,13 @@ impl NativeClient {
 
     /// Speech as it is synthesised. A bad request raises here, before any audio.
     fn audio_speech_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeSpeechStream> {
+        let cancel = Cancel::new();
+        let client = self.client.with_cancel(&cancel);
         py.detach(|| {
             let request = SpeechRequest::from_json(&request)?;
-            self.client.audio.speech.stream(&request)
+            client.audio.speech.stream(&request)
         })
-        .map(NativeSpeechStream::new)
+        .map(|stream| NativeSpeechStream::new(stream, cancel))
         .map_err(py_err)
     }
 
@@ -443,16 +448,14 @@ impl NativeClient {
         channels: u16,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<(String, String, &'static str)> {
-        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
         let result = py.detach(|| {
             let request = TranscriptionRequest::from_json(&request)?;
             let audio = transcription_audio(audio, filename, sample_rate, channels);
-            self.client
-                .audio
-                .transcriptions
-                .create_until(&request, audio, || check.stop())
+            client.audio.transcriptions.create(&request, audio)
         });
-        check.finish(result).map(transcription_result)
+        call.finish(result).map(transcription_result)
     }
 
     /// A transcription as events (`transcript.text.delta` per segment, then
@@ -471,18 +474,19 @@ impl NativeClient {
         channels: u16,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<NativeStream> {
-        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
         let result = py.detach(|| {
             let request = TranscriptionRequest::from_json(&request)?;
             let audio = transcription_audio(audio, filename, sample_rate, channels);
-            let stream =
-                (self.client.audio.transcriptions)
-                    .stream_until(&request, audio, || check.stop())?;
+            let stream = (client.audio.transcriptions).stream(&request, audio)?;
             let texts: JsonTextStream =
                 Box::new(stream.map(|event| event.map(|event| event.to_json().to_string())));
             Ok(texts)
         });
-        check.finish(result).map(NativeStream::new)
+        let cancel = call.cancel.clone();
+        call.finish(result)
+            .map(|stream| NativeStream::new(stream, cancel))
     }
 
     /// `audio.translations.create`: as `audio_transcriptions_create`, into English (a
@@ -500,16 +504,14 @@ impl NativeClient {
         channels: u16,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<(String, String, &'static str)> {
-        let mut check = StopCheck::new(cancel.as_ref().map(Py::get));
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
         let result = py.detach(|| {
             let request = TranscriptionRequest::from_json(&request)?;
             let audio = transcription_audio(audio, filename, sample_rate, channels);
-            self.client
-                .audio
-                .translations
-                .create_until(&request, audio, || check.stop())
+            client.audio.translations.create(&request, audio)
         });
-        check.finish(result).map(transcription_result)
+        call.finish(result).map(transcription_result)
     }
 
     /// Downloads `model` from ingle's catalog into the client's models directory; the report
@@ -603,13 +605,14 @@ impl NativeClient {
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
         let raw = predictors::raw_inputs(raw_inputs)?;
-        let _scope = cancel
-            .as_ref()
-            .map(|c| interrupt::CallScope::enter(c.get().call));
+        let client = match &cancel {
+            Some(flag) => self.client.with_cancel(&flag.get().cancel),
+            None => self.client.clone(),
+        };
         py.detach(|| {
             let mut inputs = inputs_from_json(&inputs)?;
             inputs.extend(raw);
-            self.client.predictions.create(&tag, inputs)?.to_json_text()
+            client.predictions.create(&tag, inputs)?.to_json_text()
         })
         .map_err(py_err)
     }
@@ -624,13 +627,15 @@ impl NativeClient {
         raw_inputs: Option<Bound<'_, pyo3::types::PyDict>>,
     ) -> PyResult<NativeStream> {
         let raw = predictors::raw_inputs(raw_inputs)?;
+        let cancel = Cancel::new();
+        let client = self.client.with_cancel(&cancel);
         py.detach(|| {
             let mut inputs = inputs_from_json(&inputs)?;
             inputs.extend(raw);
-            let predictions = self.client.predictions.stream(&tag, inputs)?;
+            let predictions = client.predictions.stream(&tag, inputs)?;
             Ok(predictions.into_whole_json_texts())
         })
-        .map(NativeStream::new)
+        .map(|stream| NativeStream::new(stream, cancel))
         .map_err(py_err)
     }
 

@@ -6,8 +6,8 @@
 //! the interpreter for as long as Python code runs, and no longer.
 
 use ingle::{
-    Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OutputStream, Outputs,
-    Tensor, Value,
+    Audio, Context, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OnCancel,
+    OutputStream, Outputs, Tensor, Value,
 };
 use pyo3::exceptions::{PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
@@ -278,6 +278,12 @@ fn predictor_error(py: Python<'_>, error: PyErr, tag: &str) -> Error {
 struct PythonOutputs {
     tag: String,
     iterator: Option<Py<PyAny>>,
+    /// This prediction's call, current in the thread while its code runs, for `interrupt`.
+    call: u64,
+    /// Interrupts the code running for `call` when the prediction is cancelled: its stream
+    /// dropped, or its caller stopped (a closed stream, a cancelled task, a client that left
+    /// `ingle.serve`).
+    interrupt: Option<OnCancel>,
 }
 
 impl Iterator for PythonOutputs {
@@ -286,7 +292,9 @@ impl Iterator for PythonOutputs {
     fn next(&mut self) -> Option<Self::Item> {
         let iterator = self.iterator.as_ref()?;
         let tag = self.tag.clone();
+        let call = self.call;
         let attached = Python::try_attach(|py| -> Option<ingle::Result<Outputs>> {
+            let _scope = crate::interrupt::CallScope::enter(call);
             let Some(running) = crate::interrupt::Running::start(py) else {
                 return Some(Err(Error::cancelled(format!(
                     "The predictor `{}` was stopped: its caller went away",
@@ -351,6 +359,9 @@ impl PythonOutputs {
 impl Drop for PythonOutputs {
     fn drop(&mut self) {
         self.close();
+        // Unregistered first: a cancel from now on does not mark the call again.
+        drop(self.interrupt.take());
+        crate::interrupt::forget(self.call);
     }
 }
 
@@ -360,20 +371,32 @@ pub fn python_predictor(declaration: &str, invoke: Py<PyAny>) -> ingle::Result<E
     let tag = declaration.tag.clone();
     Ok(ExternalPredictor::new(
         declaration,
-        move |inputs: Inputs, logs: Logs| {
+        move |inputs: Inputs, context: &Context| {
             let attached = Python::try_attach(|py| -> ingle::Result<OutputStream> {
                 let call = || -> PyResult<Py<PyAny>> {
                     let dict = PyDict::new(py);
                     for (name, value) in &inputs {
                         dict.set_item(name, to_python(py, value)?)?;
                     }
-                    let sink = Py::new(py, LogSink { logs: logs.clone() })?;
+                    let sink = Py::new(
+                        py,
+                        LogSink {
+                            logs: context.logs.clone(),
+                        },
+                    )?;
                     Ok(invoke.bind(py).call1((dict, sink))?.unbind())
                 };
                 let iterator = call().map_err(|e| predictor_error(py, e, &tag))?;
+                let call = crate::interrupt::new_call();
                 Ok(Box::new(PythonOutputs {
                     tag: tag.clone(),
                     iterator: Some(iterator),
+                    call,
+                    interrupt: Some(
+                        context
+                            .cancel
+                            .on_cancel(move || crate::interrupt::interrupt(call)),
+                    ),
                 }))
             });
             attached.unwrap_or_else(|| {

@@ -1,37 +1,33 @@
 //! Streams Python iterates: a core stream that any thread may close, also while another
 //! thread waits for its next item (asyncio does that).
 
-use crate::interrupt;
 use crate::py_err;
 use ingle::json_text::JsonTextStream;
 use ingle::openai::SpeechStream;
+use ingle::Cancel;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 /// A running core stream that any thread may close, also while another waits for its next
-/// item (asyncio does that): the waiting call returns its item, then the stream ends. Dropping
-/// the core stream stops its work (generation, synthesis).
+/// item (asyncio does that): the waiting call returns its item (or the end, when the close
+/// stopped the work short: a Whisper window, a stuck Python predictor), then the stream ends.
+/// Dropping the core stream stops its work (generation, synthesis).
 struct Closable<I> {
     inner: Mutex<Option<I>>,
     closed: AtomicBool,
-    /// Its call, for a Python predictor stuck in its own code ([`interrupt`]).
-    call: u64,
-}
-
-impl<I> Drop for Closable<I> {
-    fn drop(&mut self) {
-        interrupt::forget(self.call);
-    }
+    /// The call the stream was made under: closing cancels it, which stops a Python predictor
+    /// stuck in its own code too (`interrupt`).
+    cancel: Cancel,
 }
 
 impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
-    fn new(stream: I) -> Self {
+    fn new(stream: I, cancel: Cancel) -> Self {
         Closable {
             inner: Mutex::new(Some(stream)),
             closed: AtomicBool::new(false),
-            call: interrupt::new_call(),
+            cancel,
         }
     }
 
@@ -41,14 +37,19 @@ impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
         T: Send,
     {
         let item = py.detach(|| {
-            let _scope = interrupt::CallScope::enter(self.call);
             let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
             if self.closed.load(Ordering::Acquire) {
                 *inner = None; // stops the work
             }
-            let item = inner.as_mut()?.next();
-            if !matches!(item, Some(Ok(_))) || self.closed.load(Ordering::Acquire) {
+            let mut item = inner.as_mut()?.next();
+            let closed = self.closed.load(Ordering::Acquire);
+            if !matches!(item, Some(Ok(_))) || closed {
                 *inner = None; // the end, an error, or closed while waiting
+            }
+            // Closed while waiting, the work may have stopped short (its cancel): that is the
+            // end the closer asked for, not an error.
+            if closed && matches!(&item, Some(Err(e)) if e.kind == ingle::ErrorKind::Cancelled) {
+                item = None;
             }
             item
         });
@@ -61,10 +62,11 @@ impl<T, I: Iterator<Item = ingle::Result<T>> + Send> Closable<I> {
             return;
         }
         // If a thread is waiting for an item it holds the lock, and drops the stream itself,
-        // once its item comes: a Python predictor stuck in its own code is interrupted.
-        match self.inner.try_lock() {
-            Ok(mut inner) => *inner = None,
-            Err(_) => interrupt::interrupt(self.call),
+        // once its item comes; the cancel stops the work it waits for (a Python predictor stuck
+        // in its own code is interrupted).
+        self.cancel.cancel();
+        if let Ok(mut inner) = self.inner.try_lock() {
+            *inner = None;
         }
     }
 
@@ -82,9 +84,9 @@ pub(crate) struct NativeStream {
 }
 
 impl NativeStream {
-    pub(crate) fn new(stream: JsonTextStream) -> Self {
+    pub(crate) fn new(stream: JsonTextStream, cancel: Cancel) -> Self {
         NativeStream {
-            stream: Closable::new(stream),
+            stream: Closable::new(stream, cancel),
         }
     }
 }
@@ -121,10 +123,10 @@ pub(crate) struct NativeSpeechStream {
 }
 
 impl NativeSpeechStream {
-    pub(crate) fn new(stream: SpeechStream) -> Self {
+    pub(crate) fn new(stream: SpeechStream, cancel: Cancel) -> Self {
         NativeSpeechStream {
             content_type: stream.content_type(),
-            stream: Closable::new(stream),
+            stream: Closable::new(stream, cancel),
         }
     }
 }

@@ -872,6 +872,45 @@ def test_ingle_serve_serves_python_predictors_to_the_openai_sdk(users):
         assert "@test/echo" in [m.id for m in sdk.models.list().data]
 
 
+stuck_chat_finally = threading.Event()
+
+
+@predictor(tag="@test/stuck-chat")
+def stuck_chat(messages: list[ChatCompletionMessageParam]) -> Iterator[str]:
+    """Says one word, then thinks forever in its own code (a loop of short sleeps)."""
+    try:
+        yield "thinking"
+        while True:
+            time.sleep(0.05)
+    finally:
+        stuck_chat_finally.set()
+
+
+def test_ingle_serve_interrupts_a_stuck_predictor_when_its_http_client_leaves(users):
+    """The server saw a client leave only at the next output, which never came: the predictor
+    ran forever on a server thread (and a drain waited for it)."""
+    users.predictors.register(stuck_chat)
+    ask = [{"role": "user", "content": "think"}]
+    with ingle.start_server(users, port=0, api_key="secret") as server:
+        # A whole answer: the client gives up waiting.
+        stuck_chat_finally.clear()
+        impatient = openai.OpenAI(base_url=server.url, api_key="secret", max_retries=0, timeout=0.5)
+        with pytest.raises(openai.APITimeoutError):
+            impatient.chat.completions.create(model="@test/stuck-chat", messages=ask)
+        assert stuck_chat_finally.wait(5), "the predictor still runs after its client left"
+        # A stream: the client reads the first word, then closes the connection.
+        stuck_chat_finally.clear()
+        sdk = openai.OpenAI(base_url=server.url, api_key="secret", max_retries=0)
+        stream = sdk.chat.completions.create(model="@test/stuck-chat", messages=ask, stream=True)
+        contents = (c.choices[0].delta.content for c in stream if c.choices)
+        assert "thinking" in [next(contents), next(contents)]
+        stream.close()
+        assert stuck_chat_finally.wait(5), "the predictor still runs after its client left"
+        # The server goes on.
+        r = sdk.chat.completions.create(model="@test/echo", messages=[{"role": "user", "content": "still here"}])
+        assert r.choices[0].message.content == "still here "
+
+
 def test_ingle_serve_refuses_web_pages_and_rebound_names_as_the_cli_does(users):
     import urllib.error
     import urllib.request

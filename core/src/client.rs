@@ -4,8 +4,8 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models, Responses};
 use crate::predict::{
-    last_prediction, Annotation, Inputs, Logs, Metrics, Prediction, PredictionStream, Predictor,
-    Signature,
+    last_prediction, Annotation, Cancel, Inputs, Logs, Metrics, Prediction, PredictionStream,
+    Predictor, Signature,
 };
 use crate::registry::Registry;
 use crate::value::{Audio, Value};
@@ -45,9 +45,26 @@ impl Client {
             models: Models::new(Arc::clone(&registry)),
             predictions: Predictions {
                 registry: Arc::clone(&registry),
+                cancel: Cancel::default(),
             },
             registry,
         })
+    }
+
+    /// This client with every call stopped by `cancel`: once it is cancelled, a whole call
+    /// returns an [`crate::ErrorKind::Cancelled`] error at its next step (token, sentence,
+    /// window) and a stream ends with one, and predictors are told
+    /// ([`crate::predict::Context::cancel`]). Cheap: the models are shared. Dropping a stream
+    /// stops it whether or not it has a cancel.
+    pub fn with_cancel(&self, cancel: &Cancel) -> Client {
+        let mut client = self.clone();
+        client.chat.completions.cancel = cancel.clone();
+        client.responses = self.responses.with_cancel(cancel);
+        client.completions.cancel = cancel.clone();
+        client.embeddings.cancel = cancel.clone();
+        client.audio = self.audio.with_cancel(cancel);
+        client.predictions.cancel = cancel.clone();
+        client
     }
 
     /// Adds a predictor of your own (for instance an [`crate::FnPredictor`]). Its signature
@@ -83,6 +100,7 @@ impl Client {
 #[derive(Clone)]
 pub struct Predictions {
     registry: Arc<Registry>,
+    cancel: Cancel,
 }
 
 impl Predictions {
@@ -100,10 +118,7 @@ impl Predictions {
         let inputs = audio_at_declared_rates(predictor.signature(), inputs)?;
         let inputs = predictor.signature().validate(inputs)?;
         let logs = Logs::default();
-        let outputs = crate::predict::holding(
-            std::sync::Arc::clone(&predictor),
-            predictor.predict_logged(inputs, logs.clone())?,
-        );
+        let outputs = crate::predict::start(&predictor, inputs, &self.cancel, logs.clone())?;
         Ok(PredictionStream::new(
             tag,
             predictor.signature(),

@@ -7,14 +7,14 @@
 
 use crate::error::{Error, Result};
 use crate::predict::{
-    Annotation, Declaration, Inputs, Logs, Metrics, OutputStream, Outputs, Predictor,
+    Annotation, Context, Declaration, Inputs, Metrics, OutputStream, Outputs, Predictor,
     PredictorKind, Signature,
 };
 use crate::value::{Dtype, Value};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-type Body = dyn Fn(Inputs, Logs) -> Result<OutputStream> + Send + Sync;
+type Body = dyn Fn(Inputs, &Context) -> Result<OutputStream> + Send + Sync;
 
 #[derive(Default)]
 struct Counters {
@@ -32,11 +32,12 @@ pub struct ExternalPredictor {
 
 impl ExternalPredictor {
     /// Wraps `body`, which starts the function on validated inputs (defaults filled in),
-    /// writing what it prints to the given logs. [`crate::Client::register`] checks
+    /// writing what it prints to the context's logs, and stopping the function when the
+    /// context's cancel is cancelled where it can (see [`crate::predict::Cancel::on_cancel`]). [`crate::Client::register`] checks
     /// `declaration` against the rules of the OpenAI methods its annotations claim.
     pub fn new(
         declaration: Declaration,
-        body: impl Fn(Inputs, Logs) -> Result<OutputStream> + Send + Sync + 'static,
+        body: impl Fn(Inputs, &Context) -> Result<OutputStream> + Send + Sync + 'static,
     ) -> Self {
         ExternalPredictor {
             declaration,
@@ -63,11 +64,7 @@ impl Predictor for ExternalPredictor {
         &self.declaration.signature
     }
 
-    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
-        self.predict_logged(inputs, Logs::default())
-    }
-
-    fn predict_logged(&self, inputs: Inputs, logs: Logs) -> Result<OutputStream> {
+    fn predict(&self, inputs: Inputs, context: &Context) -> Result<OutputStream> {
         let signature = &self.declaration.signature;
         // An embedding predictor must give one row per text.
         let rows = signature
@@ -75,7 +72,7 @@ impl Predictor for ExternalPredictor {
             .and_then(|p| inputs.get(&p.name))
             .and_then(Value::as_list)
             .map(<[Value]>::len);
-        let outputs = (self.body)(inputs, logs)?;
+        let outputs = (self.body)(inputs, context)?;
         self.counters.active.fetch_add(1, Ordering::Relaxed);
         Ok(Box::new(Checked {
             tag: self.declaration.tag.clone(),

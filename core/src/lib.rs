@@ -57,9 +57,9 @@ pub use config::{
 pub use error::{Error, ErrorKind, Result};
 pub use external::ExternalPredictor;
 pub use predict::{
-    inputs_from_json, Annotation, Declaration, FnPredictor, GenerationOption, Inputs, Logs,
-    Metrics, OutputStream, Outputs, Parameter, Prediction, PredictionStream, Predictor,
-    PredictorKind, Signature,
+    inputs_from_json, Annotation, Cancel, CancelOnDrop, Context, Declaration, FnPredictor,
+    GenerationOption, Inputs, Logs, Metrics, OnCancel, OutputStream, Outputs, Parameter,
+    Prediction, PredictionStream, Predictor, PredictorKind, Signature,
 };
 pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType, MAX_NESTING};
 

@@ -231,8 +231,8 @@ fn the_rules_of_each_method_name_the_parameter() {
 
 fn client_with(declaration: serde_json::Value, outputs: Vec<Vec<Value>>) -> Client {
     let client = Client::from_config(&Config::empty()).unwrap();
-    let predictor = ExternalPredictor::new(declare(declaration).unwrap(), move |_, logs| {
-        logs.write("ran\n");
+    let predictor = ExternalPredictor::new(declare(declaration).unwrap(), move |_, context| {
+        context.logs.write("ran\n");
         let stream: OutputStream = Box::new(outputs.clone().into_iter().map(Ok));
         Ok(stream)
     });

@@ -10,12 +10,11 @@
 use crate::call::{c_string_lossy, client_arg, ffi_call, str_arg, Failure, FfiResult};
 use crate::{IngleClient, IngleStatus};
 use ingle_core::{
-    Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OutputStream, Outputs,
-    Tensor, Value,
+    Audio, Cancel, Context, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs,
+    OutputStream, Outputs, Tensor, Value,
 };
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -43,7 +42,8 @@ pub struct IngleSink {
     /// Audio and tensor values set for the next `ingle_sink_emit`.
     staged: BTreeMap<String, Value>,
     sender: SyncSender<ingle_core::Result<Outputs>>,
-    cancelled: Arc<AtomicBool>,
+    /// The call's cancel: its consumer went, or its caller stopped.
+    cancel: Cancel,
     logs: Logs,
     error: Option<String>,
 }
@@ -122,7 +122,7 @@ fn inputs_of(inputs: Inputs) -> FfiResult<IngleInputs> {
 /// The outputs the callback's thread sends, pulled by the core one at a time.
 struct Received {
     receiver: Receiver<ingle_core::Result<Outputs>>,
-    cancelled: Arc<AtomicBool>,
+    cancel: Cancel,
 }
 
 impl Iterator for Received {
@@ -137,7 +137,7 @@ impl Iterator for Received {
 impl Drop for Received {
     fn drop(&mut self) {
         // The next emit fails once the receiver is gone; this says so before it blocks.
-        self.cancelled.store(true, Ordering::Release);
+        self.cancel.cancel();
     }
 }
 
@@ -146,18 +146,17 @@ fn start(
     tag: &str,
     outputs: &[String],
     inputs: Inputs,
-    logs: Logs,
+    context: &Context,
 ) -> ingle_core::Result<OutputStream> {
     let inputs = inputs_of(inputs).map_err(|f| f.error)?;
     let (sender, receiver) = sync_channel(0);
-    let cancelled = Arc::new(AtomicBool::new(false));
     let mut sink = IngleSink {
         tag: tag.to_string(),
         outputs: outputs.to_vec(),
         staged: BTreeMap::new(),
         sender: sender.clone(),
-        cancelled: Arc::clone(&cancelled),
-        logs,
+        cancel: context.cancel.clone(),
+        logs: context.logs.clone(),
         error: None,
     };
     let callback = Arc::clone(callback);
@@ -212,7 +211,7 @@ fn start(
     }
     Ok(Box::new(Received {
         receiver,
-        cancelled,
+        cancel: context.cancel.clone(),
     }))
 }
 
@@ -257,9 +256,9 @@ pub unsafe extern "C" fn ingle_predictor_register(
             .iter()
             .map(|p| p.name.clone())
             .collect();
-        let predictor = ExternalPredictor::new(declaration, move |inputs, logs| {
+        let predictor = ExternalPredictor::new(declaration, move |inputs, context| {
             let _ = &wait; // dropped with the predictor: waits for running calls
-            start(&callback, &tag, &outputs, inputs, logs)
+            start(&callback, &tag, &outputs, inputs, context)
         });
         client.register(Arc::new(predictor))?;
         Ok(())
@@ -507,8 +506,8 @@ pub unsafe extern "C" fn ingle_sink_emit(
             .iter()
             .map(|name| values.remove(name).unwrap_or_default())
             .collect();
-        if sink.cancelled.load(Ordering::Acquire) || sink.sender.send(Ok(outputs)).is_err() {
-            sink.cancelled.store(true, Ordering::Release);
+        if sink.cancel.is_cancelled() || sink.sender.send(Ok(outputs)).is_err() {
+            sink.cancel.cancel();
             return Err(Failure::from(
                 Error::cancelled("The prediction was cancelled: its consumer went away")
                     .with_param("sink"),
@@ -518,12 +517,13 @@ pub unsafe extern "C" fn ingle_sink_emit(
     })
 }
 
-/// Whether the consumer has gone away (1) or not (0): a long computation between emits can
-/// check it to stop early.
+/// Whether the call was cancelled (1) or not (0): its consumer went away, or its caller stopped
+/// it (a client that left `ingle serve`, a chunk callback's nonzero return, an aborted signal).
+/// A long computation between emits can check it to stop early.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_sink_cancelled(sink: *const IngleSink) -> i32 {
     sink.as_ref()
-        .map_or(1, |s| i32::from(s.cancelled.load(Ordering::Acquire)))
+        .map_or(1, |s| i32::from(s.cancel.is_cancelled()))
 }
 
 /// Appends `text` to the prediction's logs (what `ingle_predictions_*` report as `logs`).

@@ -96,8 +96,8 @@ pub(crate) async fn chat_completions(State(state): State<AppState>, request: Req
         })
         .await
     } else {
-        whole(state, move |client, stop| {
-            to_json_text(&client.chat.completions.create_until(&request, stop)?)
+        whole(state, move |client| {
+            to_json_text(&client.chat.completions.create(&request)?)
         })
         .await
     }
@@ -117,8 +117,8 @@ pub(crate) async fn completions(State(state): State<AppState>, request: Request)
         })
         .await
     } else {
-        whole(state, move |client, stop| {
-            to_json_text(&client.completions.create_until(&request, stop)?)
+        whole(state, move |client| {
+            to_json_text(&client.completions.create(&request)?)
         })
         .await
     }
@@ -135,13 +135,13 @@ pub(crate) async fn responses_create(State(state): State<AppState>, request: Req
         return refusal;
     }
     if request.stream {
-        streamed_events(state, Framing::Named, move |client, _stop| {
+        streamed_events(state, Framing::Named, move |client| {
             Ok(json_texts(client.responses.stream(&request)?))
         })
         .await
     } else {
-        whole(state, move |client, stop| {
-            Ok(client.responses.create_until(&request, stop)?.to_string())
+        whole(state, move |client| {
+            Ok(client.responses.create(&request)?.to_string())
         })
         .await
     }
@@ -159,11 +159,8 @@ pub(crate) async fn responses_input_tokens(
     if let Some(refusal) = refuse_if_loading(&state, &request.model) {
         return refusal;
     }
-    whole(state, move |client, stop| {
-        Ok(client
-            .responses
-            .input_tokens_until(&request, stop)?
-            .to_string())
+    whole(state, move |client| {
+        Ok(client.responses.input_tokens(&request)?.to_string())
     })
     .await
 }
@@ -181,7 +178,7 @@ fn response_id(uri: &Uri) -> String {
 /// `GET /v1/responses/{id}`: a stored response.
 pub(crate) async fn responses_retrieve(State(state): State<AppState>, uri: Uri) -> Response {
     let id = response_id(&uri);
-    whole(state, move |client, _stop| {
+    whole(state, move |client| {
         Ok(client.responses.retrieve(&id)?.to_string())
     })
     .await
@@ -190,7 +187,7 @@ pub(crate) async fn responses_retrieve(State(state): State<AppState>, uri: Uri) 
 /// `DELETE /v1/responses/{id}`.
 pub(crate) async fn responses_delete(State(state): State<AppState>, uri: Uri) -> Response {
     let id = response_id(&uri);
-    whole(state, move |client, _stop| {
+    whole(state, move |client| {
         Ok(client.responses.delete(&id)?.to_string())
     })
     .await
@@ -241,7 +238,7 @@ pub(crate) async fn responses_input_items(State(state): State<AppState>, uri: Ur
             }
         }
     }
-    whole(state, move |client, _stop| {
+    whole(state, move |client| {
         let page = client
             .responses
             .input_items(&id, after.as_deref(), limit, order.as_deref())?;
@@ -258,7 +255,7 @@ pub(crate) async fn embeddings(State(state): State<AppState>, request: Request) 
     if let Some(refusal) = refuse_if_loading(&state, &request.model) {
         return refusal;
     }
-    whole(state, move |client, _stop| {
+    whole(state, move |client| {
         to_json_text(&client.embeddings.create(&request)?)
     })
     .await
@@ -345,19 +342,16 @@ pub(crate) async fn audio_transcriptions(
         return refusal;
     }
     if request.stream == Some(true) {
-        streamed_events(state, Framing::Typed, move |client, stop| {
-            let events = (client.audio.transcriptions).stream_until(&request, audio, stop)?;
+        streamed_events(state, Framing::Typed, move |client| {
+            let events = (client.audio.transcriptions).stream(&request, audio)?;
             let texts: JsonTextStream =
                 Box::new(events.map(|event| event.map(|e| e.to_json().to_string())));
             Ok(texts)
         })
         .await
     } else {
-        whole_typed(state, move |client, stop| {
-            let response = client
-                .audio
-                .transcriptions
-                .create_until(&request, audio, stop)?;
+        whole_typed(state, move |client| {
+            let response = client.audio.transcriptions.create(&request, audio)?;
             Ok((response.content_type, response.body))
         })
         .await
@@ -377,11 +371,8 @@ pub(crate) async fn audio_translations(
     if let Some(refusal) = refuse_if_loading(&state, &request.model) {
         return refusal;
     }
-    whole_typed(state, move |client, stop| {
-        let response = client
-            .audio
-            .translations
-            .create_until(&request, audio, stop)?;
+    whole_typed(state, move |client| {
+        let response = client.audio.translations.create(&request, audio)?;
         Ok((response.content_type, response.body))
     })
     .await

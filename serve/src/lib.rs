@@ -7,7 +7,7 @@
 //!   batches concurrent requests on one model itself.
 //! - A stream's producer checks before every chunk whether the client is still there, and drops
 //!   the core stream (which stops generation) as soon as it is not. A non-streamed request whose
-//!   connection goes away stops at the next token too (`create_until` with a flag set on drop).
+//!   connection goes away stops at the next token too (its cancel, set when the handler is dropped).
 //! - Shutdown (SIGINT, or the future given to [`Server::run`]) ends in-flight streams with an
 //!   error event and stops whole requests, so nothing hangs. A drain (SIGTERM, `POST /drain`)
 //!   first stops taking connections and lets in-flight requests finish, for up to

@@ -6,44 +6,40 @@ use axum::http::header;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use ingle::json_text::JsonTextStream;
-use ingle::{Client, Error, ErrorKind};
+use ingle::{Cancel, Client, Error, ErrorKind};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
-/// Sets a flag when dropped: a handler's future is dropped when its connection goes away,
-/// and the work it started on the blocking pool sees the flag at its next token.
-pub(crate) struct SetOnDrop(Arc<AtomicBool>);
-
-impl Drop for SetOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-    }
+/// A request's cancel: set when its handler's future is dropped (the connection went away),
+/// or when the response it made is dropped before its end; asked, it also says so once the
+/// server shuts down. The core stops at its next step and tells the predictor (a Python
+/// predictor stuck in its own code gets an exception raised in it).
+fn request_cancel(state: &AppState) -> Cancel {
+    let shutting_down = Arc::clone(&state.shutting_down);
+    Cancel::polled(move || shutting_down.load(Ordering::Acquire))
 }
 
-/// Runs a whole-response request on the blocking pool; `work` gets a `stop()` to pass to the
-/// core's `create_until`, and answers JSON text.
+/// Runs a whole-response request on the blocking pool, with a client whose calls stop when the
+/// client goes away or the server shuts down; `work` answers JSON text.
 pub(crate) async fn whole<F>(state: AppState, work: F) -> Response
 where
-    F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<String> + Send + 'static,
+    F: FnOnce(&Client) -> ingle::Result<String> + Send + 'static,
 {
-    whole_typed(state, move |client, stop| {
-        Ok(("application/json", work(client, stop)?))
-    })
-    .await
+    whole_typed(state, move |client| Ok(("application/json", work(client)?))).await
 }
 
 /// [`whole`] for a body of any content type: `work` answers (content type, body).
 pub(crate) async fn whole_typed<F>(state: AppState, work: F) -> Response
 where
-    F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<(&'static str, String)> + Send + 'static,
+    F: FnOnce(&Client) -> ingle::Result<(&'static str, String)> + Send + 'static,
 {
-    let gone = Arc::new(AtomicBool::new(false));
-    let _guard = SetOnDrop(Arc::clone(&gone));
-    let shutting_down = Arc::clone(&state.shutting_down);
-    let stop = move || gone.load(Ordering::Acquire) || shutting_down.load(Ordering::Acquire);
-    let result = tokio::task::spawn_blocking(move || work(&state.client, &stop)).await;
+    let cancel = request_cancel(&state);
+    // Dropped with this future: when the connection goes, or once the answer is made.
+    let _cancel_on_drop = cancel.on_drop();
+    let client = state.client.with_cancel(&cancel);
+    let result = tokio::task::spawn_blocking(move || work(&client)).await;
     match result {
         Ok(Ok((content_type, body))) => {
             ([(header::CONTENT_TYPE, content_type)], body).into_response()
@@ -71,20 +67,23 @@ pub(crate) async fn streamed<F>(state: AppState, start: F) -> Response
 where
     F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
 {
-    streamed_events(state, Framing::Done, move |client, _stop| start(client)).await
+    streamed_events(state, Framing::Done, start).await
 }
 
-/// [`streamed`], framed as `framing` says. `start` gets a `stop()` for the work it does itself
-/// before the stream exists (a transcription decodes its upload): true once the client has gone
-/// or the server shuts down.
+/// [`streamed`], framed as `framing` says. `start` gets a client whose calls stop when the
+/// client goes away (before the stream starts, or while it runs) or the server shuts down: so
+/// the work it does itself before the stream exists (a transcription decodes its upload) stops
+/// too, and a predictor stuck inside one output is told.
 pub(crate) async fn streamed_events<F>(state: AppState, framing: Framing, start: F) -> Response
 where
-    F: FnOnce(&Client, &dyn Fn() -> bool) -> ingle::Result<JsonTextStream> + Send + 'static,
+    F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
 {
-    let gone = Arc::new(AtomicBool::new(false));
-    // Dropped with this future: when the client goes before the stream starts, or once the
-    // response is made (after `start`, which alone asks).
-    let _guard = SetOnDrop(Arc::clone(&gone));
+    let cancel = request_cancel(&state);
+    // Held by this future until the response is made, then by the response's body: dropped
+    // when the client goes, before or during the stream (the body ends, when whole, only after
+    // the work has).
+    let cancel_on_drop = cancel.on_drop();
+    let client = state.client.with_cancel(&cancel);
     let (started_tx, started_rx) = oneshot::channel::<ingle::Result<()>>();
     let (events_tx, events_rx) = mpsc::channel::<Event>(8);
     let shutting_down = Arc::clone(&state.shutting_down);
@@ -92,8 +91,7 @@ where
     let made = Arc::new(AtomicBool::new(false));
     let made_here = Arc::clone(&made);
     tokio::task::spawn_blocking(move || {
-        let stop = || gone.load(Ordering::Acquire) || shutting_down.load(Ordering::Acquire);
-        let chunks = match start(&state.client, &stop) {
+        let chunks = match start(&client) {
             Ok(chunks) => chunks,
             Err(error) => {
                 let _ = started_tx.send(Err(error));
@@ -112,11 +110,14 @@ where
     });
     match started_rx.await {
         Ok(Ok(())) => {
-            let events = futures_util::stream::unfold(events_rx, |mut rx| async move {
-                rx.recv()
-                    .await
-                    .map(|event| (Ok::<_, Infallible>(event), rx))
-            });
+            let events = futures_util::stream::unfold(
+                (events_rx, cancel_on_drop),
+                |(mut rx, cancel_on_drop)| async move {
+                    rx.recv()
+                        .await
+                        .map(|event| (Ok::<_, Infallible>(event), (rx, cancel_on_drop)))
+                },
+            );
             let mut response = Sse::new(events).into_response();
             response
                 .extensions_mut()

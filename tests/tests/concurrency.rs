@@ -111,24 +111,27 @@ fn dropping_a_stream_after_3_chunks_stops_generation() {
 }
 
 #[test]
-fn create_until_stops_generation_when_asked() {
+fn a_cancelled_create_stops_generation() {
     let client = own_client(|p| p.parallel(1));
     let long = ChatCompletionRequest {
         max_tokens: Some(1500),
         ..ask("Write a very long story about a dragon and a knight.")
     };
-    let mut asked = 0;
+    // Says stop from its sixth asking on (it is asked between tokens).
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&asked);
+    let cancel = ingle::Cancel::polled(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed) >= 5
+    });
     let error = client
+        .with_cancel(&cancel)
         .chat
         .completions
-        .create_until(&long, || {
-            asked += 1;
-            asked > 5
-        })
+        .create(&long)
         .unwrap_err();
     assert_eq!(error.kind, ingle::ErrorKind::Cancelled);
     assert_eq!(error.code.as_deref(), Some("cancelled"));
-    assert_eq!(asked, 6, "asked once before each chunk");
+    assert!(cancel.is_cancelled());
     let deadline = Instant::now() + Duration::from_secs(10);
     while client.metrics(MODEL).unwrap().active_requests > 0 {
         assert!(Instant::now() < deadline, "the stopped request still runs");
@@ -142,9 +145,12 @@ fn create_until_stops_generation_when_asked() {
         max_tokens: Some(1000),
         ..ingle::openai::CompletionRequest::new(MODEL, "Once upon a time")
     };
+    let cancelled = ingle::Cancel::new();
+    cancelled.cancel();
     let error = client
+        .with_cancel(&cancelled)
         .completions
-        .create_until(&prompt, || true)
+        .create(&prompt)
         .unwrap_err();
     assert_eq!(error.kind, ingle::ErrorKind::Cancelled);
     let completion = client.chat.completions.create(&france()).unwrap();

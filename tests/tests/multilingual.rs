@@ -408,7 +408,7 @@ fn a_128_mel_100_language_model_loads_and_runs() {
         }
         let inputs = loaded.signature().validate(inputs).unwrap();
         let outputs: Vec<Vec<Value>> = loaded
-            .predict(inputs)
+            .predict(inputs, &ingle::Context::default())
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();

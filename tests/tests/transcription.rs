@@ -696,6 +696,39 @@ fn bad_options_are_refused_before_the_audio_is_decoded() {
 }
 
 #[test]
+fn a_cancel_stops_the_decoder_inside_a_window() {
+    // Whisper's decoder asks the call's cancel before each token: a caller that stops while a
+    // 30 s window decodes (hundreds of milliseconds on tiny.en) does not wait for its end.
+    let client = ingle::Client::from_config(&ingle_tests::config()).unwrap();
+    let cancel = ingle::Cancel::new();
+    let mut stream = client
+        .with_cancel(&cancel)
+        .audio
+        .transcriptions
+        .stream(&TranscriptionRequest::new(MODEL), file("two_cities.wav"))
+        .unwrap();
+    let canceller = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            cancel.cancel();
+        })
+    };
+    let first = stream.next().unwrap();
+    canceller.join().unwrap();
+    let Err(error) = first else {
+        panic!("the first window was decoded to its end: {first:?}")
+    };
+    assert_eq!(error.kind, ErrorKind::Cancelled, "{error}");
+    drop(stream);
+    let metrics = client.metrics(MODEL).unwrap();
+    // Windows count when their decoding starts: the first, stopped inside.
+    assert_eq!(metrics.generated_tokens, 1, "{metrics:?}");
+    assert_eq!(metrics.cancelled_requests, 1, "{metrics:?}");
+    assert_eq!(metrics.active_requests, 0, "{metrics:?}");
+}
+
+#[test]
 fn a_transcription_stops_while_decoding_when_its_caller_goes() {
     // The caller says stop once, while the audio decodes (the first time it is asked); had
     // decoding not asked, the windows would have run to the end.
@@ -708,34 +741,33 @@ fn a_transcription_stops_while_decoding_when_its_caller_goes() {
     let wav = &wav[..];
     // A client of its own, whose metrics no other test moves.
     let client = ingle::Client::from_config(&ingle_tests::config()).unwrap();
-    let mut asked = 0;
+    let stop_when_first_asked = || {
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        ingle::Cancel::polled(move || asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0)
+    };
     let error = client
+        .with_cancel(&stop_when_first_asked())
         .audio
         .transcriptions
-        .create_until(
+        .create(
             &TranscriptionRequest::new(MODEL),
             TranscriptionAudio::file(wav, Some("a.wav")),
-            || {
-                asked += 1;
-                asked == 1
-            },
         )
         .unwrap_err();
     assert_eq!(error.kind, ErrorKind::Cancelled, "{error}");
-    // Stopped in decoding: the model never got the audio (create_until's own check, between
-    // windows, comes after the predictor has started on it).
+    // Stopped in decoding: the model never got the audio (the checks between windows, and
+    // the decoder's between tokens, come after the predictor has started on it).
     assert_eq!(client.metrics(MODEL).unwrap().audio_input_ms, 0);
 
     // The same for a stream: its call decodes before it returns the stream.
-    let mut asked = 0;
-    let stream = client.audio.transcriptions.stream_until(
-        &TranscriptionRequest::new(MODEL),
-        TranscriptionAudio::file(wav, Some("a.wav")),
-        || {
-            asked += 1;
-            asked == 1
-        },
-    );
+    let stream = client
+        .with_cancel(&stop_when_first_asked())
+        .audio
+        .transcriptions
+        .stream(
+            &TranscriptionRequest::new(MODEL),
+            TranscriptionAudio::file(wav, Some("a.wav")),
+        );
     let Err(error) = stream else {
         panic!("the stream started")
     };

@@ -24,7 +24,8 @@ mod wav;
 #[cfg(test)]
 mod tests;
 
-pub use decode::{decode_to_mono, decode_to_mono_until, DecodedAudio, SUPPORTED_AUDIO_FORMATS};
+pub(crate) use decode::decode_to_mono_for;
+pub use decode::{decode_to_mono, DecodedAudio, SUPPORTED_AUDIO_FORMATS};
 pub use resample::Resampler;
 
 use crate::error::{shown, Error, Result};

@@ -12,7 +12,7 @@ use super::types::{
 };
 use super::CHAT_ROLES;
 use crate::error::{shown, Error, Result};
-use crate::predict::{random_id, unix_now, Annotation, GenerationOption};
+use crate::predict::{random_id, unix_now, Annotation, Cancel, GenerationOption};
 use crate::registry::Registry;
 use crate::value::Value;
 use std::collections::VecDeque;
@@ -28,12 +28,17 @@ pub struct Chat {
 #[derive(Clone)]
 pub struct ChatCompletions {
     registry: Arc<Registry>,
+    /// What stops its calls ([`crate::Client::with_cancel`]).
+    pub(crate) cancel: Cancel,
 }
 
 impl Chat {
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
         Chat {
-            completions: ChatCompletions { registry },
+            completions: ChatCompletions {
+                registry,
+                cancel: Cancel::default(),
+            },
         }
     }
 }
@@ -49,21 +54,9 @@ impl ChatCompletions {
     }
 
     /// A whole `chat.completion`. `request.stream` must not be true (use [`Self::stream`]).
+    /// Its cancel ([`crate::Client::with_cancel`]) stops it at the next token, with an
+    /// [`crate::ErrorKind::Cancelled`] error.
     pub fn create(&self, request: &ChatCompletionRequest) -> Result<ChatCompletion> {
-        self.create_until(request, || false)
-    }
-
-    /// [`Self::create`] that asks `stop` before each token whether to go on: once it returns
-    /// true, generation stops and the call returns an [`ErrorKind::Cancelled`] error. This is
-    /// how bindings cancel a whole-response request (an aborted JS signal, a cancelled asyncio
-    /// task, Ctrl-C in Python).
-    ///
-    /// [`ErrorKind::Cancelled`]: crate::ErrorKind::Cancelled
-    pub fn create_until(
-        &self,
-        request: &ChatCompletionRequest,
-        mut stop: impl FnMut() -> bool,
-    ) -> Result<ChatCompletion> {
         if request.stream == Some(true) {
             return Err(Error::invalid(
                 "stream",
@@ -82,7 +75,7 @@ impl ChatCompletions {
         let mut choices: Vec<FoldedChoice> = (0..chunks.runs.len())
             .map(|_| FoldedChoice::default())
             .collect();
-        while let Some(chunk) = next_unless_stopped(&mut chunks, &mut stop)? {
+        while let Some(chunk) = next_unless_stopped(&mut chunks, &self.cancel)? {
             for choice in chunk.choices {
                 if let Some(folded) = choices.get_mut(choice.index as usize) {
                     folded.add(choice);
@@ -192,6 +185,7 @@ impl ChatCompletions {
             "chat completions",
             options,
             n,
+            &self.cancel,
         )?;
         Ok(ChatCompletionStream {
             id: random_id("chatcmpl-"),

@@ -4,19 +4,18 @@
 use super::types::{OtherFields, StreamOptions};
 use super::MAX_CHOICES;
 use crate::error::{shown, Error, Result};
+use crate::predict::Cancel;
 
 /// Request fields accepted and ignored because they mean nothing for a local model.
 pub(super) const IGNORED_FIELDS: [&str; 3] = ["store", "metadata", "service_tier"];
 
-/// The next chunk of `chunks`, unless `stop` says to give up (which drops nothing here: the
+/// The next chunk of `chunks`, unless the call was cancelled (which drops nothing here: the
 /// caller returns, and dropping the stream cancels generation).
 pub(super) fn next_unless_stopped<T>(
     chunks: &mut impl Iterator<Item = Result<T>>,
-    stop: &mut impl FnMut() -> bool,
+    cancel: &Cancel,
 ) -> Result<Option<T>> {
-    if stop() {
-        return Err(Error::cancelled("The request was cancelled"));
-    }
+    cancel.check()?;
     chunks.next().transpose()
 }
 

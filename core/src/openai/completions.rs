@@ -6,7 +6,7 @@ use super::generation::{
 };
 use super::types::{Completion, CompletionChoice, CompletionRequest, Prompt, Usage};
 use crate::error::{Error, Result};
-use crate::predict::{random_id, unix_now, Annotation};
+use crate::predict::{random_id, unix_now, Annotation, Cancel};
 use crate::registry::Registry;
 use crate::value::Value;
 use std::collections::VecDeque;
@@ -16,27 +16,23 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Completions {
     registry: Arc<Registry>,
+    /// What stops its calls ([`crate::Client::with_cancel`]).
+    pub(crate) cancel: Cancel,
 }
 
 impl Completions {
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
-        Completions { registry }
+        Completions {
+            registry,
+            cancel: Cancel::default(),
+        }
     }
 }
 
 impl Completions {
     /// A whole `text_completion`. `request.stream` must not be true (use [`Self::stream`]).
+    /// Its cancel ([`crate::Client::with_cancel`]) stops it at the next token.
     pub fn create(&self, request: &CompletionRequest) -> Result<Completion> {
-        self.create_until(request, || false)
-    }
-
-    /// [`Self::create`] with a `stop` check before each token, as
-    /// [`ChatCompletions::create_until`].
-    pub fn create_until(
-        &self,
-        request: &CompletionRequest,
-        mut stop: impl FnMut() -> bool,
-    ) -> Result<Completion> {
         if request.stream == Some(true) {
             return Err(Error::invalid(
                 "stream",
@@ -64,7 +60,7 @@ impl Completions {
                 finish_reason: None,
             })
             .collect();
-        while let Some(chunk) = next_unless_stopped(&mut chunks, &mut stop)? {
+        while let Some(chunk) = next_unless_stopped(&mut chunks, &self.cancel)? {
             for choice in chunk.choices {
                 let Some(folded) = choices.get_mut(choice.index as usize) else {
                     continue;
@@ -148,6 +144,7 @@ impl Completions {
             "text completions",
             options,
             n,
+            &self.cancel,
         )?;
         Ok(CompletionStream {
             id: random_id("cmpl-"),

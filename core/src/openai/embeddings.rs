@@ -10,7 +10,7 @@
 use super::common::in_openai_terms;
 use super::OtherFields;
 use crate::error::{shown, Error, Result};
-use crate::predict::{Annotation, Inputs, Parameter, Signature};
+use crate::predict::{Annotation, Cancel, Inputs, Parameter, Signature};
 use crate::registry::Registry;
 use crate::value::ValueType;
 use crate::value::{Dtype, Value};
@@ -204,11 +204,16 @@ impl EmbeddingMatrix {
 #[derive(Clone)]
 pub struct Embeddings {
     registry: Arc<Registry>,
+    /// What stops its calls ([`crate::Client::with_cancel`]).
+    pub(crate) cancel: Cancel,
 }
 
 impl Embeddings {
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
-        Embeddings { registry }
+        Embeddings {
+            registry,
+            cancel: Cancel::default(),
+        }
     }
 
     /// The OpenAI response: `{object: "list", data: [{object: "embedding", index, embedding}],
@@ -286,7 +291,9 @@ impl Embeddings {
         }
         let to_openai = |e| in_openai_terms(e, &fields);
         let inputs = signature.validate(inputs).map_err(to_openai)?;
-        let mut outputs = predictor.predict(inputs).map_err(to_openai)?;
+        let mut outputs =
+            crate::predict::start(&predictor, inputs, &self.cancel, Default::default())
+                .map_err(to_openai)?;
         let results = outputs
             .next()
             .ok_or_else(|| Error::model("the embedding predictor produced no output"))?

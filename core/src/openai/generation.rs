@@ -4,7 +4,7 @@
 use super::common::in_openai_terms;
 use super::types::{PromptTokensDetails, StopSequences, ToolCallDelta, Usage};
 use crate::error::{shown, Error, Result};
-use crate::predict::{Annotation, GenerationOption, Inputs, OutputStream};
+use crate::predict::{Annotation, Cancel, GenerationOption, Inputs, Logs, OutputStream};
 use crate::registry::Registry;
 use crate::value::Value;
 
@@ -147,6 +147,7 @@ pub(super) fn start_choices(
     method: &str,
     options: SamplingRequest,
     n: usize,
+    cancel: &Cancel,
 ) -> Result<Vec<Generation>> {
     // Choices beyond the sequences the model decodes at once would wait for one of their own
     // siblings to end, and a stream blocked on a waiting choice cannot see its client leave:
@@ -176,6 +177,7 @@ pub(super) fn start_choices(
                 input_value.clone(),
                 method,
                 options,
+                cancel,
             )
         })
         .collect()
@@ -290,6 +292,7 @@ pub(super) fn next_step(run: &mut Option<Generation>) -> Option<Result<Step>> {
 }
 
 /// Finds the predictor and its parameters by annotation, validates, and starts it.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn start_generation(
     registry: &Registry,
     model: &str,
@@ -298,6 +301,7 @@ pub(super) fn start_generation(
     input_value: Value,
     method: &str,
     options: SamplingRequest,
+    cancel: &Cancel,
 ) -> Result<Generation> {
     if model.is_empty() {
         return Err(Error::invalid(
@@ -340,10 +344,9 @@ pub(super) fn start_generation(
     }
     let to_openai = |e| in_openai_terms(e, &fields);
     let inputs = signature.validate(inputs).map_err(to_openai)?;
-    let outputs = crate::predict::holding(
-        std::sync::Arc::clone(&predictor),
-        predictor.predict(inputs).map_err(to_openai)?,
-    );
+    // Each choice its own part of the call: one that ends does not stop the others.
+    let outputs =
+        crate::predict::start(&predictor, inputs, cancel, Logs::default()).map_err(to_openai)?;
     Ok(Generation {
         outputs,
         text,

@@ -1,9 +1,10 @@
 //! A bound on how many transcriptions run at once in the process. Each holds its decoded audio
 //! (up to 691 MB: 3 hours at 16 kHz) and its windows share the same cores, so without a bound a
 //! handful of small uploads of long audio took gigabytes. Requests beyond it wait for a slot,
-//! asking their `stop` while they wait.
+//! asking their cancel while they wait.
 
 use crate::error::{Error, Result};
+use crate::predict::Cancel;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -43,8 +44,8 @@ impl Slots {
         }
     }
 
-    /// Takes a slot, waiting for one while `stop` says to go on.
-    pub(super) fn take(&'static self, stop: &mut dyn FnMut() -> bool) -> Result<Slot> {
+    /// Takes a slot, waiting for one until the call is cancelled.
+    pub(super) fn take(&'static self, cancel: &Cancel) -> Result<Slot> {
         let thread = std::thread::current().id();
         let mut held_here = held().lock().unwrap_or_else(PoisonError::into_inner);
         let count = held_here.entry(thread).or_insert(0);
@@ -68,7 +69,7 @@ impl Slots {
                 *free -= 1;
                 return Ok(slot);
             }
-            if stop() {
+            if cancel.is_cancelled() {
                 drop(free);
                 let mut slot = slot;
                 slot.counted = false; // nothing to give back
@@ -114,43 +115,41 @@ mod tests {
         static TWO: Slots = Slots::new(2);
         // Taken by other threads: a thread that holds one would not wait (the next test).
         let take_elsewhere = || {
-            std::thread::spawn(|| TWO.take(&mut || false).unwrap())
+            std::thread::spawn(|| TWO.take(&Cancel::default()).unwrap())
                 .join()
                 .unwrap()
         };
         let a = take_elsewhere();
         let _b = take_elsewhere();
-        let mut asked = 0;
-        let error = TWO
-            .take(&mut || {
-                asked += 1;
-                asked == 3
-            })
-            .err()
-            .unwrap();
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = std::sync::Arc::clone(&asked);
+        let cancel = Cancel::polled(move || {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 == 3
+        });
+        let error = TWO.take(&cancel).err().unwrap();
         assert_eq!(error.kind, crate::ErrorKind::Cancelled);
         let giver = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(150));
             drop(a);
         });
-        let _c = TWO.take(&mut || false).unwrap();
+        let _c = TWO.take(&Cancel::default()).unwrap();
         giver.join().unwrap();
     }
 
     #[test]
     fn a_thread_that_holds_a_slot_takes_more_without_waiting() {
         static ONE: Slots = Slots::new(1);
-        let first = ONE.take(&mut || false).unwrap();
+        let first = ONE.take(&Cancel::default()).unwrap();
         // The same thread (a predictor calling the client; streams opened before reading):
         // had it waited, it would wait for itself.
-        let second = ONE.take(&mut || panic!("waited")).unwrap();
+        let never_asked = || Cancel::polled(|| panic!("waited"));
+        let second = ONE.take(&never_asked()).unwrap();
         let other = std::thread::spawn(|| {
-            let mut asked = 0;
-            ONE.take(&mut || {
-                asked += 1;
-                asked == 2
-            })
-            .is_err()
+            let asked = std::sync::atomic::AtomicUsize::new(0);
+            let cancel = Cancel::polled(move || {
+                asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 == 2
+            });
+            ONE.take(&cancel).is_err()
         });
         assert!(
             other.join().unwrap(),
@@ -158,6 +157,6 @@ mod tests {
         );
         drop(second);
         drop(first);
-        assert!(ONE.take(&mut || panic!("waited")).is_ok());
+        assert!(ONE.take(&never_asked()).is_ok());
     }
 }

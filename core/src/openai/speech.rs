@@ -10,7 +10,7 @@
 use super::OtherFields;
 use crate::audio::{AudioFormat, Encoder};
 use crate::error::{shown, Error, Result};
-use crate::predict::{Annotation, Inputs, OutputStream, Parameter};
+use crate::predict::{Annotation, Cancel, Inputs, Logs, OutputStream, Parameter};
 use crate::registry::Registry;
 use crate::value::{Value, ValueType};
 use base64::Engine as _;
@@ -153,12 +153,26 @@ impl AudioApi {
         AudioApi {
             speech: Speech {
                 registry: Arc::clone(&registry),
+                cancel: Cancel::default(),
             },
             transcriptions: super::Transcriptions {
                 registry: Arc::clone(&registry),
+                cancel: Cancel::default(),
             },
-            translations: super::Translations { registry },
+            translations: super::Translations {
+                registry,
+                cancel: Cancel::default(),
+            },
         }
+    }
+
+    /// Its calls stopped by `cancel` (see [`crate::Client::with_cancel`]).
+    pub(crate) fn with_cancel(&self, cancel: &Cancel) -> Self {
+        let mut audio = self.clone();
+        audio.speech.cancel = cancel.clone();
+        audio.transcriptions.cancel = cancel.clone();
+        audio.translations.cancel = cancel.clone();
+        audio
     }
 }
 
@@ -166,25 +180,16 @@ impl AudioApi {
 #[derive(Clone)]
 pub struct Speech {
     registry: Arc<Registry>,
+    cancel: Cancel,
 }
 
 impl Speech {
-    /// Synthesises the whole input and encodes it (headers with exact lengths).
+    /// Synthesises the whole input and encodes it (headers with exact lengths). Its cancel
+    /// ([`crate::Client::with_cancel`]) stops it before the next sentence.
     pub fn create(&self, request: &SpeechRequest) -> Result<SpeechAudio> {
-        self.create_until(request, || false)
-    }
-
-    /// [`Self::create`] with a `stop` check before each sentence: once it says so, synthesis
-    /// stops and the call returns a [`crate::ErrorKind::Cancelled`] error (a dropped HTTP
-    /// request, a cancelled asyncio task, Ctrl-C in Python).
-    pub fn create_until(
-        &self,
-        request: &SpeechRequest,
-        stop: impl FnMut() -> bool,
-    ) -> Result<SpeechAudio> {
         let format = request.format()?;
         request.sse()?;
-        let raw = self.create_samples_until(request, stop)?;
+        let raw = self.create_samples(request)?;
         let mono = to_mono(&raw.samples, raw.channels);
         let sample_rate = format.output_rate(raw.sample_rate);
         let bytes = crate::audio::encode(format, raw.sample_rate, &mono)?;
@@ -200,24 +205,13 @@ impl Speech {
     /// The same request answered with the raw samples, not encoded (`response_format` and
     /// `stream_format` are checked but have nothing to choose).
     pub fn create_samples(&self, request: &SpeechRequest) -> Result<SpeechSamples> {
-        self.create_samples_until(request, || false)
-    }
-
-    /// [`Self::create_samples`] with a `stop` check before each sentence.
-    pub fn create_samples_until(
-        &self,
-        request: &SpeechRequest,
-        mut stop: impl FnMut() -> bool,
-    ) -> Result<SpeechSamples> {
         request.format()?;
         request.sse()?;
         let mut run = self.start(request)?;
         let mut samples = Vec::new();
         let mut rate_channels = None;
         loop {
-            if stop() {
-                return Err(Error::cancelled("The request was cancelled"));
-            }
+            self.cancel.check()?;
             let Some(audio) = run.next_audio()? else {
                 break;
             };
@@ -395,10 +389,8 @@ impl Speech {
         }
         let to_openai = |e| super::common::in_openai_terms(e, &fields);
         let inputs = signature.validate(inputs).map_err(to_openai)?;
-        let outputs = crate::predict::holding(
-            std::sync::Arc::clone(&predictor),
-            predictor.predict(inputs).map_err(to_openai)?,
-        );
+        let outputs = crate::predict::start(&predictor, inputs, &self.cancel, Logs::default())
+            .map_err(to_openai)?;
         Ok(Run {
             outputs,
             audio: output,

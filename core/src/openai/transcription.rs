@@ -11,9 +11,9 @@
 //! gives `transcript.text.delta` events (one per segment) and a `transcript.text.done`.
 
 use super::OtherFields;
-use crate::audio::decode_to_mono_until;
+use crate::audio::decode_to_mono_for;
 use crate::error::{shown, Error, Result};
-use crate::predict::{Annotation, GenerationOption, Inputs, OutputStream, Signature};
+use crate::predict::{Annotation, Cancel, GenerationOption, Inputs, OutputStream, Signature};
 use crate::registry::Registry;
 use crate::value::{Audio, Value};
 use serde::{Deserialize, Serialize};
@@ -231,6 +231,8 @@ impl TranscriptionEvent {
 #[derive(Clone)]
 pub struct Transcriptions {
     pub(crate) registry: Arc<Registry>,
+    /// What stops its calls ([`crate::Client::with_cancel`]).
+    pub(crate) cancel: Cancel,
 }
 
 /// A started transcription: where its text and segments are.
@@ -291,24 +293,15 @@ impl Run {
 }
 
 impl Transcriptions {
-    /// Transcribes the whole audio and answers in the requested format.
+    /// Transcribes the whole audio and answers in the requested format. Its cancel
+    /// ([`crate::Client::with_cancel`]) stops the wait for a slot, the audio's decoding and the
+    /// model (between tokens), with a [`crate::ErrorKind::Cancelled`] error.
     pub fn create(
         &self,
         request: &TranscriptionRequest,
         audio: TranscriptionAudio,
     ) -> Result<TranscriptionResponse> {
-        self.create_until(request, audio, || false)
-    }
-
-    /// [`Self::create`] with a `stop` check before each segment: once it says so, the
-    /// transcription stops and the call returns a [`crate::ErrorKind::Cancelled`] error.
-    pub fn create_until(
-        &self,
-        request: &TranscriptionRequest,
-        audio: TranscriptionAudio,
-        stop: impl FnMut() -> bool,
-    ) -> Result<TranscriptionResponse> {
-        self.whole(request, audio, None, stop)
+        self.whole(request, audio, None)
     }
 
     /// A whole transcription (`task` None) or translation (`task` `translate`) in the
@@ -318,7 +311,6 @@ impl Transcriptions {
         request: &TranscriptionRequest,
         audio: TranscriptionAudio,
         task: Option<&str>,
-        mut stop: impl FnMut() -> bool,
     ) -> Result<TranscriptionResponse> {
         let translate = task == Some("translate");
         if request.stream == Some(true) {
@@ -331,13 +323,11 @@ impl Transcriptions {
         }
         let format = request.format()?.to_string();
         let (want_segments, want_words) = request.granularities(&format)?;
-        let mut run = self.start(request, audio, &format, want_words, task, &mut stop)?;
+        let mut run = self.start(request, audio, &format, want_words, task)?;
         let mut text = String::new();
         let mut segments = Vec::new();
         loop {
-            if stop() {
-                return Err(Error::cancelled("The request was cancelled"));
-            }
+            self.cancel.check()?;
             let Some((delta, segment)) = run.next_segment()? else {
                 break;
             };
@@ -412,24 +402,13 @@ impl Transcriptions {
     }
 
     /// Streams `transcript.text.delta` events, one per segment as its window is decoded, then
-    /// `transcript.text.done`. Dropping the stream stops before the next window.
+    /// `transcript.text.done`. Its cancel ([`crate::Client::with_cancel`]) stops the call
+    /// while it waits for a slot and decodes the audio (a long upload takes seconds), and the
+    /// stream after (the model between tokens); so does dropping the stream.
     pub fn stream(
         &self,
         request: &TranscriptionRequest,
         audio: TranscriptionAudio,
-    ) -> Result<TranscriptionStream> {
-        self.stream_until(request, audio, || false)
-    }
-
-    /// [`Self::stream`] with a `stop` check while the call itself works, before the stream is
-    /// returned: waiting for a transcription slot and decoding the audio (a long upload takes
-    /// seconds). Once it says so, the call returns a [`crate::ErrorKind::Cancelled`] error and
-    /// the model never gets the audio. After that, dropping the stream stops it.
-    pub fn stream_until(
-        &self,
-        request: &TranscriptionRequest,
-        audio: TranscriptionAudio,
-        mut stop: impl FnMut() -> bool,
     ) -> Result<TranscriptionStream> {
         let format = request.format()?.to_string();
         if format != "json" && format != "text" {
@@ -439,7 +418,7 @@ impl Transcriptions {
             ));
         }
         request.granularities(&format)?;
-        let run = self.start(request, audio, &format, false, None, &mut stop)?;
+        let run = self.start(request, audio, &format, false, None)?;
         Ok(TranscriptionStream {
             run: Some(run),
             text: String::new(),
@@ -455,7 +434,6 @@ impl Transcriptions {
         format: &str,
         want_words: bool,
         task: Option<&str>,
-        stop: &mut dyn FnMut() -> bool,
     ) -> Result<Run> {
         if let Some((field, _)) = request.other.iter().find(|(_, v)| !v.is_null()) {
             return Err(Error::invalid(
@@ -591,11 +569,12 @@ impl Transcriptions {
         stand_in.insert(audio_param.name.clone(), Value::Audio(one_sample));
         let stand_in = signature.validate(stand_in).map_err(to_openai)?;
         predictor.check_inputs(&stand_in).map_err(to_openai)?;
-        let slot = super::slots::TRANSCRIPTION_SLOTS.take(stop)?;
+        let slot = super::slots::TRANSCRIPTION_SLOTS.take(&self.cancel)?;
         let duration;
         let samples = match audio {
             TranscriptionAudio::File { bytes, filename } => {
-                let decoded = decode_to_mono_until(&bytes, filename.as_deref(), sample_rate, stop)?;
+                let decoded =
+                    decode_to_mono_for(&bytes, filename.as_deref(), sample_rate, &self.cancel)?;
                 duration = decoded.duration;
                 Audio {
                     samples: decoded.samples,
@@ -628,10 +607,8 @@ impl Transcriptions {
         };
         inputs.insert(audio_param.name.clone(), Value::Audio(samples));
         let inputs = signature.validate(inputs).map_err(to_openai)?;
-        let outputs = crate::predict::holding(
-            std::sync::Arc::clone(&predictor),
-            predictor.predict(inputs).map_err(to_openai)?,
-        );
+        let outputs = crate::predict::start(&predictor, inputs, &self.cancel, Default::default())
+            .map_err(to_openai)?;
         Ok(Run {
             outputs,
             text,

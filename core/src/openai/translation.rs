@@ -11,6 +11,7 @@
 use super::transcription::{TranscriptionAudio, TranscriptionRequest, TranscriptionResponse};
 use super::Transcriptions;
 use crate::error::Result;
+use crate::predict::Cancel;
 use crate::registry::Registry;
 use std::sync::Arc;
 
@@ -18,30 +19,23 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Translations {
     pub(crate) registry: Arc<Registry>,
+    /// What stops its calls ([`crate::Client::with_cancel`]).
+    pub(crate) cancel: Cancel,
 }
 
 impl Translations {
     /// Translates the whole audio into English and answers in the requested format. A model
     /// that cannot translate (an English-only Whisper) is an invalid-request error naming it.
+    /// Its cancel stops it as a transcription's does.
     pub fn create(
         &self,
         request: &TranscriptionRequest,
         audio: TranscriptionAudio,
     ) -> Result<TranscriptionResponse> {
-        self.create_until(request, audio, || false)
-    }
-
-    /// [`Self::create`] with a `stop` check before each segment, as
-    /// [`Transcriptions::create_until`].
-    pub fn create_until(
-        &self,
-        request: &TranscriptionRequest,
-        audio: TranscriptionAudio,
-        stop: impl FnMut() -> bool,
-    ) -> Result<TranscriptionResponse> {
         let transcriptions = Transcriptions {
             registry: Arc::clone(&self.registry),
+            cancel: self.cancel.clone(),
         };
-        transcriptions.whole(request, audio, Some("translate"), stop)
+        transcriptions.whole(request, audio, Some("translate"))
     }
 }

@@ -1,9 +1,11 @@
 //! Predictors, predictions, and the create / stream ways of running them.
 
+mod cancel;
 mod declare;
 mod metrics;
 mod signature;
 
+pub use cancel::{Cancel, CancelOnDrop, OnCancel};
 pub use declare::Declaration;
 pub use metrics::{AtomicHistogram, Histogram, Metrics, HISTOGRAM_BOUNDS};
 pub(crate) use signature::same_choice;
@@ -20,27 +22,77 @@ pub type Outputs = Vec<Value>;
 /// A pull-based stream of partial outputs. Dropping it cancels the prediction.
 pub type OutputStream = Box<dyn Iterator<Item = Result<Outputs>> + Send>;
 
-/// `outputs`, holding `predictor` until they end or are dropped: a model with a stream running
-/// on it is in use, so a keep-alive counts its idle time from the stream's end (a predictor's
-/// own stream may not hold it: llama's holds only its scheduler's channel).
-pub fn holding(predictor: std::sync::Arc<dyn Predictor>, outputs: OutputStream) -> OutputStream {
-    // Fields drop in order: the stream first (cancelling its work), then the predictor,
-    // whose drop may wait for its threads (a llama predictor joins its scheduler), so it
-    // never waits on the generation this stream still holds.
-    struct Holding {
-        outputs: OutputStream,
+/// `outputs` as a call sees them: holding `predictor` until they end or are dropped (a model
+/// with a stream running on it is in use, so a keep-alive counts its idle time from the
+/// stream's end; a predictor's own stream may not hold it: llama's holds only its scheduler's
+/// channel), ending with a [`crate::ErrorKind::Cancelled`] error once `cancel` is cancelled,
+/// and cancelling it when dropped (which tells the predictor, see [`Cancel::on_cancel`]).
+pub fn running(
+    predictor: std::sync::Arc<dyn Predictor>,
+    outputs: OutputStream,
+    cancel: &Cancel,
+) -> OutputStream {
+    // Fields drop in order: the stream first (cancelling its work), then the cancel, then the
+    // predictor, whose drop may wait for its threads (a llama predictor joins its scheduler),
+    // so it never waits on the generation this stream still holds.
+    struct Running {
+        outputs: Option<OutputStream>,
+        cancel: CancelOnDrop,
         _predictor: std::sync::Arc<dyn Predictor>,
     }
-    impl Iterator for Holding {
+    impl Iterator for Running {
         type Item = Result<Outputs>;
         fn next(&mut self) -> Option<Self::Item> {
-            self.outputs.next()
+            let outputs = self.outputs.as_mut()?;
+            if let Err(cancelled) = self.cancel.cancel().check() {
+                self.outputs = None;
+                return Some(Err(cancelled));
+            }
+            let next = outputs.next();
+            if next.is_none() {
+                self.outputs = None;
+            }
+            next
         }
     }
-    Box::new(Holding {
-        outputs,
+    Box::new(Running {
+        outputs: Some(outputs),
+        cancel: cancel.on_drop(),
         _predictor: predictor,
     })
+}
+
+/// Starts `predictor` on validated `inputs` as one part of the call `cancel` stops: the
+/// prediction gets a child of `cancel` (dropping its stream stops it alone) and `logs`, and its
+/// stream is [`running`].
+pub fn start(
+    predictor: &std::sync::Arc<dyn Predictor>,
+    inputs: Inputs,
+    cancel: &Cancel,
+    logs: Logs,
+) -> Result<OutputStream> {
+    let context = Context {
+        logs,
+        cancel: cancel.child(),
+    };
+    let outputs = predictor.predict(inputs, &context)?;
+    Ok(running(
+        std::sync::Arc::clone(predictor),
+        outputs,
+        &context.cancel,
+    ))
+}
+
+/// What a prediction runs with besides its inputs.
+#[derive(Clone, Default)]
+pub struct Context {
+    /// Where the predictor's own output goes (what a Python predictor prints, a traceback),
+    /// which `predictions` report. Built-in predictors log nothing.
+    pub logs: Logs,
+    /// Set when the caller stops (see [`Cancel`]). The stream's consumer asks it between
+    /// outputs; a predictor that works long inside one output asks it there too, or registers
+    /// [`Cancel::on_cancel`] to stop code it cannot ask from.
+    pub cancel: Cancel,
 }
 
 /// Whether a predictor returns one value or yields partial values.
@@ -59,14 +111,7 @@ pub trait Predictor: Send + Sync {
     fn signature(&self) -> &Signature;
     /// Starts a prediction on inputs already validated against [`Self::signature`].
     /// Errors that can be found before any output (a prompt too long, say) are returned here.
-    fn predict(&self, inputs: Inputs) -> Result<OutputStream>;
-    /// [`Self::predict`], with what the predictor logs while running (what a Python predictor
-    /// prints, a traceback) written to `logs`, which `predictions` report. Built-in predictors
-    /// log nothing.
-    fn predict_logged(&self, inputs: Inputs, logs: Logs) -> Result<OutputStream> {
-        let _ = logs;
-        self.predict(inputs)
-    }
+    fn predict(&self, inputs: Inputs, context: &Context) -> Result<OutputStream>;
     fn metrics(&self) -> Metrics {
         Metrics::default()
     }
@@ -392,7 +437,7 @@ impl Predictor for FnPredictor {
         &self.signature
     }
 
-    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+    fn predict(&self, inputs: Inputs, _context: &Context) -> Result<OutputStream> {
         match &self.body {
             Body::Eager(f) => {
                 let f = Arc::clone(f);

@@ -15,6 +15,7 @@
 
 use super::Resampler;
 use crate::error::{shown, Error, Result};
+use crate::predict::Cancel;
 use opus::{OpusDecoder, OPUS_RATE};
 use std::io::Cursor;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -65,17 +66,17 @@ pub fn decode_to_mono(
     filename: Option<&str>,
     target_rate: u32,
 ) -> Result<DecodedAudio> {
-    decode_to_mono_until(bytes, filename, target_rate, &mut || false)
+    decode_to_mono_for(bytes, filename, target_rate, &Cancel::default())
 }
 
-/// [`decode_to_mono`] that asks `stop` every few packets whether to go on (a client that went
-/// away): once it says so, decoding ends with a [`crate::ErrorKind::Cancelled`] error. Hours of
+/// [`decode_to_mono`] for a call that `cancel` stops: asked every few packets, so that a
+/// client that went away stops the work (a [`crate::ErrorKind::Cancelled`] error). Hours of
 /// audio take a minute of CPU to decode.
-pub fn decode_to_mono_until(
+pub(crate) fn decode_to_mono_for(
     bytes: &[u8],
     filename: Option<&str>,
     target_rate: u32,
-    stop: &mut dyn FnMut() -> bool,
+    cancel: &Cancel,
 ) -> Result<DecodedAudio> {
     if target_rate == 0 {
         return Err(Error::internal("audio decode: target sample rate 0"));
@@ -85,7 +86,7 @@ pub fn decode_to_mono_until(
     }
     // Symphonia may panic on malformed data; that is a bad file, not a crash.
     catch_unwind(AssertUnwindSafe(|| {
-        decode(bytes, filename, target_rate, stop)
+        decode(bytes, filename, target_rate, cancel)
     }))
     .unwrap_or_else(|_| {
         Err(invalid_file(
@@ -123,7 +124,7 @@ fn decode(
     bytes: &[u8],
     filename: Option<&str>,
     target_rate: u32,
-    stop: &mut dyn FnMut() -> bool,
+    cancel: &Cancel,
 ) -> Result<DecodedAudio> {
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
     let mut hint = Hint::new();
@@ -214,7 +215,7 @@ fn decode(
     let mut packet_error: Option<String> = None;
     let mut packets: u64 = 0;
     while !trim.done() {
-        if packets.is_multiple_of(64) && stop() {
+        if packets.is_multiple_of(64) && cancel.is_cancelled() {
             return Err(Error::cancelled("The request was cancelled"));
         }
         packets += 1;

@@ -854,26 +854,22 @@ fn audio_whose_header_says_over_the_cap_is_refused_before_decoding() {
     );
     let bytes = std::fs::read(&output).unwrap();
     // Refused before the first packet: `stop` is never asked.
-    let mut asked = 0;
-    let error = decode_to_mono_until(&bytes, Some("silence.flac"), RATE, &mut || {
-        asked += 1;
-        false
-    })
-    .unwrap_err();
+    let cancel = Cancel::polled(|| panic!("asked"));
+    let error = decode_to_mono_for(&bytes, Some("silence.flac"), RATE, &cancel).unwrap_err();
     assert_eq!(error.param.as_deref(), Some("file"), "{error}");
     assert!(error.message.contains("longer than 3 hours"), "{error}");
-    assert_eq!(asked, 0);
 }
 
 #[test]
 fn decoding_stops_when_asked() {
     let wav = write_wav_s16(RATE, 1, &vec![0.1; RATE as usize * 60]);
-    let mut asked = 0;
-    let error = decode_to_mono_until(&wav, Some("a.wav"), RATE, &mut || {
-        asked += 1;
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&asked);
+    let cancel = Cancel::polled(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         true
-    })
-    .unwrap_err();
+    });
+    let error = decode_to_mono_for(&wav, Some("a.wav"), RATE, &cancel).unwrap_err();
     assert_eq!(error.kind, ErrorKind::Cancelled, "{error}");
-    assert_eq!(asked, 1);
+    assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 1);
 }

@@ -38,7 +38,7 @@ use crate::chat::tool_calls::{
 use crate::config::PredictorConfig;
 use crate::error::{Error, Result};
 use crate::predict::{
-    AtomicHistogram, Inputs, Metrics, OutputStream, Predictor, PredictorKind, Signature,
+    AtomicHistogram, Context, Inputs, Metrics, OutputStream, Predictor, PredictorKind, Signature,
 };
 use crate::value::Value;
 use constrain::{Grammars, ToolSpec};
@@ -442,7 +442,7 @@ impl Predictor for LlamaPredictor {
         &self.signature
     }
 
-    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+    fn predict(&self, inputs: Inputs, _context: &Context) -> Result<OutputStream> {
         let options = RequestOptions::read(&inputs, self.model.n_vocab())?;
         // With calls already answered since the user spoke, the same conversation without
         // tools: the model answers from the results if it only makes one of them again.

@@ -21,7 +21,8 @@ use super::{environment, load_session, ort_error, Graph};
 use crate::config::{Config, Pooling, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::{
-    Annotation, Inputs, Metrics, OutputStream, Parameter, Predictor, PredictorKind, Signature,
+    Annotation, Context, Inputs, Metrics, OutputStream, Parameter, Predictor, PredictorKind,
+    Signature,
 };
 use crate::value::{Tensor, Value, ValueType};
 use ort::session::Session;
@@ -590,7 +591,7 @@ impl Predictor for EmbeddingPredictor {
         &self.signature
     }
 
-    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+    fn predict(&self, inputs: Inputs, _context: &Context) -> Result<OutputStream> {
         let texts = texts_of(inputs.get("texts").unwrap_or(&Value::Null))?;
         let dims = inputs
             .get("dimensions")

@@ -13,7 +13,8 @@ use crate::backends::espeak;
 use crate::config::{Config, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::{
-    Annotation, Inputs, Metrics, OutputStream, Parameter, Predictor, PredictorKind, Signature,
+    Annotation, Context, Inputs, Metrics, OutputStream, Parameter, Predictor, PredictorKind,
+    Signature,
 };
 use crate::value::{Audio, Value, ValueType};
 use ort::session::Session;
@@ -482,7 +483,7 @@ impl Predictor for SpeechPredictor {
         &self.signature
     }
 
-    fn predict(&self, inputs: Inputs) -> Result<OutputStream> {
+    fn predict(&self, inputs: Inputs, _context: &Context) -> Result<OutputStream> {
         let text = inputs.get("text").and_then(Value::as_str).unwrap_or("");
         let chars = text.chars().count();
         if text.trim().is_empty() || chars > MAX_INPUT_CHARS {

@@ -44,18 +44,19 @@ impl Responses {
         }
     }
 
-    /// A whole `response`. `request.stream` must not be true (use [`Self::stream`]).
-    pub fn create(&self, request: &ResponseRequest) -> Result<Json> {
-        self.create_until(request, || false)
+    /// Its calls stopped by `cancel` (see [`crate::Client::with_cancel`]).
+    pub(crate) fn with_cancel(&self, cancel: &crate::predict::Cancel) -> Self {
+        let mut chat = self.chat.clone();
+        chat.cancel = cancel.clone();
+        Responses {
+            chat,
+            store: Arc::clone(&self.store),
+        }
     }
 
-    /// [`Self::create`] that asks `stop` before each token whether to go on (see
-    /// [`ChatCompletions::create_until`]).
-    pub fn create_until(
-        &self,
-        request: &ResponseRequest,
-        mut stop: impl FnMut() -> bool,
-    ) -> Result<Json> {
+    /// A whole `response`. `request.stream` must not be true (use [`Self::stream`]). Its
+    /// cancel ([`crate::Client::with_cancel`]) stops it at the next token.
+    pub fn create(&self, request: &ResponseRequest) -> Result<Json> {
         if request.stream {
             return Err(Error::invalid(
                 "stream",
@@ -64,7 +65,7 @@ impl Responses {
         }
         let mut events = self.start(request)?;
         let mut last = None;
-        while let Some(event) = next_unless_stopped(&mut events, &mut stop)? {
+        while let Some(event) = next_unless_stopped(&mut events, &self.chat.cancel)? {
             last = Some(event);
         }
         if let Some(failure) = events.take_failure() {
@@ -190,16 +191,6 @@ impl Responses {
     /// chat predictor that reports usage, and the prompt is left in the prompt cache for the
     /// request that follows. A predictor that reports no usage is an error naming `model`.
     pub fn input_tokens(&self, request: &ResponseRequest) -> Result<Json> {
-        self.input_tokens_until(request, || false)
-    }
-
-    /// [`Self::input_tokens`] that asks `stop` before each token whether to go on (reading a
-    /// long prompt is the long part).
-    pub fn input_tokens_until(
-        &self,
-        request: &ResponseRequest,
-        stop: impl FnMut() -> bool,
-    ) -> Result<Json> {
         // One token is enough, where the predictor takes a limit (a user's may not).
         let one = self
             .chat
@@ -211,7 +202,7 @@ impl Responses {
             max_output_tokens: one.or(request.max_output_tokens),
             ..request.clone()
         };
-        let response = self.create_until(&counting, stop)?;
+        let response = self.create(&counting)?;
         let tokens = response["usage"]["input_tokens"].as_u64().unwrap_or(0);
         if tokens == 0 {
             return Err(Error::invalid(

@@ -25,7 +25,7 @@ use super::environment;
 use crate::config::{Config, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::{
-    Annotation, GenerationOption, Inputs, Metrics, OutputStream, Parameter, Predictor,
+    Annotation, Context, GenerationOption, Inputs, Metrics, OutputStream, Parameter, Predictor,
     PredictorKind, Signature,
 };
 use crate::value::{Value, ValueType};
@@ -238,7 +238,7 @@ impl Predictor for TranscriptionPredictor {
         self.language_and_task(inputs).map(drop)
     }
 
-    fn predict(&self, mut inputs: Inputs) -> Result<OutputStream> {
+    fn predict(&self, mut inputs: Inputs, context: &Context) -> Result<OutputStream> {
         let Some(Value::Audio(audio)) = inputs.remove("audio") else {
             return Err(Error::invalid(
                 "audio",
@@ -263,7 +263,12 @@ impl Predictor for TranscriptionPredictor {
                 .map(str::to_string),
             word_timestamps: matches!(inputs.get("word_timestamps"), Some(Value::Bool(true))),
         };
-        let transcriber = transcribe::Transcriber::new(Arc::clone(&self.model), samples, options);
+        let transcriber = transcribe::Transcriber::new(
+            Arc::clone(&self.model),
+            samples,
+            options,
+            context.cancel.clone(),
+        );
         self.active.fetch_add(1, Ordering::Relaxed);
         self.audio_ms.fetch_add(
             (transcriber.duration() * 1000.0).round() as u64,
@@ -377,6 +382,10 @@ impl Iterator for Transcription {
             ])),
             Some(Err(error)) => {
                 self.finished = true;
+                // Stopped by its cancel (the decoder asks it between tokens): a cancellation.
+                if error.kind == crate::ErrorKind::Cancelled {
+                    self.cancelled.fetch_add(1, Ordering::Relaxed);
+                }
                 Some(Err(error))
             }
             None => {

@@ -9,6 +9,7 @@ use super::model::WhisperModel;
 use super::segments::Segment;
 use super::words;
 use crate::error::Result;
+use crate::predict::Cancel;
 use ort::value::DynValue;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -125,11 +126,19 @@ pub struct Transcriber {
     /// Windows decoded so far.
     pub windows: usize,
     done: bool,
+    /// The call's cancel, asked before each token (a window takes seconds on a large model).
+    cancel: Cancel,
 }
 
 impl Transcriber {
-    /// `audio`: mono 16 kHz samples.
-    pub fn new(model: Arc<WhisperModel>, audio: Vec<f32>, options: Options) -> Self {
+    /// `audio`: mono 16 kHz samples. Once `cancel` is cancelled, decoding stops at the next
+    /// token with a [`crate::ErrorKind::Cancelled`] error.
+    pub fn new(
+        model: Arc<WhisperModel>,
+        audio: Vec<f32>,
+        options: Options,
+        cancel: Cancel,
+    ) -> Self {
         let max_log = model.mel.global_max_log(&audio);
         let mut all_tokens = Vec::new();
         if let Some(prompt) = options
@@ -158,6 +167,7 @@ impl Transcriber {
             pending: VecDeque::new(),
             rng: Rng(seed),
             language,
+            cancel,
             windows: 0,
             done: false,
         }
@@ -304,6 +314,7 @@ impl Transcriber {
         let mut sum_logprob = 0f64;
         let mut ended = false;
         for _ in 0..SAMPLE_LEN {
+            self.cancel.check()?;
             self.apply_rules(&mut logits, &tokens[sample_begin..]);
             let token = self.pick(&logits, temperature);
             sum_logprob += log_softmax(&logits)[token] as f64;
