@@ -41,7 +41,7 @@ fn py_err(error: Error) -> PyErr {
                 error.to_string(),
                 error.kind.openai_type(),
                 error.param.clone(),
-                error.code.clone(),
+                error.code.map(ingle::ErrorCode::as_str),
                 error.kind.http_status(),
             ))?;
             Ok(PyErr::from_value(exception))

@@ -163,7 +163,7 @@ pub fn ensure(
     }
     match client.models.retrieve(model) {
         Ok(found) => return Ok(found.id),
-        Err(e) if e.code.as_deref() != Some("model_not_found") => return Err(e.into()),
+        Err(e) if e.code != Some(ingle::ErrorCode::ModelNotFound) => return Err(e.into()),
         Err(_) => {}
     }
     let puller = Puller::new(models_dir)?;

@@ -91,13 +91,228 @@ impl ErrorKind {
     }
 }
 
+/// An error's machine-readable `code`: a closed catalogue, so every code ingle gives is listed
+/// here once, with what it means. It is independent of [`ErrorKind`] (which gives the HTTP
+/// status and the OpenAI `type`): the same code may come with two kinds, as
+/// `model_file_invalid` does (a config's own file is the caller's mistake, a built-in one's
+/// is not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// The caller stopped the request (HTTP 499).
+    Cancelled,
+    /// A downloaded or assembled file is not the one the catalog or the Hub names (its sha256 or size differs).
+    ChecksumMismatch,
+    /// The prompt plus the completion does not fit the model's context.
+    ContextLengthExceeded,
+    /// The config asks for a device (GPU) this machine cannot use.
+    DeviceUnavailable,
+    /// A download was answered with something other than the file.
+    DownloadFailed,
+    /// A download was cut short; pulling again resumes it.
+    DownloadInterrupted,
+    /// The server answered a download with HTTP 5xx or 429 (tried again).
+    DownloadServerError,
+    /// The server of a download could not be reached.
+    DownloadUnreachable,
+    /// `POST /drain` from a web page, or without the operator key.
+    DrainNotAllowed,
+    /// A Hugging Face repository has no such file at that revision.
+    EntryNotFound,
+    /// A Piper voice needs espeak-ng's data, which is not installed.
+    EspeakNgMissing,
+    /// The Hub refused the request (HTTP 403).
+    Forbidden,
+    /// A gated Hugging Face model whose licence the token's account has not accepted.
+    GatedRepo,
+    /// `ingle serve` was reached under a host name it does not serve (DNS rebinding).
+    HostNotAllowed,
+    /// A bug or an unexpected state inside ingle.
+    InternalError,
+    /// `ingle serve` was called without its API key, or with another.
+    InvalidApiKey,
+    /// An HTTP body that cannot be read as the request it should be.
+    InvalidBody,
+    /// An HTTP body of a content type the route does not take.
+    InvalidContentType,
+    /// A request body that is not JSON.
+    InvalidJson,
+    /// A model id that cannot name a model (in a URL path).
+    InvalidModelId,
+    /// A Hugging Face reference that does not parse.
+    InvalidModelReference,
+    /// The model failed while running.
+    ModelError,
+    /// A model file that is not what ingle reads (a 400 for a config's own file, a 500 for a built-in one's).
+    ModelFileInvalid,
+    /// A model file that is not there (`ingle pull` fetches it).
+    ModelFileMissing,
+    /// `ingle serve` is still loading the model (HTTP 503, try again).
+    ModelLoading,
+    /// No such model: not in the config, the catalog, or on disk.
+    ModelNotFound,
+    /// A model that cannot be loaded, for a reason without a code of its own.
+    ModelUnloadable,
+    /// No such stored object (a response, an HTTP route's object).
+    NotFound,
+    /// A NULL pointer given to the C API where a value is required.
+    NullArgument,
+    /// Two different ONNX Runtime libraries asked for in one process.
+    OnnxruntimeConflict,
+    /// A file given as ONNX Runtime that is not a usable one.
+    OnnxruntimeInvalid,
+    /// ONNX Runtime is not installed (`ingle pull onnxruntime`).
+    OnnxruntimeMissing,
+    /// `ingle serve` was called from a web page it does not allow.
+    OriginNotAllowed,
+    /// `previous_response_id` names no stored response.
+    PreviousResponseNotFound,
+    /// A resumed download asked for a range the server cannot give (started over).
+    RangeNotSatisfiable,
+    /// No such Hugging Face repository (or a private one without a token).
+    RepoNotFound,
+    /// A request body that did not arrive in time.
+    RequestTimeout,
+    /// A request body over the server's limit.
+    RequestTooLarge,
+    /// A Hugging Face repository has no such revision.
+    RevisionNotFound,
+    /// `ingle serve` is draining: it takes no new requests.
+    ServerDraining,
+    /// `ingle serve` shut down while the request ran.
+    ServerShutdown,
+    /// `ingle serve` holds as many connections as it takes.
+    TooManyConnections,
+    /// No such route on `ingle serve`.
+    UnknownUrl,
+    /// A Hugging Face repository that holds no model ingle runs.
+    UnsupportedModel,
+}
+
+impl ErrorCode {
+    /// Every code, in the catalogue's order.
+    pub const ALL: &'static [ErrorCode] = &[
+        ErrorCode::Cancelled,
+        ErrorCode::ChecksumMismatch,
+        ErrorCode::ContextLengthExceeded,
+        ErrorCode::DeviceUnavailable,
+        ErrorCode::DownloadFailed,
+        ErrorCode::DownloadInterrupted,
+        ErrorCode::DownloadServerError,
+        ErrorCode::DownloadUnreachable,
+        ErrorCode::DrainNotAllowed,
+        ErrorCode::EntryNotFound,
+        ErrorCode::EspeakNgMissing,
+        ErrorCode::Forbidden,
+        ErrorCode::GatedRepo,
+        ErrorCode::HostNotAllowed,
+        ErrorCode::InternalError,
+        ErrorCode::InvalidApiKey,
+        ErrorCode::InvalidBody,
+        ErrorCode::InvalidContentType,
+        ErrorCode::InvalidJson,
+        ErrorCode::InvalidModelId,
+        ErrorCode::InvalidModelReference,
+        ErrorCode::ModelError,
+        ErrorCode::ModelFileInvalid,
+        ErrorCode::ModelFileMissing,
+        ErrorCode::ModelLoading,
+        ErrorCode::ModelNotFound,
+        ErrorCode::ModelUnloadable,
+        ErrorCode::NotFound,
+        ErrorCode::NullArgument,
+        ErrorCode::OnnxruntimeConflict,
+        ErrorCode::OnnxruntimeInvalid,
+        ErrorCode::OnnxruntimeMissing,
+        ErrorCode::OriginNotAllowed,
+        ErrorCode::PreviousResponseNotFound,
+        ErrorCode::RangeNotSatisfiable,
+        ErrorCode::RepoNotFound,
+        ErrorCode::RequestTimeout,
+        ErrorCode::RequestTooLarge,
+        ErrorCode::RevisionNotFound,
+        ErrorCode::ServerDraining,
+        ErrorCode::ServerShutdown,
+        ErrorCode::TooManyConnections,
+        ErrorCode::UnknownUrl,
+        ErrorCode::UnsupportedModel,
+    ];
+
+    /// The code as the OpenAI error object carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::ChecksumMismatch => "checksum_mismatch",
+            ErrorCode::ContextLengthExceeded => "context_length_exceeded",
+            ErrorCode::DeviceUnavailable => "device_unavailable",
+            ErrorCode::DownloadFailed => "download_failed",
+            ErrorCode::DownloadInterrupted => "download_interrupted",
+            ErrorCode::DownloadServerError => "download_server_error",
+            ErrorCode::DownloadUnreachable => "download_unreachable",
+            ErrorCode::DrainNotAllowed => "drain_not_allowed",
+            ErrorCode::EntryNotFound => "entry_not_found",
+            ErrorCode::EspeakNgMissing => "espeak_ng_missing",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::GatedRepo => "gated_repo",
+            ErrorCode::HostNotAllowed => "host_not_allowed",
+            ErrorCode::InternalError => "internal_error",
+            ErrorCode::InvalidApiKey => "invalid_api_key",
+            ErrorCode::InvalidBody => "invalid_body",
+            ErrorCode::InvalidContentType => "invalid_content_type",
+            ErrorCode::InvalidJson => "invalid_json",
+            ErrorCode::InvalidModelId => "invalid_model_id",
+            ErrorCode::InvalidModelReference => "invalid_model_reference",
+            ErrorCode::ModelError => "model_error",
+            ErrorCode::ModelFileInvalid => "model_file_invalid",
+            ErrorCode::ModelFileMissing => "model_file_missing",
+            ErrorCode::ModelLoading => "model_loading",
+            ErrorCode::ModelNotFound => "model_not_found",
+            ErrorCode::ModelUnloadable => "model_unloadable",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::NullArgument => "null_argument",
+            ErrorCode::OnnxruntimeConflict => "onnxruntime_conflict",
+            ErrorCode::OnnxruntimeInvalid => "onnxruntime_invalid",
+            ErrorCode::OnnxruntimeMissing => "onnxruntime_missing",
+            ErrorCode::OriginNotAllowed => "origin_not_allowed",
+            ErrorCode::PreviousResponseNotFound => "previous_response_not_found",
+            ErrorCode::RangeNotSatisfiable => "range_not_satisfiable",
+            ErrorCode::RepoNotFound => "repo_not_found",
+            ErrorCode::RequestTimeout => "request_timeout",
+            ErrorCode::RequestTooLarge => "request_too_large",
+            ErrorCode::RevisionNotFound => "revision_not_found",
+            ErrorCode::ServerDraining => "server_draining",
+            ErrorCode::ServerShutdown => "server_shutdown",
+            ErrorCode::TooManyConnections => "too_many_connections",
+            ErrorCode::UnknownUrl => "unknown_url",
+            ErrorCode::UnsupportedModel => "unsupported_model",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// An error with a message, the request parameter it is about (if any) and a machine code.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
     pub param: Option<String>,
-    pub code: Option<String>,
+    pub code: Option<ErrorCode>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -120,20 +335,20 @@ impl Error {
     pub fn context_length(message: impl Into<String>, param: &str) -> Self {
         Error::new(ErrorKind::ContextLengthExceeded, message)
             .with_param(param)
-            .with_code("context_length_exceeded")
+            .with_code(ErrorCode::ContextLengthExceeded)
     }
 
     pub fn model(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Model, message).with_code("model_error")
+        Error::new(ErrorKind::Model, message).with_code(ErrorCode::ModelError)
     }
 
     pub fn internal(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Internal, message).with_code("internal_error")
+        Error::new(ErrorKind::Internal, message).with_code(ErrorCode::InternalError)
     }
 
-    /// The request was stopped by its caller (`create_until`'s `stop`, a callback's answer).
+    /// The request was stopped by its caller (its [`crate::Cancel`], a callback's answer).
     pub fn cancelled(message: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Cancelled, message).with_code("cancelled")
+        Error::new(ErrorKind::Cancelled, message).with_code(ErrorCode::Cancelled)
     }
 
     pub fn with_param(mut self, param: impl Into<String>) -> Self {
@@ -141,8 +356,8 @@ impl Error {
         self
     }
 
-    pub fn with_code(mut self, code: impl Into<String>) -> Self {
-        self.code = Some(code.into());
+    pub fn with_code(mut self, code: ErrorCode) -> Self {
+        self.code = Some(code);
         self
     }
 
@@ -209,5 +424,19 @@ mod tests {
         assert!(error.message.contains(" bytes cut)…"));
         let multibyte = bounded("é".repeat(2000), 101);
         assert!(multibyte.len() <= 101 + 3, "{}", multibyte.len());
+    }
+
+    #[test]
+    fn every_code_is_listed_once_in_snake_case() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorCode::ALL {
+            let text = code.as_str();
+            assert!(seen.insert(text), "{text} twice");
+            assert!(
+                text.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{text}"
+            );
+            assert_eq!(serde_json::to_value(code).unwrap(), text);
+        }
     }
 }

@@ -54,7 +54,7 @@ pub use config::{
     Config, PredictorConfig, SamplingDefaults, DEFAULT_EMBEDDING_MODEL, DEFAULT_MODEL,
     DEFAULT_SPEECH_MODEL, TOOLS_MODEL,
 };
-pub use error::{Error, ErrorKind, Result};
+pub use error::{Error, ErrorCode, ErrorKind, Result};
 pub use external::ExternalPredictor;
 pub use predict::{
     inputs_from_json, Annotation, Cancel, CancelOnDrop, Context, Declaration, FnPredictor,

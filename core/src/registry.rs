@@ -1,6 +1,7 @@
 //! Tags → predictors. Predictors load lazily on first use, once, and are shared.
 
 use crate::config::Config;
+use crate::error::ErrorCode;
 use crate::error::{shown, Error, ErrorKind, Result};
 use crate::predict::{unix_now, Predictor};
 use crate::pull::hub::{HubRef, HubSettings};
@@ -108,7 +109,7 @@ impl Registry {
                 crate::backends::onnx::whisper::ct2::check_whisper_file(&path).map_err(|e| {
                     let tag = shown(&predictor.tag);
                     Error::invalid("model", format!("The predictor `{tag}`: {}", e.message))
-                        .with_code("model_file_invalid")
+                        .with_code(ErrorCode::ModelFileInvalid)
                 })?;
             }
         }
@@ -330,7 +331,7 @@ impl Registry {
                         ),
                     )
                     .with_param("model")
-                    .with_code("model_not_found"));
+                    .with_code(ErrorCode::ModelNotFound));
                 }
             }
         }
@@ -468,8 +469,8 @@ fn unloadable(tag: &str, error: Error) -> Error {
         return error;
     }
     let missing = matches!(
-        error.code.as_deref(),
-        Some("model_file_missing" | "onnxruntime_missing")
+        error.code,
+        Some(ErrorCode::ModelFileMissing | ErrorCode::OnnxruntimeMissing)
     );
     let kind = if missing {
         ErrorKind::NotFound
@@ -485,7 +486,7 @@ fn unloadable(tag: &str, error: Error) -> Error {
         ),
     )
     .with_param(error.param.unwrap_or_else(|| "model".into()));
-    unloadable.code = error.code.or(Some("model_unloadable".into()));
+    unloadable.code = error.code.or(Some(ErrorCode::ModelUnloadable));
     unloadable
 }
 
@@ -525,7 +526,7 @@ fn model_file(path: &str) -> Result<Option<crate::config::PredictorConfig>> {
                 ),
             )
             .with_param("model")
-            .with_code("model_not_found"));
+            .with_code(ErrorCode::ModelNotFound));
         }
     }
     let gguf = file
@@ -540,7 +541,7 @@ fn model_file(path: &str) -> Result<Option<crate::config::PredictorConfig>> {
             format!("The model file `{}` does not exist", shown(path)),
         )
         .with_param("model")
-        .with_code("model_not_found"));
+        .with_code(ErrorCode::ModelNotFound));
     }
     Ok(Some(crate::config::PredictorConfig::llama(path, file)))
 }
@@ -573,7 +574,7 @@ pub fn model_not_found(tag: &str) -> Error {
     };
     Error::new(ErrorKind::NotFound, message)
         .with_param("model")
-        .with_code("model_not_found")
+        .with_code(ErrorCode::ModelNotFound)
 }
 
 #[cfg(test)]

@@ -57,7 +57,11 @@ fn a_syntax_error_names_no_param_and_says_what_and_where() {
         let error = chat(json).unwrap_err();
         assert_eq!(error.kind, ErrorKind::InvalidRequest, "{json}");
         assert_eq!(error.param, None, "{json}: {error:?}");
-        assert_eq!(error.code.as_deref(), Some("invalid_json"), "{json}");
+        assert_eq!(
+            error.code.map(ingle::ErrorCode::as_str),
+            Some("invalid_json"),
+            "{json}"
+        );
         assert!(
             error.message.contains(says) && error.message.contains("not valid JSON"),
             "{json}: {}",
@@ -115,7 +119,10 @@ fn stream_options_takes_only_its_own_keys() {
         r#"{"model": "m", "messages": [{"role": "user", "content": "x"}], "stream_options": {"include_usage": true, "include_obfuscation": false}}"#,
     );
     assert_eq!(error.kind, ErrorKind::NotFound, "{error:?}");
-    assert_eq!(error.code.as_deref(), Some("model_file_missing"));
+    assert_eq!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("model_file_missing")
+    );
     assert_eq!(error.param.as_deref(), Some("model"));
 }
 

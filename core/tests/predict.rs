@@ -211,7 +211,7 @@ fn validation_names_the_parameter() {
         .create("@test/nope", Inputs::new())
         .unwrap_err();
     assert_eq!(
-        (not_found.kind, not_found.code.as_deref()),
+        (not_found.kind, not_found.code.map(ingle::ErrorCode::as_str)),
         (ErrorKind::NotFound, Some("model_not_found"))
     );
 }

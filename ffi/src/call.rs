@@ -3,6 +3,7 @@
 
 use crate::{IngleAudioCallback, IngleChunkCallback, IngleClient, IngleStatus};
 use ingle_core::json_text::to_json_text;
+use ingle_core::ErrorCode;
 use ingle_core::{Client, Error, ErrorKind, Prediction};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -37,7 +38,7 @@ impl Failure {
         Failure {
             status: IngleStatus::INGLE_ERROR_NULL_ARGUMENT,
             error: Error::invalid(name, format!("`{name}` must not be NULL"))
-                .with_code("null_argument"),
+                .with_code(ErrorCode::NullArgument),
         }
     }
 

@@ -5,6 +5,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use ingle::ErrorCode;
 use ingle::{Error, ErrorKind};
 
 pub(crate) async fn authorize(
@@ -27,7 +28,7 @@ pub(crate) async fn authorize(
         None => "You didn't provide an API key. Send it as `Authorization: Bearer KEY` (the key given to `ingle serve --api-key`).",
         Some(_) => "Incorrect API key provided.",
     };
-    let error = Error::new(ErrorKind::InvalidRequest, message).with_code("invalid_api_key");
+    let error = Error::new(ErrorKind::InvalidRequest, message).with_code(ErrorCode::InvalidApiKey);
     error_response(StatusCode::UNAUTHORIZED, &error)
 }
 

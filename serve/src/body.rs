@@ -7,6 +7,7 @@ use axum::extract::Request;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use http_body_util::BodyExt;
+use ingle::ErrorCode;
 use ingle::{Error, ErrorKind};
 
 /// A request refused before it reaches the core: its status and OpenAI error.
@@ -31,7 +32,7 @@ impl From<Error> for Refusal {
     }
 }
 
-pub(crate) fn invalid(code: &str, message: impl Into<String>) -> Refusal {
+pub(crate) fn invalid(code: ErrorCode, message: impl Into<String>) -> Refusal {
     Error::new(ErrorKind::InvalidRequest, message)
         .with_code(code)
         .into()
@@ -49,7 +50,7 @@ pub(crate) async fn parse_body<T>(
     let content_type = content_type(&parts.headers);
     if !mime_of(content_type).eq_ignore_ascii_case("application/json") {
         return Err(invalid(
-            "invalid_content_type",
+            ErrorCode::InvalidContentType,
             format!(
                 "The request's Content-Type must be application/json (got {})",
                 shown_content_type(content_type)
@@ -57,8 +58,12 @@ pub(crate) async fn parse_body<T>(
         ));
     }
     let body = read_body(state, &parts.headers, body, state.body_limit).await?;
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| invalid("invalid_body", "The request body is not valid UTF-8"))?;
+    let text = std::str::from_utf8(&body).map_err(|_| {
+        invalid(
+            ErrorCode::InvalidBody,
+            "The request body is not valid UTF-8",
+        )
+    })?;
     Ok(parse(text)?)
 }
 
@@ -96,7 +101,7 @@ pub(crate) async fn read_body(
             ErrorKind::InvalidRequest,
             format!("The request body is too large (the limit is {limit} bytes)"),
         )
-        .with_code("request_too_large");
+        .with_code(ErrorCode::RequestTooLarge);
         Refusal(StatusCode::PAYLOAD_TOO_LARGE, Box::new(error))
     };
     let declared = headers
@@ -111,7 +116,7 @@ pub(crate) async fn read_body(
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
         Ok(Err(error)) if error.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Ok(Err(error)) => Err(invalid(
-            "invalid_body",
+            ErrorCode::InvalidBody,
             format!("Cannot read the request body: {error}"),
         )),
         Err(_) => {
@@ -122,7 +127,7 @@ pub(crate) async fn read_body(
                     state.body_timeout.as_secs_f64()
                 ),
             )
-            .with_code("request_timeout");
+            .with_code(ErrorCode::RequestTimeout);
             Err(Refusal(StatusCode::REQUEST_TIMEOUT, Box::new(error)))
         }
     }

@@ -21,6 +21,7 @@ use axum::body::Body;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use ingle::ErrorCode;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -410,7 +411,7 @@ fn refuse(mut tcp: TcpStream, refusing: &Arc<AtomicUsize>) {
             ingle::ErrorKind::Model,
             "The server has too many open connections; retry shortly",
         )
-        .with_code("too_many_connections");
+        .with_code(ErrorCode::TooManyConnections);
         let body = error.to_openai().to_string();
         let response = format!(
             "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\

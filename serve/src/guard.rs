@@ -26,6 +26,7 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use ingle::error::shown;
+use ingle::ErrorCode;
 use ingle::{Error, ErrorKind};
 use std::net::{IpAddr, SocketAddr};
 
@@ -174,7 +175,7 @@ fn machine_name() -> Option<String> {
     (!name.is_empty()).then_some(name)
 }
 
-fn forbidden(code: &str, message: String) -> Response {
+fn forbidden(code: ErrorCode, message: String) -> Response {
     let error = Error::new(ErrorKind::InvalidRequest, message).with_code(code);
     error_response(StatusCode::FORBIDDEN, &error)
 }
@@ -195,7 +196,7 @@ pub(crate) async fn check(State(state): State<AppState>, request: Request, next:
     if let Some(host) = host_of(&request) {
         if !policy.host_allowed(&host) {
             return forbidden(
-                "host_not_allowed",
+                ErrorCode::HostNotAllowed,
                 format!(
                     "This server does not answer to the host name `{}`: a web page may be \
                      reaching it by DNS rebinding. If you named it so on purpose, start it with \
@@ -209,7 +210,7 @@ pub(crate) async fn check(State(state): State<AppState>, request: Request, next:
     let origin = match request.headers().get(header::ORIGIN) {
         None if from_another_site(request.headers()) => {
             return forbidden(
-                "origin_not_allowed",
+                ErrorCode::OriginNotAllowed,
                 "Requests from web pages of other sites are not allowed (this one came with \
                  `Sec-Fetch-Site` and no allowed `Origin`)"
                     .into(),
@@ -220,7 +221,7 @@ pub(crate) async fn check(State(state): State<AppState>, request: Request, next:
     };
     if !policy.origin_allowed(&origin) {
         return forbidden(
-            "origin_not_allowed",
+            ErrorCode::OriginNotAllowed,
             format!(
                 "Requests from web pages of `{}` are not allowed: a page can send requests to \
                  a local server it was never meant to drive. To let a web app of yours call \
@@ -232,7 +233,7 @@ pub(crate) async fn check(State(state): State<AppState>, request: Request, next:
     }
     if request.uri().path() == "/drain" {
         return forbidden(
-            "origin_not_allowed",
+            ErrorCode::OriginNotAllowed,
             "POST /drain stops the server and is not taken from web pages (it carried an \
              `Origin` header); call it from the operator's side (curl, a script)"
                 .into(),
@@ -302,7 +303,7 @@ pub(crate) async fn drain_from_loopback(
         .any(|h| request.headers().contains_key(*h));
     if forwarded {
         return forbidden(
-            "drain_not_allowed",
+            ErrorCode::DrainNotAllowed,
             "POST /drain through a proxy (it carried a `Forwarded` or `X-Forwarded-For` header) \
              needs the server to have an API key: start it with `--api-key`"
                 .into(),
@@ -316,7 +317,7 @@ pub(crate) async fn drain_from_loopback(
         return next.run(request).await;
     }
     forbidden(
-        "drain_not_allowed",
+        ErrorCode::DrainNotAllowed,
         format!(
             "POST /drain is taken only from this machine when the server has no API key (this \
              one came from {}); start it with `--api-key` to drain it from elsewhere",

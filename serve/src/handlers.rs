@@ -15,6 +15,7 @@ use ingle::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingRequest, ResponseRequest, SpeechRequest,
 };
 use ingle::Error;
+use ingle::ErrorCode;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 
@@ -43,7 +44,7 @@ pub(crate) async fn models_retrieve(State(state): State<AppState>, uri: Uri) -> 
                     ingle::error::shown(encoded)
                 ),
             )
-            .with_code("invalid_model_id");
+            .with_code(ErrorCode::InvalidModelId);
             return error_response(StatusCode::BAD_REQUEST, &error);
         }
     };

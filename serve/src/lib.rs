@@ -40,6 +40,7 @@ use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use ingle::ErrorCode;
 use ingle::{Client, Error, ErrorKind};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -393,7 +394,7 @@ async fn unknown_route(method: Method, uri: Uri) -> Response {
         ErrorKind::NotFound,
         format!("Unknown request URL: {method} {}", uri.path()),
     )
-    .with_code("unknown_url");
+    .with_code(ErrorCode::UnknownUrl);
     error_response(StatusCode::NOT_FOUND, &error)
 }
 

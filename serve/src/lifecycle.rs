@@ -8,6 +8,7 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use ingle::ErrorCode;
 use ingle::{Client, Error, ErrorKind};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -161,7 +162,7 @@ pub(crate) async fn refuse_while_draining(
         ErrorKind::Model,
         "This server is shutting down and takes no new requests; retry (another replica)",
     )
-    .with_code("server_draining");
+    .with_code(ErrorCode::ServerDraining);
     let mut response = retry_later(error);
     response
         .headers_mut()
@@ -189,7 +190,7 @@ pub(crate) fn refuse_if_loading(state: &AppState, model: &str) -> Option<Respons
         ),
     )
     .with_param("model")
-    .with_code("model_loading");
+    .with_code(ErrorCode::ModelLoading);
     Some(retry_later(error))
 }
 
@@ -217,6 +218,6 @@ pub(crate) fn refuse_a_file_path(model: &str) -> Option<Response> {
         ),
     )
     .with_param("model")
-    .with_code("model_not_found");
+    .with_code(ErrorCode::ModelNotFound);
     Some(error_response(StatusCode::NOT_FOUND, &error))
 }

@@ -6,6 +6,7 @@ use axum::http::header;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use ingle::json_text::JsonTextStream;
+use ingle::ErrorCode;
 use ingle::{Cancel, Client, Error, ErrorKind};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -182,7 +183,7 @@ pub(crate) fn pump<T, U>(
         }
         if shutting_down.load(Ordering::Acquire) {
             let error = Error::new(ErrorKind::Model, "The server is shutting down")
-                .with_code("server_shutdown");
+                .with_code(ErrorCode::ServerShutdown);
             let _ = out.blocking_send(failure(&error));
             return false;
         }

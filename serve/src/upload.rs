@@ -6,6 +6,7 @@ use crate::AppState;
 use axum::extract::Request;
 use ingle::openai::{TranscriptionAudio, TranscriptionRequest};
 use ingle::Error;
+use ingle::ErrorCode;
 use std::convert::Infallible;
 use std::future::Future;
 
@@ -56,7 +57,7 @@ pub(crate) async fn parse_upload(state: &AppState, request: Request) -> Result<U
     let content_type = content_type(&parts.headers);
     if !mime_of(content_type).eq_ignore_ascii_case("multipart/form-data") {
         return Err(invalid(
-            "invalid_content_type",
+            ErrorCode::InvalidContentType,
             format!(
                 "Audio uploads are multipart/form-data: a `file` part with the audio and one \
                  part per field (`model`, ...), as the OpenAI SDKs send them; the request's \
@@ -67,7 +68,7 @@ pub(crate) async fn parse_upload(state: &AppState, request: Request) -> Result<U
     }
     let boundary = multer::parse_boundary(content_type).map_err(|e| {
         invalid(
-            "invalid_content_type",
+            ErrorCode::InvalidContentType,
             format!("The request's multipart/form-data Content-Type has no usable boundary: {e}"),
         )
     })?;
@@ -82,7 +83,7 @@ pub(crate) async fn parse_multipart(
 ) -> Result<Upload, Refusal> {
     let malformed = |e: multer::Error| {
         invalid(
-            "invalid_body",
+            ErrorCode::InvalidBody,
             format!("The multipart/form-data body is malformed: {e}"),
         )
     };
@@ -101,7 +102,7 @@ pub(crate) async fn parse_multipart(
         };
         if name.is_empty() {
             return Err(invalid(
-                "invalid_body",
+                ErrorCode::InvalidBody,
                 "A part of the multipart/form-data body has no field name",
             ));
         }

@@ -284,7 +284,10 @@ fn unknown_model_is_a_not_found_error() {
     let err = shared().chat.completions.create(&request).unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotFound);
     assert_eq!(err.kind.http_status(), 404);
-    assert_eq!(err.code.as_deref(), Some("model_not_found"));
+    assert_eq!(
+        err.code.map(ingle::ErrorCode::as_str),
+        Some("model_not_found")
+    );
     assert_eq!(err.param.as_deref(), Some("model"));
     assert_eq!(err.to_openai()["error"]["type"], "invalid_request_error");
     assert!(shared().chat.completions.stream(&request).is_err());
@@ -416,7 +419,10 @@ fn a_prompt_longer_than_the_context_is_context_length_exceeded() {
     let long = "hello ".repeat(3000);
     let err = shared().chat.completions.create(&ask(&long)).unwrap_err();
     assert_eq!(err.kind, ErrorKind::ContextLengthExceeded);
-    assert_eq!(err.code.as_deref(), Some("context_length_exceeded"));
+    assert_eq!(
+        err.code.map(ingle::ErrorCode::as_str),
+        Some("context_length_exceeded")
+    );
     assert_eq!(err.param.as_deref(), Some("messages"));
     assert!(
         err.message
@@ -430,7 +436,7 @@ fn a_prompt_longer_than_the_context_is_context_length_exceeded() {
     };
     let err = shared().chat.completions.create(&request).unwrap_err();
     assert_eq!(
-        err.code.as_deref(),
+        err.code.map(ingle::ErrorCode::as_str),
         Some("context_length_exceeded"),
         "{err}"
     );

@@ -130,7 +130,7 @@ fn a_cancelled_create_stops_generation() {
         .create(&long)
         .unwrap_err();
     assert_eq!(error.kind, ingle::ErrorKind::Cancelled);
-    assert_eq!(error.code.as_deref(), Some("cancelled"));
+    assert_eq!(error.code.map(ingle::ErrorCode::as_str), Some("cancelled"));
     assert!(cancel.is_cancelled());
     let deadline = Instant::now() + Duration::from_secs(10);
     while client.metrics(MODEL).unwrap().active_requests > 0 {

@@ -549,10 +549,14 @@ fn models_by_reference_pull_into_the_hub_cache_and_serve_in_every_kind() {
         "{no_quant}"
     );
     let no_repo = pull(&puller, "hf.co/ingle-test/nothing-here").unwrap_err();
-    assert_eq!(no_repo.code.as_deref(), Some("repo_not_found"), "{no_repo}");
+    assert_eq!(
+        no_repo.code.map(ingle::ErrorCode::as_str),
+        Some("repo_not_found"),
+        "{no_repo}"
+    );
     let no_revision = pull(&puller, "hf.co/ingle-test/SmolLM2-135M-Instruct-GGUF@v9").unwrap_err();
     assert_eq!(
-        no_revision.code.as_deref(),
+        no_revision.code.map(ingle::ErrorCode::as_str),
         Some("revision_not_found"),
         "{no_revision}"
     );
@@ -563,7 +567,11 @@ fn models_by_reference_pull_into_the_hub_cache_and_serve_in_every_kind() {
     .unwrap_err();
     assert_eq!(no_file.kind, ErrorKind::NotFound, "{no_file}");
     let private = pull(&puller, "hf.co/ingle-test/private-GGUF").unwrap_err();
-    assert_eq!(private.code.as_deref(), Some("repo_not_found"), "{private}");
+    assert_eq!(
+        private.code.map(ingle::ErrorCode::as_str),
+        Some("repo_not_found"),
+        "{private}"
+    );
     assert!(private.message.contains("HF_TOKEN"), "{private}");
 }
 
@@ -580,7 +588,11 @@ fn gated_corrupt_cut_and_offline() {
 
     // Gated: without a token, what to do; with one, the pull; the token never reaches the CDN.
     let gated = pull(&puller, "hf.co/ingle-test/gated-GGUF").unwrap_err();
-    assert_eq!(gated.code.as_deref(), Some("gated_repo"), "{gated}");
+    assert_eq!(
+        gated.code.map(ingle::ErrorCode::as_str),
+        Some("gated_repo"),
+        "{gated}"
+    );
     assert!(
         gated.message.contains("accept its licence") && gated.message.contains("HF_TOKEN"),
         "{gated}"
@@ -608,7 +620,7 @@ fn gated_corrupt_cut_and_offline() {
     // Wrong bytes from the CDN: discarded, nothing linked, nothing left as a blob.
     let corrupt = pull(&puller, "hf.co/ingle-test/corrupt-GGUF").unwrap_err();
     assert_eq!(
-        corrupt.code.as_deref(),
+        corrupt.code.map(ingle::ErrorCode::as_str),
         Some("checksum_mismatch"),
         "{corrupt}"
     );

@@ -457,7 +457,10 @@ fn files_that_are_not_a_whisper_model_say_so() {
     let error = TranscriptionPredictor::load(&config, &predictor)
         .err()
         .unwrap();
-    assert_eq!(error.code.as_deref(), Some("model_file_invalid"));
+    assert_eq!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("model_file_invalid")
+    );
     assert!(
         error.message.contains("model.bin") && error.message.contains("not Whisper"),
         "{}",

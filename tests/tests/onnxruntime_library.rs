@@ -36,7 +36,7 @@ fn the_library_path_is_configurable_and_errors_say_which_file_and_how_to_get_it(
     std::env::set_var("ORT_DYLIB_PATH", &missing);
     let error = embed(&base.clone()).unwrap_err();
     assert_eq!(
-        (error.kind, error.code.as_deref()),
+        (error.kind, error.code.map(ingle::ErrorCode::as_str)),
         (ErrorKind::NotFound, Some("onnxruntime_missing"))
     );
     for words in [
@@ -62,7 +62,7 @@ fn the_library_path_is_configurable_and_errors_say_which_file_and_how_to_get_it(
     std::fs::write(&bogus, "not a shared library").unwrap();
     let error = embed(&base.clone().onnxruntime(&bogus)).unwrap_err();
     assert_eq!(
-        error.code.as_deref(),
+        error.code.map(ingle::ErrorCode::as_str),
         Some("onnxruntime_invalid"),
         "{error:?}"
     );
@@ -94,7 +94,7 @@ fn the_library_path_is_configurable_and_errors_say_which_file_and_how_to_get_it(
         .create(&EmbeddingRequest::new("@me/other", "hello"))
         .unwrap_err();
     assert_eq!(
-        error.code.as_deref(),
+        error.code.map(ingle::ErrorCode::as_str),
         Some("onnxruntime_conflict"),
         "{error:?}"
     );
@@ -129,7 +129,10 @@ fn model_files_missing() {
         .embeddings
         .create(&EmbeddingRequest::new("@me/embed", "hello"))
         .unwrap_err();
-    assert_eq!(error.code.as_deref(), Some("model_file_missing"));
+    assert_eq!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("model_file_missing")
+    );
     assert!(error.message.contains("gone.onnx"), "{}", error.message);
     // Options of another backend are refused by name, when the client is made.
     let config = Config::empty()

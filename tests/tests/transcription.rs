@@ -656,14 +656,14 @@ fn broken_model_files_are_model_errors() {
     };
     let error = load();
     assert_eq!(
-        (error.kind, error.code.as_deref()),
+        (error.kind, error.code.map(ingle::ErrorCode::as_str)),
         (ErrorKind::Model, Some("model_file_invalid"))
     );
     assert!(error.message.contains("model.bin"), "{}", error.message);
     std::fs::remove_file(dir.join("whisper-tiny-en/tokenizer.json")).unwrap();
     let error = load();
     assert_eq!(
-        error.code.as_deref(),
+        error.code.map(ingle::ErrorCode::as_str),
         Some("model_file_missing"),
         "{error:?}"
     );

@@ -9,6 +9,7 @@
 //! process-wide lock; phonemizing a sentence takes well under a millisecond, against tens of
 //! milliseconds to synthesise it.
 
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::{Mutex, PoisonError};
@@ -197,7 +198,7 @@ fn open() -> Result<Espeak> {
             "Speech needs the espeak-ng library, which is not installed ({}); {INSTALL_HINT}",
             problems.first().map_or("", String::as_str)
         ))
-        .with_code("espeak_ng_missing"));
+        .with_code(ErrorCode::EspeakNgMissing));
     };
     macro_rules! symbol {
         ($name:literal, $ty:ty) => {
@@ -207,7 +208,7 @@ fn open() -> Result<Espeak> {
                     "The espeak-ng library lacks {} ({e}); it is older than 1.49: {INSTALL_HINT}",
                     $name
                 ))
-                .with_code("espeak_ng_missing")
+                .with_code(ErrorCode::EspeakNgMissing)
             })?
         };
     }
@@ -242,7 +243,7 @@ fn open() -> Result<Espeak> {
              point ESPEAK_DATA_PATH at an espeak-ng-data directory",
             message(status)
         ))
-        .with_code("espeak_ng_missing"));
+        .with_code(ErrorCode::EspeakNgMissing));
     }
     let status = unsafe { initialize_output(ENOUTPUT_MODE_SYNCHRONOUS, 0, std::ptr::null()) };
     if status != ENS_OK {
@@ -272,7 +273,7 @@ impl Espeak {
                 "espeak-ng has no voice `{}` (is espeak-ng-data complete?); {INSTALL_HINT}",
                 crate::error::shown(voice)
             ))
-            .with_code("espeak_ng_missing"));
+            .with_code(ErrorCode::EspeakNgMissing));
         }
         self.voice = Some(voice.to_string());
         Ok(())

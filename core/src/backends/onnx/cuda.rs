@@ -10,6 +10,7 @@
 //! ingle[cuda]` brings), so that a machine without them skips the provider with one reason
 //! instead of a loader error deep in a session.
 use crate::devices::{self, Requested};
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use std::path::Path;
 use std::sync::Mutex;
@@ -114,7 +115,7 @@ pub(super) fn forced_error(why: &str) -> Error {
     Error::model(format!(
         "INGLE_DEVICE=cuda, but ONNX models cannot run on CUDA here: {why}"
     ))
-    .with_code("device_unavailable")
+    .with_code(ErrorCode::DeviceUnavailable)
 }
 
 /// The choice, given what is asked, where the provider library would be, and checks of the

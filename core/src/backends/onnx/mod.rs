@@ -19,6 +19,7 @@ pub use speech::{
 
 pub use whisper::{whisper_files, TranscriptionPredictor, TRANSCRIPTION_UNUSED_OPTIONS};
 
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use ort::environment::Environment;
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ pub fn environment(library: &Path) -> Result<Environment> {
             loaded.library.display(),
             library.display()
         ))
-        .with_code("onnxruntime_conflict"));
+        .with_code(ErrorCode::OnnxruntimeConflict));
     }
     if !library.is_file() {
         return Err(Error::model(format!(
@@ -64,7 +65,7 @@ pub fn environment(library: &Path) -> Result<Environment> {
             library.display(),
             how_to_get(library)
         ))
-        .with_code("onnxruntime_missing"));
+        .with_code(ErrorCode::OnnxruntimeMissing));
     }
     // ort resolves relative paths against the executable's directory; users mean the cwd.
     let absolute = std::path::absolute(library).unwrap_or_else(|_| library.to_path_buf());
@@ -74,7 +75,7 @@ pub fn environment(library: &Path) -> Result<Environment> {
             absolute.display(),
             how_to_get(&absolute)
         ))
-        .with_code("onnxruntime_invalid")
+        .with_code(ErrorCode::OnnxruntimeInvalid)
     })?;
     let environment = builder
         .with_name("ingle")
@@ -228,7 +229,7 @@ pub(crate) fn check_file(what: &str, path: &Path, tag: &str) -> Result<()> {
             path.display(),
             crate::error::shown(tag)
         ))
-        .with_code("model_file_invalid"));
+        .with_code(ErrorCode::ModelFileInvalid));
     }
     if !path.is_file() {
         return Err(Error::model(format!(
@@ -237,7 +238,7 @@ pub(crate) fn check_file(what: &str, path: &Path, tag: &str) -> Result<()> {
             crate::error::shown(tag),
             crate::pull::missing_file_hint(path)
         ))
-        .with_code("model_file_missing"));
+        .with_code(ErrorCode::ModelFileMissing));
     }
     Ok(())
 }

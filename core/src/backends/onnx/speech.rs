@@ -11,6 +11,7 @@
 use super::{environment, load_session, ort_error, Graph};
 use crate::backends::espeak;
 use crate::config::{Config, PredictorConfig};
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use crate::predict::{
     Annotation, Context, Inputs, Metrics, OutputStream, Parameter, Predictor, PredictorKind,
@@ -147,7 +148,7 @@ impl SpeechPredictor {
                 "{} is not a Piper voice config: {e}",
                 config_path.display()
             ))
-            .with_code("model_file_invalid")
+            .with_code(ErrorCode::ModelFileInvalid)
         })?;
         if voice.phoneme_type.as_deref().is_some_and(|t| t != "espeak") {
             return Err(Error::model(format!(

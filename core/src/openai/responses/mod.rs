@@ -18,6 +18,7 @@ pub use request::ResponseRequest;
 pub use stream::ResponseStream;
 
 use crate::config::ResponsesConfig;
+use crate::error::ErrorCode;
 use crate::error::{shown, Error, ErrorKind, Result};
 use crate::openai::chat::ChatCompletions;
 use crate::openai::common::next_unless_stopped;
@@ -97,7 +98,7 @@ impl Responses {
                     ),
                 )
                 .with_param("previous_response_id")
-                .with_code("previous_response_not_found")
+                .with_code(ErrorCode::PreviousResponseNotFound)
             })?;
             conversation = stored.conversation;
         }
@@ -307,7 +308,7 @@ fn response_not_found(id: &str) -> Error {
         format!("No response found with id '{}'", shown(id)),
     )
     .with_param("response_id")
-    .with_code("not_found")
+    .with_code(ErrorCode::NotFound)
 }
 
 /// A chat error, in the request's own terms: `messages` is `input`, `max_tokens`

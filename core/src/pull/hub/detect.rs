@@ -14,6 +14,7 @@
 
 use super::HubRef;
 use crate::config::{Backend, PredictorConfig};
+use crate::error::ErrorCode;
 use crate::error::{shown, Error, Result};
 use std::path::Path;
 
@@ -129,7 +130,8 @@ pub fn quants(files: &[(String, u64)]) -> Vec<String> {
 pub fn select(reference: &HubRef, files: &[(String, u64)]) -> Result<Selection> {
     let has = |path: &str| files.iter().any(|(p, _)| p == path);
     let name = reference.to_string();
-    let error = |message: String| Error::invalid("model", message).with_code("unsupported_model");
+    let error =
+        |message: String| Error::invalid("model", message).with_code(ErrorCode::UnsupportedModel);
     if let Some(file) = &reference.file {
         if has(file) {
             return select_file(reference, file, files, &has);
@@ -150,7 +152,7 @@ pub fn select(reference: &HubRef, files: &[(String, u64)]) -> Result<Selection> 
                 ),
             )
             .with_param("model")
-            .with_code("model_not_found"));
+            .with_code(ErrorCode::ModelNotFound));
         }
         let mut selection = select(
             &HubRef {
@@ -332,7 +334,7 @@ fn select_file(
             reference.repo
         ),
     )
-    .with_code("unsupported_model"))
+    .with_code(ErrorCode::UnsupportedModel))
 }
 
 fn select_gguf(
@@ -376,7 +378,7 @@ fn select_gguf(
                     ),
                 )
                 .with_param("model")
-                .with_code("model_not_found")
+                .with_code(ErrorCode::ModelNotFound)
             })?
         }
         None => {
@@ -481,7 +483,7 @@ impl Selection {
                                  CLS token (1_Pooling/config.json); ingle reads those two"
                             ),
                         )
-                        .with_code("unsupported_model"));
+                        .with_code(ErrorCode::UnsupportedModel));
                     });
                 }
                 predictor

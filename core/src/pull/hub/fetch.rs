@@ -21,6 +21,7 @@ use super::super::{
 };
 use super::blob::{hashes, link, write_atomically};
 use super::{detect, find_cached, HubRef, HubSettings};
+use crate::error::ErrorCode;
 use crate::error::{shown, Error, ErrorKind, Result};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -99,7 +100,7 @@ pub fn pull(
                 ),
             )
             .with_param("model")
-            .with_code("model_not_found")),
+            .with_code(ErrorCode::ModelNotFound)),
         };
     }
     let hub = Hub {
@@ -111,8 +112,8 @@ pub fn pull(
         // No network: what the cache holds is served, as huggingface_hub does.
         Err(e)
             if matches!(
-                e.code.as_deref(),
-                Some(http::UNREACHABLE | http::SERVER_ERROR)
+                e.code,
+                Some(ErrorCode::DownloadUnreachable | ErrorCode::DownloadServerError)
             ) =>
         {
             return match find_cached(&settings, reference)? {
@@ -148,7 +149,7 @@ pub fn pull(
                 ),
             )
             .with_param("model")
-            .with_code("entry_not_found")
+            .with_code(ErrorCode::EntryNotFound)
         })?;
         let (fetched, downloaded, sha256) = hub.fetch(&folder, &commit, file, &mut emit)?;
         report.downloaded_bytes += downloaded;
@@ -242,7 +243,7 @@ impl Hub<'_> {
         let code = answer.header("x-error-code").unwrap_or("");
         let repo = self.repo();
         let endpoint = &self.settings.endpoint;
-        let not_found = |message: String, code: &str| {
+        let not_found = |message: String, code: ErrorCode| {
             Error::new(ErrorKind::NotFound, message)
                 .with_param("model")
                 .with_code(code)
@@ -261,14 +262,14 @@ impl Hub<'_> {
                          and pull again"
                     ),
                 };
-                Error::invalid("model", message).with_code("gated_repo")
+                Error::invalid("model", message).with_code(ErrorCode::GatedRepo)
             }
             ("RevisionNotFound", _) => not_found(
                 format!(
                     "{repo} has no revision `{}` on {endpoint}",
                     shown(self.reference.revision())
                 ),
-                "revision_not_found",
+                ErrorCode::RevisionNotFound,
             ),
             ("EntryNotFound", _) | ("", 404) if path.is_some() => not_found(
                 format!(
@@ -276,7 +277,7 @@ impl Hub<'_> {
                     shown(path.unwrap_or("")),
                     shown(self.reference.revision())
                 ),
-                "entry_not_found",
+                ErrorCode::EntryNotFound,
             ),
             ("RepoNotFound", _) | (_, 401 | 404) => not_found(
                 format!(
@@ -287,7 +288,7 @@ impl Hub<'_> {
                         " (a private one needs HF_TOKEN set to a token with access to it)"
                     }
                 ),
-                "repo_not_found",
+                ErrorCode::RepoNotFound,
             ),
             (_, 403) => Error::invalid(
                 "model",
@@ -298,7 +299,7 @@ impl Hub<'_> {
                         .unwrap_or("no reason given")
                 ),
             )
-            .with_code("forbidden"),
+            .with_code(ErrorCode::Forbidden),
             (_, status) => download_error(url, format!("HTTP {status}")),
         }
     }
@@ -472,7 +473,7 @@ impl Hub<'_> {
                         file.size
                     ),
                 )
-                .with_code("checksum_mismatch"));
+                .with_code(ErrorCode::ChecksumMismatch));
             }
             return match (answer.status, location) {
                 (300..=399, Some(location)) => Ok(http::join_url(&url, &location)),
@@ -563,7 +564,7 @@ impl Hub<'_> {
                         file.etag()
                     ),
                 )
-                .with_code("checksum_mismatch"));
+                .with_code(ErrorCode::ChecksumMismatch));
             }
         }
         unreachable!("the second attempt returns")
@@ -657,10 +658,7 @@ impl Hub<'_> {
                         .http
                         .get_range_as(url, Range::From(*have), auth.as_deref())
                     {
-                        Err(e)
-                            if *have > 0
-                                && e.code.as_deref() == Some(http::RANGE_NOT_SATISFIABLE) =>
-                        {
+                        Err(e) if *have > 0 && e.code == Some(http::RANGE_NOT_SATISFIABLE) => {
                             return restart(have, format!("the server has no bytes from {have}"));
                         }
                         other => other?,
@@ -717,7 +715,7 @@ impl Hub<'_> {
                 if *have > file.size {
                     drop(out);
                     fs::remove_file(incomplete).ok();
-                    return Err(download_error(url, format!("the server sends more than the {} bytes of {}; the download was discarded", file.size, file.path)).with_code("checksum_mismatch"));
+                    return Err(download_error(url, format!("the server sends more than the {} bytes of {}; the download was discarded", file.size, file.path)).with_code(ErrorCode::ChecksumMismatch));
                 }
                 if *have < file.size {
                     return Err(interrupted(

@@ -24,6 +24,7 @@ pub mod reference;
 pub use detect::Selection;
 pub use reference::HubRef;
 
+use crate::error::ErrorCode;
 use crate::error::{shown, Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
 
@@ -282,7 +283,7 @@ pub fn not_pulled(reference: &HubRef, settings: &HubSettings) -> Error {
         ),
     )
     .with_param("model")
-    .with_code("model_not_found")
+    .with_code(ErrorCode::ModelNotFound)
 }
 
 /// A config's predictor whose `model` is a Hub reference (`model = "hf.co/ORG/REPO:QUANT"`, to

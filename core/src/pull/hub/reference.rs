@@ -2,6 +2,7 @@
 //! spelling), `huggingface.co/...`, `hf.co/ORG/REPO/PATH/IN/REPO` for one file, and the Hub's
 //! own page and download URLs (`https://huggingface.co/ORG/REPO/resolve/main/PATH`).
 
+use crate::error::ErrorCode;
 use crate::error::{shown, Error, Result};
 use std::fmt;
 
@@ -45,7 +46,7 @@ impl HubRef {
                     shown(text)
                 ),
             )
-            .with_code("invalid_model_reference")
+            .with_code(ErrorCode::InvalidModelReference)
         };
         let (rest, mut revision) = match rest.split_once('@') {
             Some((rest, revision)) => (rest, Some(revision.to_string())),

@@ -6,6 +6,7 @@
 //! u32 alias count and (alias, target) string pairs. A string is a u16 length (counting a
 //! trailing NUL) and its bytes.
 
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
 use std::path::Path;
@@ -119,7 +120,7 @@ pub fn check_whisper_file(path: &Path) -> Result<()> {
                 "model",
                 format!("{} is {what}: {WHAT_INGLE_READS}", path.display()),
             )
-            .with_code("model_file_invalid"))
+            .with_code(ErrorCode::ModelFileInvalid))
         }
     }
 }
@@ -134,7 +135,7 @@ impl Ct2Model {
                 path.display(),
                 WHAT_INGLE_READS
             ))
-            .with_code("model_file_invalid")
+            .with_code(ErrorCode::ModelFileInvalid)
         })
     }
 
@@ -225,7 +226,7 @@ impl Ct2Model {
                 "The Whisper model.bin has no variable `{name}` (spec {} revision {})",
                 self.spec, self.revision
             ))
-            .with_code("model_file_invalid")
+            .with_code(ErrorCode::ModelFileInvalid)
         })?;
         let fits = variable.dims.len() == dims.len()
             && variable
@@ -238,7 +239,7 @@ impl Ct2Model {
                 "The Whisper model.bin variable `{name}` has shape {:?}, expected {:?}",
                 variable.dims, dims
             ))
-            .with_code("model_file_invalid"));
+            .with_code(ErrorCode::ModelFileInvalid));
         }
         Ok(variable)
     }

@@ -15,6 +15,7 @@
 
 use super::ct2::{Ct2Model, Variable};
 use super::onnx_proto::{Attr, Dim, Graph, FLOAT, INT64, UINT8};
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 
 /// The sizes of a Whisper model, read from its weights.
@@ -39,7 +40,7 @@ impl Dims {
             return Err(Error::model(format!(
                 "The Whisper model.bin has {heads} heads for width {d_model}"
             ))
-            .with_code("model_file_invalid"));
+            .with_code(ErrorCode::ModelFileInvalid));
         }
         let count = |prefix: &str| {
             (0..)
@@ -100,7 +101,7 @@ impl<'m> Builder<'m> {
     fn var(&self, name: &str) -> Result<&'m Variable> {
         self.model.variables.get(name).ok_or_else(|| {
             Error::model(format!("The Whisper model.bin has no variable `{name}`"))
-                .with_code("model_file_invalid")
+                .with_code(ErrorCode::ModelFileInvalid)
         })
     }
 
@@ -121,7 +122,7 @@ impl<'m> Builder<'m> {
                 "The Whisper weight {prefix}/weight has shape {:?}",
                 weight.dims
             ))
-            .with_code("model_file_invalid"));
+            .with_code(ErrorCode::ModelFileInvalid));
         }
         let outputs = rows.len();
         let bias: Option<Vec<f32>> = if with_bias {

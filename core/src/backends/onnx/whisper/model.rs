@@ -5,6 +5,7 @@ use super::graphs::{self, Dims, Precision};
 use super::languages::ModelLanguages;
 use super::mel::MelFilters;
 use crate::backends::onnx::ort_error;
+use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use ort::environment::Environment;
 use ort::session::Session;
@@ -126,7 +127,7 @@ pub struct Step {
 }
 
 fn model_error(path: &Path, what: impl std::fmt::Display) -> Error {
-    Error::model(format!("{}: {what}", path.display())).with_code("model_file_invalid")
+    Error::model(format!("{}: {what}", path.display())).with_code(ErrorCode::ModelFileInvalid)
 }
 
 impl WhisperModel {
