@@ -729,8 +729,8 @@ enum IngleStatus ingle_sink_emit(struct IngleSink *sink, const char *outputs_jso
 
 /**
  * Whether the call was cancelled (1) or not (0): its consumer went away, or its caller stopped
- * it (a client that left `ingle serve`, a chunk callback's nonzero return, an aborted signal).
- * A long computation between emits can check it to stop early.
+ * it (a chunk callback's nonzero return ends the call). A long computation between emits can
+ * check it to stop early.
  */
 int32_t ingle_sink_cancelled(const struct IngleSink *sink);
 

@@ -1,23 +1,24 @@
-//! Stopping a Python predictor that does not come back. Closing a stream (or cancelling a
-//! `create`) stops the core at its next token; but a Python predictor stuck in its own code
-//! (a loop that never yields, a long `sleep`) never reaches one: the worker thread ran forever
-//! and `asyncio.run()` never returned, waiting for it.
+//! Stopping a Python predictor that does not come back. A cancelled call (a closed stream, a
+//! cancelled task, a client that left `ingle.serve`: the core's `Cancel`) stops the core at its
+//! next step; but a Python predictor stuck in its own code (a loop that never yields, a long
+//! `sleep`) never reaches one: the worker thread ran forever and `asyncio.run()` never returned,
+//! waiting for it.
 //!
-//! So each closable call has an id, set as the thread's current call while it runs
-//! ([`CallScope`]). Each step of a predictor ([`Running`], around each `__next__`) is registered
-//! under that id with the thread running it, and `ingle._predictors` registers its runner under
-//! it while the predictor's own code runs. Closing the call ([`interrupt`]) marks it cancelled
-//! (a step not yet started never runs) and stops the step that runs: an `async` predictor's
-//! task is cancelled; a predictor running its own code gets `ingle.PredictionCancelled`
-//! raised asynchronously (`PyThreadState_SetAsyncExc`), as Ctrl-C would, at its next Python
-//! instruction (code blocked in C, a `sleep`, sees it when it returns). Once the step returns
-//! to the engine, an exception not yet delivered is withdrawn, so it can never land in code
-//! that runs later in that thread. One that lands in ingle's wrapper just after the predictor's
-//! code returned ends the step as cancelled all the same; `_after_interrupt` then unregisters
-//! the runner, though the thread's log context may stay set to that prediction's logs.
-//! Not stopped: an `async` predictor blocked in synchronous code (its loop cannot run the
-//! cancellation), code blocked in C without a timeout, and predictions served by
-//! `ingle.serve` (the server sees a client leave at the next output).
+//! So each prediction of a Python predictor has an id (its call), current in the thread while
+//! one of its steps runs ([`CallScope`]), and its cancel runs [`interrupt`] for that id. Each
+//! step (a [`Running`], around each `__next__`) is registered under the id with the thread
+//! running it, and `ingle._predictors` registers its runner under it while the predictor's own
+//! code runs. [`interrupt`] marks the call cancelled (a step not yet started never runs) and
+//! stops the step that runs: an `async` predictor's task is cancelled; a predictor running its
+//! own code gets `ingle.PredictionCancelled` raised asynchronously
+//! (`PyThreadState_SetAsyncExc`), as Ctrl-C would, at its next Python instruction (code blocked
+//! in C, a `sleep`, sees it when it returns). Once the step returns to the engine, an exception
+//! not yet delivered is withdrawn, so it can never land in code that runs later in that thread.
+//! One that lands in ingle's wrapper just after the predictor's code returned ends the step as
+//! cancelled all the same; `_after_interrupt` then unregisters the runner, though the thread's
+//! log context may stay set to that prediction's logs. Not stopped: an `async` predictor blocked
+//! in synchronous code (its loop cannot run the cancellation), and code blocked in C without a
+//! timeout.
 
 use pyo3::prelude::*;
 use std::cell::Cell;
@@ -158,14 +159,30 @@ impl Running {
 }
 
 /// Interrupts the predictor code running for `call` (see the module documentation), and
-/// marks the call cancelled, so that a step not yet started never runs.
+/// marks the call cancelled, so that a step not yet started never runs. Called from wherever
+/// the call is cancelled (an `ingle.serve` connection's task, a thread holding locks): the
+/// mark needs no GIL and is made here; the interrupt itself, which does, runs on a thread of
+/// its own, so the canceller never waits for the GIL.
 pub fn interrupt(call: u64) {
-    Python::attach(|py| {
-        let running = with_state(|state| {
-            state.cancelled.insert(call);
-            state.running.contains_key(&call)
-        });
-        if !running {
+    let running = with_state(|state| {
+        state.cancelled.insert(call);
+        state.running.contains_key(&call)
+    });
+    if !running {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("ingle-interrupt".into())
+        .spawn(move || interrupt_running(call));
+    if spawned.is_err() {
+        interrupt_running(call);
+    }
+}
+
+fn interrupt_running(call: u64) {
+    // None at interpreter shutdown: nothing left to interrupt.
+    let _ = Python::try_attach(|py| {
+        if !with_state(|state| state.running.contains_key(&call)) {
             return;
         }
         let Ok(module) = py.import("ingle._predictors") else {

@@ -23,6 +23,7 @@ use ingle::{inputs_from_json, Cancel, Client, Config, Error, OnCancel};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -80,6 +81,9 @@ impl CancelFlag {
 struct CallCancel {
     cancel: Cancel,
     interrupt: Arc<Mutex<Option<PyErr>>>,
+    /// Cleared when the call returns: a stream it made goes on with this cancel (its `close()`
+    /// cancels it), but Ctrl-C while the stream is iterated is Python's again.
+    polling: Arc<AtomicBool>,
     _flag: Option<OnCancel>,
 }
 
@@ -89,8 +93,10 @@ impl CallCancel {
         let kept = Arc::clone(&interrupt);
         let caller = std::thread::current().id();
         let last_check = Mutex::new(Instant::now());
+        let polling = Arc::new(AtomicBool::new(true));
+        let asked = Arc::clone(&polling);
         let cancel = Cancel::polled(move || {
-            if std::thread::current().id() != caller {
+            if !asked.load(Ordering::Acquire) || std::thread::current().id() != caller {
                 return false;
             }
             {
@@ -113,6 +119,7 @@ impl CallCancel {
         CallCancel {
             cancel,
             interrupt,
+            polling,
             _flag: flag,
         }
     }
@@ -124,6 +131,7 @@ impl CallCancel {
 
     /// The call's result: the interrupt if there was one, else `result`.
     fn finish<T>(self, result: ingle::Result<T>) -> PyResult<T> {
+        self.polling.store(false, Ordering::Release);
         let interrupt = self
             .interrupt
             .lock()

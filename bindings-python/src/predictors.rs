@@ -359,7 +359,8 @@ impl PythonOutputs {
 impl Drop for PythonOutputs {
     fn drop(&mut self) {
         self.close();
-        // Unregistered first: a cancel from now on does not mark the call again.
+        // Unregistered first, so that a later cancel does not run it; one already running may
+        // still mark the call after `forget` (an id never used again: harmless).
         drop(self.interrupt.take());
         crate::interrupt::forget(self.call);
     }

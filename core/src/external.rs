@@ -33,8 +33,9 @@ pub struct ExternalPredictor {
 impl ExternalPredictor {
     /// Wraps `body`, which starts the function on validated inputs (defaults filled in),
     /// writing what it prints to the context's logs, and stopping the function when the
-    /// context's cancel is cancelled where it can (see [`crate::predict::Cancel::on_cancel`]). [`crate::Client::register`] checks
-    /// `declaration` against the rules of the OpenAI methods its annotations claim.
+    /// context's cancel is cancelled where it can (see [`crate::predict::Cancel::on_cancel`]).
+    /// [`crate::Client::register`] checks `declaration` against the rules of the OpenAI methods
+    /// its annotations claim.
     pub fn new(
         declaration: Declaration,
         body: impl Fn(Inputs, &Context) -> Result<OutputStream> + Send + Sync + 'static,

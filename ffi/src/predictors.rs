@@ -518,8 +518,8 @@ pub unsafe extern "C" fn ingle_sink_emit(
 }
 
 /// Whether the call was cancelled (1) or not (0): its consumer went away, or its caller stopped
-/// it (a client that left `ingle serve`, a chunk callback's nonzero return, an aborted signal).
-/// A long computation between emits can check it to stop early.
+/// it (a chunk callback's nonzero return ends the call). A long computation between emits can
+/// check it to stop early.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_sink_cancelled(sink: *const IngleSink) -> i32 {
     sink.as_ref()

@@ -279,8 +279,13 @@ pub(crate) async fn audio_speech(State(state): State<AppState>, request: Request
     let (started_tx, started_rx) = oneshot::channel::<Started>();
     let (chunks_tx, chunks_rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
     let shutting_down = Arc::clone(&state.shutting_down);
+    // Held by this future, then by the body: a client that leaves stops the synthesis (and a
+    // predictor inside a sentence is told).
+    let cancel = crate::respond::request_cancel(&state);
+    let cancel_on_drop = cancel.on_drop();
+    let client = state.client.with_cancel(&cancel);
     tokio::task::spawn_blocking(move || {
-        let mut stream = match state.client.audio.speech.stream(&request) {
+        let mut stream = match client.audio.speech.stream(&request) {
             Ok(stream) => stream,
             Err(error) => {
                 let _ = started_tx.send(Err(error));
@@ -314,9 +319,12 @@ pub(crate) async fn audio_speech(State(state): State<AppState>, request: Request
     });
     match started_rx.await {
         Ok(Ok((content_type, first))) => {
-            let rest = futures_util::stream::unfold(chunks_rx, |mut rx| async move {
-                rx.recv().await.map(|item| (item, rx))
-            });
+            let rest = futures_util::stream::unfold(
+                (chunks_rx, cancel_on_drop),
+                |(mut rx, cancel_on_drop)| async move {
+                    rx.recv().await.map(|item| (item, (rx, cancel_on_drop)))
+                },
+            );
             let first = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from(first))]);
             let body = axum::body::Body::from_stream(futures_util::StreamExt::chain(first, rest));
             ([(header::CONTENT_TYPE, content_type)], body).into_response()

@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 /// or when the response it made is dropped before its end; asked, it also says so once the
 /// server shuts down. The core stops at its next step and tells the predictor (a Python
 /// predictor stuck in its own code gets an exception raised in it).
-fn request_cancel(state: &AppState) -> Cancel {
+pub(crate) fn request_cancel(state: &AppState) -> Cancel {
     let shutting_down = Arc::clone(&state.shutting_down);
     Cancel::polled(move || shutting_down.load(Ordering::Acquire))
 }

@@ -63,23 +63,28 @@ impl Slots {
             counted: true,
             thread,
         };
-        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
-            if *free > 0 {
-                *free -= 1;
-                return Ok(slot);
+            {
+                let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+                if *free == 0 {
+                    free = self
+                        .freed
+                        .wait_timeout(free, Duration::from_millis(100))
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+                if *free > 0 {
+                    *free -= 1;
+                    return Ok(slot);
+                }
             }
+            // Asked without the lock: a cancel's actions may run here, and a poll may take
+            // Python's GIL, whose holder may be giving a slot back.
             if cancel.is_cancelled() {
-                drop(free);
                 let mut slot = slot;
                 slot.counted = false; // nothing to give back
                 return Err(Error::cancelled("The request was cancelled"));
             }
-            free = self
-                .freed
-                .wait_timeout(free, Duration::from_millis(100))
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
         }
     }
 }

@@ -27,7 +27,7 @@ pub type OutputStream = Box<dyn Iterator<Item = Result<Outputs>> + Send>;
 /// stream's end; a predictor's own stream may not hold it: llama's holds only its scheduler's
 /// channel), ending with a [`crate::ErrorKind::Cancelled`] error once `cancel` is cancelled,
 /// and cancelling it when dropped (which tells the predictor, see [`Cancel::on_cancel`]).
-pub fn running(
+pub(crate) fn running(
     predictor: std::sync::Arc<dyn Predictor>,
     outputs: OutputStream,
     cancel: &Cancel,
