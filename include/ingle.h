@@ -38,7 +38,7 @@
  *   error object. Bad input never crashes, and the client stays usable after
  *   any error.
  *
- * Linking: pkg-config --cflags --libs ingle (see the README, "Use from C").
+ * Linking: pkg-config --cflags --libs ingle (see docs/c.md).
  */
 
 

@@ -55,7 +55,7 @@ class ChatCompletions(_Resource):
     def create(
         self, *, stream: bool = False, **params: Any
     ) -> Union[ChatCompletion, Stream[ChatCompletionChunk]]:
-        """``model``, ``messages`` and the OpenAI chat parameters (see the README's table)."""
+        """``model``, ``messages`` and the OpenAI chat parameters (see docs/openai-parameters.md)."""
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
             return Stream(self._native.chat_completions_stream(body), ChatCompletionChunk)
