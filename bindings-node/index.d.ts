@@ -492,7 +492,8 @@ export declare class OpenAI {
     isLoaded(model: string): Promise<boolean>;
   };
   predictions: {
-    create(body: { tag: string; inputs?: Record<string, unknown> }): Promise<Prediction>;
+    /** `options.signal` aborts it (and the predictor's `predictionSignal()`). */
+    create(body: { tag: string; inputs?: Record<string, unknown> }, options?: RequestOptions | null): Promise<Prediction>;
     /** Errors, a bad argument's too, are thrown by the iteration. */
     stream(body: { tag: string; inputs?: Record<string, unknown> }, options?: RequestOptions | null): Stream<Prediction>;
   };
@@ -667,6 +668,10 @@ export interface Predictor {
 /** Declares `fn` a predictor. Throws a PredictorDefinitionError naming the parameter when the
  * declaration breaks a rule of the OpenAI method it serves. */
 export declare function predictor(spec: PredictorSpec, fn: PredictorFunction): Predictor;
+/** Inside a predictor (across its awaits): the AbortSignal of its prediction, aborted once the
+ * call is cancelled (the caller's signal, a closed stream, a client that left `ingle serve`).
+ * `undefined` outside a predictor. */
+export declare function predictionSignal(): AbortSignal | undefined;
 
 export declare class PredictorDefinitionError extends TypeError {
   readonly functionName: string;

@@ -6,7 +6,9 @@
 
 const os = require('os');
 const { NativeClient, NativeCancel, version, systemInfo: nativeSystemInfo } = require('./native.js');
-const { Parameter, Annotations, predictor, register, PredictorDefinitionError } = require('./predictors.js');
+const {
+  Parameter, Annotations, predictor, register, PredictorDefinitionError, predictionSignal,
+} = require('./predictors.js');
 const {
   OpenAIError, APIError, BadRequestError, NotFoundError, InternalServerError, APIUserAbortError, call,
   callSync,
@@ -261,9 +263,10 @@ class Predictions {
   /** Runs the predictor `tag` on named `inputs`: `{id, tag, created, results, latency, error, logs}`.
    * Invalid inputs reject; a predictor that fails while running gives a prediction with `error`
    * (and `logs`). */
-  async create(body) {
+  async create(body, options) {
+    const { signal } = requestOptions(options, 'predictions.create');
     const { tag, inputs, buffers } = predictionArguments(body, 'predictions.create');
-    return JSON.parse(await call(() => this._native.predictionsCreate(tag, inputs, buffers)));
+    return JSON.parse(await abortable((cancel) => this._native.predictionsCreate(tag, inputs, buffers, cancel), signal));
   }
 
   /** One prediction per partial result: `for await (const p of client.predictions.stream(...))`.
@@ -395,3 +398,4 @@ module.exports.Parameter = Parameter;
 module.exports.beta = Object.freeze({ Annotations: Object.freeze(Annotations) });
 module.exports.predictor = predictor;
 module.exports.PredictorDefinitionError = PredictorDefinitionError;
+module.exports.predictionSignal = predictionSignal;

@@ -18,4 +18,5 @@ export const {
   beta,
   predictor,
   PredictorDefinitionError,
+  predictionSignal,
 } = ingle;

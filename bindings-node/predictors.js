@@ -431,7 +431,8 @@ function failure(p, err, store) {
 /** One step of a prediction, asked by the engine (see the top of this file). */
 async function dispatch(p, call) {
   if (call.op === 'start') {
-    const store = { text: '' };
+    const controller = new AbortController();
+    const store = { text: '', signal: controller.signal };
     let args;
     try {
       const inputs = JSON.parse(call.json);
@@ -441,13 +442,19 @@ async function dispatch(p, call) {
       reply(call, store, failure(p, err, store), null);
       return;
     }
-    running.set(call.prediction, { args, store, iterator: null, done: false });
+    running.set(call.prediction, { args, store, controller, iterator: null, done: false });
     reply(call, store, null, null);
     return;
   }
   const state = running.get(call.prediction);
+  if (call.op === 'cancel') {
+    // The call was cancelled (no reply): the predictor's signal aborts.
+    if (state) state.controller.abort();
+    return;
+  }
   if (call.op === 'close') {
     running.delete(call.prediction);
+    if (state) state.controller.abort(); // the consumer went away
     if (state && state.iterator && !state.done) {
       state.done = true;
       try {
@@ -507,4 +514,13 @@ function register(nativeClient, p) {
   }
 }
 
-module.exports = { Parameter, Annotations, predictor, register, PredictorDefinitionError };
+/** Inside a predictor (while its function runs, across its awaits): the AbortSignal of its
+ * prediction, aborted once the call is cancelled (its caller's signal aborted, its stream
+ * closed, the HTTP client of `ingle serve` gone); pass it on (`fetch(url, { signal })`) or ask
+ * `signal.aborted` between steps. `undefined` outside a predictor. */
+function predictionSignal() {
+  const store = logsOf.getStore();
+  return store ? store.signal : undefined;
+}
+
+module.exports = { Parameter, Annotations, predictor, register, PredictorDefinitionError, predictionSignal };

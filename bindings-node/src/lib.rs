@@ -520,8 +520,9 @@ impl NativeClient {
         tag: String,
         inputs: String,
         buffers: Option<Vec<Uint8Array>>,
+        cancel: Option<&NativeCancel>,
     ) -> Spawned<Job<Option<String>>> {
-        let client = self.client.clone();
+        let client = cancelled_by(&self.client, cancel);
         let buffers = predictors::copied(buffers);
         work(move || {
             let inputs = predictors::inputs_with_raw(&inputs, buffers)?;

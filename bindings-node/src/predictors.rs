@@ -13,8 +13,8 @@
 
 use crate::js_error;
 use ingle::{
-    Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OutputStream, Outputs,
-    Tensor, Value,
+    Audio, Declaration, Dtype, Error, ExternalPredictor, Inputs, Logs, OnCancel, OutputStream,
+    Outputs, Tensor, Value,
 };
 use napi::bindgen_prelude::{Uint8Array, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -28,7 +28,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 /// One step of a prediction, for `dispatch` on the main thread.
 #[napi(object)]
 pub struct PredictorCall {
-    /// `"start"`, `"next"` or `"close"`.
+    /// `"start"`, `"next"`, `"close"` or `"cancel"` (the call was cancelled: abort the
+    /// prediction's signal; no reply).
     pub op: String,
     /// The prediction this step belongs to.
     pub prediction: u32,
@@ -100,6 +101,9 @@ struct JsOutputs {
     tag: String,
     prediction: u32,
     done: bool,
+    /// Tells JS when the prediction's call is cancelled: the predictor's `predictionSignal()`
+    /// aborts, which stops an `await` that listens to it (a `fetch`, a timer) mid-step.
+    _cancel: OnCancel,
 }
 
 impl JsOutputs {
@@ -334,11 +338,22 @@ pub fn js_predictor(declaration: &str, dispatch: Dispatch) -> napi::Result<Exter
                 forget();
                 return Err(Error::model(message));
             }
+            let told = Arc::clone(&dispatch);
+            let cancel = PredictorCall {
+                op: "cancel".into(),
+                prediction,
+                reply: 0,
+                json: String::new(),
+                buffers: Vec::new(),
+            };
             let stream: OutputStream = Box::new(JsOutputs {
                 dispatch: Arc::clone(&dispatch),
                 tag: tag.clone(),
                 prediction,
                 done: false,
+                _cancel: context.cancel.on_cancel(move || {
+                    let _ = told.call(cancel, ThreadsafeFunctionCallMode::NonBlocking);
+                }),
             });
             Ok(stream)
         },

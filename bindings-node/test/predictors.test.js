@@ -3,7 +3,10 @@
 // built-in models.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { OpenAI, Parameter, predictor, PredictorDefinitionError, BadRequestError, InternalServerError } = require('..');
+const {
+  OpenAI, Parameter, predictor, predictionSignal, PredictorDefinitionError, BadRequestError, InternalServerError,
+  APIUserAbortError,
+} = require('..');
 const { toFile } = require('openai');
 
 const RATE = 24000;
@@ -202,6 +205,40 @@ test('breaking out of a stream runs the generator\'s finally', async () => {
   const deadline = Date.now() + 2000;
   while (!finallyRan && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   assert.ok(finallyRan, 'the generator was not closed');
+});
+
+test('a predictor waiting on its own await hears its call cancelled through predictionSignal()', async () => {
+  // It waits a minute on a timer of its own, listening to its prediction's signal; the caller
+  // aborts after 100 ms. Before, the abort rejected the caller at once but the predictor waited on.
+  let heard = null;
+  const waits = predictor({ tag: '@test/waits', inputs: [Parameter.Generic({ name: 'ms', type: 'integer' })], outputs: [Parameter.Generic({ name: 'waited', type: 'integer' })] },
+    async ({ ms }) => {
+      const signal = predictionSignal();
+      await new Promise((resolve) => {
+        const timer = setTimeout(resolve, ms);
+        signal.addEventListener('abort', () => {
+          clearTimeout(timer);
+          heard = Date.now();
+          resolve();
+        });
+      });
+      return ms;
+    });
+  const own = new OpenAI();
+  own.predictors.register(waits);
+  assert.equal(predictionSignal(), undefined, 'outside a predictor');
+  const controller = new AbortController();
+  const started = Date.now();
+  setTimeout(() => controller.abort(), 100);
+  await assert.rejects(own.predictions.create({ tag: '@test/waits', inputs: { ms: 60000 } }, { signal: controller.signal }),
+    APIUserAbortError);
+  const deadline = Date.now() + 5000;
+  while (heard === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  assert.ok(heard !== null, 'the predictor never heard of the abort');
+  assert.ok(heard - started < 5000, `heard after ${heard - started} ms`);
+  // Not cancelled, it runs to its end.
+  const p = await own.predictions.create({ tag: '@test/waits', inputs: { ms: 10 } });
+  assert.deepEqual(p.results, [10]);
 });
 
 test('a predictor calls a model through the client', async () => {

@@ -15,6 +15,7 @@ use ingle_core::{
 };
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
@@ -42,7 +43,9 @@ pub struct IngleSink {
     /// Audio and tensor values set for the next `ingle_sink_emit`.
     staged: BTreeMap<String, Value>,
     sender: SyncSender<ingle_core::Result<Outputs>>,
-    /// The call's cancel: its consumer went, or its caller stopped.
+    /// Set when the consumer of the outputs went away (their stream dropped).
+    gone: Arc<AtomicBool>,
+    /// The call's cancel: its caller stopped it.
     cancel: Cancel,
     logs: Logs,
     error: Option<String>,
@@ -122,7 +125,9 @@ fn inputs_of(inputs: Inputs) -> FfiResult<IngleInputs> {
 /// The outputs the callback's thread sends, pulled by the core one at a time.
 struct Received {
     receiver: Receiver<ingle_core::Result<Outputs>>,
-    cancel: Cancel,
+    /// Not the call's cancel: the stream ending (an eager predictor's one output read) is
+    /// not a cancellation of the call.
+    gone: Arc<AtomicBool>,
 }
 
 impl Iterator for Received {
@@ -137,7 +142,7 @@ impl Iterator for Received {
 impl Drop for Received {
     fn drop(&mut self) {
         // The next emit fails once the receiver is gone; this says so before it blocks.
-        self.cancel.cancel();
+        self.gone.store(true, Ordering::Release);
     }
 }
 
@@ -150,11 +155,13 @@ fn start(
 ) -> ingle_core::Result<OutputStream> {
     let inputs = inputs_of(inputs).map_err(|f| f.error)?;
     let (sender, receiver) = sync_channel(0);
+    let gone = Arc::new(AtomicBool::new(false));
     let mut sink = IngleSink {
         tag: tag.to_string(),
         outputs: outputs.to_vec(),
         staged: BTreeMap::new(),
         sender: sender.clone(),
+        gone: Arc::clone(&gone),
         cancel: context.cancel.clone(),
         logs: context.logs.clone(),
         error: None,
@@ -209,10 +216,7 @@ fn start(
             "cannot start a predictor thread: {e}"
         )));
     }
-    Ok(Box::new(Received {
-        receiver,
-        cancel: context.cancel.clone(),
-    }))
+    Ok(Box::new(Received { receiver, gone }))
 }
 
 /// Serves `callback` as the predictor its declaration describes. `declaration_json` is
@@ -263,6 +267,13 @@ pub unsafe extern "C" fn ingle_predictor_register(
         client.register(Arc::new(predictor))?;
         Ok(())
     })
+}
+
+impl IngleSink {
+    /// Whether the prediction should stop: its consumer went away, or its call was cancelled.
+    fn cancelled(&self) -> bool {
+        self.gone.load(Ordering::Acquire) || self.cancel.is_cancelled()
+    }
 }
 
 unsafe fn inputs_arg<'a>(inputs: *const IngleInputs) -> FfiResult<&'a IngleInputs> {
@@ -506,8 +517,8 @@ pub unsafe extern "C" fn ingle_sink_emit(
             .iter()
             .map(|name| values.remove(name).unwrap_or_default())
             .collect();
-        if sink.cancel.is_cancelled() || sink.sender.send(Ok(outputs)).is_err() {
-            sink.cancel.cancel();
+        if sink.cancelled() || sink.sender.send(Ok(outputs)).is_err() {
+            sink.gone.store(true, Ordering::Release);
             return Err(Failure::from(
                 Error::cancelled("The prediction was cancelled: its consumer went away")
                     .with_param("sink"),
@@ -522,8 +533,7 @@ pub unsafe extern "C" fn ingle_sink_emit(
 /// check it to stop early.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_sink_cancelled(sink: *const IngleSink) -> i32 {
-    sink.as_ref()
-        .map_or(1, |s| i32::from(s.cancel.is_cancelled()))
+    sink.as_ref().map_or(1, |s| i32::from(s.cancelled()))
 }
 
 /// Appends `text` to the prediction's logs (what `ingle_predictions_*` report as `logs`).
