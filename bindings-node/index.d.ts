@@ -669,8 +669,8 @@ export interface Predictor {
  * declaration breaks a rule of the OpenAI method it serves. */
 export declare function predictor(spec: PredictorSpec, fn: PredictorFunction): Predictor;
 /** Inside a predictor (across its awaits): the AbortSignal of its prediction, aborted once the
- * call is cancelled (the caller's signal, a closed stream, a client that left `ingle serve`).
- * `undefined` outside a predictor. */
+ * call is cancelled (the caller's signal, a stream closed before its end), never after it
+ * ended. `undefined` outside a predictor. */
 export declare function predictionSignal(): AbortSignal | undefined;
 
 export declare class PredictorDefinitionError extends TypeError {

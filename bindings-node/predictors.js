@@ -449,12 +449,13 @@ async function dispatch(p, call) {
   const state = running.get(call.prediction);
   if (call.op === 'cancel') {
     // The call was cancelled (no reply): the predictor's signal aborts.
-    if (state) state.controller.abort();
+    if (state && !state.done) state.controller.abort();
     return;
   }
   if (call.op === 'close') {
     running.delete(call.prediction);
-    if (state) state.controller.abort(); // the consumer went away
+    // Closed before its end: the consumer went away. A prediction that ended is not aborted.
+    if (state && !state.done) state.controller.abort();
     if (state && state.iterator && !state.done) {
       state.done = true;
       try {
@@ -516,7 +517,7 @@ function register(nativeClient, p) {
 
 /** Inside a predictor (while its function runs, across its awaits): the AbortSignal of its
  * prediction, aborted once the call is cancelled (its caller's signal aborted, its stream
- * closed, the HTTP client of `ingle serve` gone); pass it on (`fetch(url, { signal })`) or ask
+ * closed before its end), never after it ended; pass it on (`fetch(url, { signal })`) or ask
  * `signal.aborted` between steps. `undefined` outside a predictor. */
 function predictionSignal() {
   const store = logsOf.getStore();

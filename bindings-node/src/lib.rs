@@ -636,7 +636,7 @@ struct Closable<I> {
     inner: Arc<Mutex<Option<I>>>,
     closed: Arc<AtomicBool>,
     /// The stream's call: closing cancels it, which stops the work a pending `next()` waits
-    /// for (Whisper's decoder at its next token).
+    /// for (Whisper's decoder at its next token; a JS predictor's `predictionSignal()` aborts).
     cancel: Cancel,
 }
 

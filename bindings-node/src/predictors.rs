@@ -33,7 +33,7 @@ pub struct PredictorCall {
     pub op: String,
     /// The prediction this step belongs to.
     pub prediction: u32,
-    /// What to pass to `predictorReply` (0 for `close`, which has no reply).
+    /// What to pass to `predictorReply` (0 for `close` and `cancel`, which have no reply).
     pub reply: u32,
     /// `start`: the inputs as a JSON object, audio and tensors as `$raw` references.
     pub json: String,

@@ -236,9 +236,12 @@ test('a predictor waiting on its own await hears its call cancelled through pred
   while (heard === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
   assert.ok(heard !== null, 'the predictor never heard of the abort');
   assert.ok(heard - started < 5000, `heard after ${heard - started} ms`);
-  // Not cancelled, it runs to its end.
+  // Not cancelled, it runs to its end, and its signal is not aborted after it either.
+  const heardFirst = heard;
   const p = await own.predictions.create({ tag: '@test/waits', inputs: { ms: 10 } });
   assert.deepEqual(p.results, [10]);
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(heard, heardFirst, 'a prediction that ended had its signal aborted');
 });
 
 test('a predictor calls a model through the client', async () => {

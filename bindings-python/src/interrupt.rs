@@ -66,6 +66,13 @@ pub fn current_call() -> u64 {
     CURRENT_CALL.with(Cell::get)
 }
 
+/// Whether `call` was cancelled: `ingle._predictors` asks once its runner is registered, so
+/// an interrupt that came before (and found no runner) is not lost.
+#[pyfunction]
+pub fn call_cancelled(call: u64) -> bool {
+    with_state(|state| state.cancelled.contains(&call))
+}
+
 /// The call will not be interrupted again (its stream or flag is gone).
 pub fn forget(call: u64) {
     with_state(|state| state.cancelled.remove(&call));

@@ -716,6 +716,7 @@ fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_predictor_declaration, m)?)?;
     m.add_function(wrap_pyfunction!(system_info, m)?)?;
     m.add_function(wrap_pyfunction!(interrupt::current_call, m)?)?;
+    m.add_function(wrap_pyfunction!(interrupt::call_cancelled, m)?)?;
     m.add("__version__", ingle::VERSION)?;
     Ok(())
 }

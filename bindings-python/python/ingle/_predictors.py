@@ -583,6 +583,12 @@ class _Runner:
             if call:
                 with _runners_lock:
                     _runners[call] = self
+                # An interrupt that came before the runner was registered found none: the call
+                # is marked cancelled before `_interrupt` looks, so one side always sees it.
+                if _ingle.call_cancelled(call):
+                    with _runners_lock:
+                        _runners.pop(call, None)
+                    raise PredictionCancelled()
             try:
                 self.in_user_code = True
                 return function()

@@ -66,13 +66,6 @@ impl Slots {
         loop {
             {
                 let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
-                if *free == 0 {
-                    free = self
-                        .freed
-                        .wait_timeout(free, Duration::from_millis(100))
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .0;
-                }
                 if *free > 0 {
                     *free -= 1;
                     return Ok(slot);
@@ -84,6 +77,14 @@ impl Slots {
                 let mut slot = slot;
                 slot.counted = false; // nothing to give back
                 return Err(Error::cancelled("The request was cancelled"));
+            }
+            let free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+            if *free == 0 {
+                drop(
+                    self.freed
+                        .wait_timeout(free, Duration::from_millis(100))
+                        .unwrap_or_else(PoisonError::into_inner),
+                );
             }
         }
     }
