@@ -1393,22 +1393,9 @@ fn translations_are_400_naming_the_model() {
     assert_eq!(server.transcribe(&beckett, &[]).status, 200);
 }
 
-/// A translation of the French clip: "coffee" (espeak says "café" clearly), English words
-/// around it, and no French left. Only some of espeak's French carries (faster-whisper int8:
-/// "Hello. I called Mary and I am going to Paris. Again, I see a coffee with bread. ...";
-/// ingle int8: "Hello. I called Marie and I am here. Again, I see a coffee with Bure. ...").
-fn translated_from_french(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| !w.is_empty())
-        .collect();
-    let english = ["i", "and", "with", "the", "a", "to"];
-    let french = ["je", "et", "avec", "du", "le", "bonjour"];
-    words.contains(&"coffee")
-        && english.iter().filter(|w| words.contains(w)).count() >= 2
-        && !french.iter().any(|w| words.contains(w))
-}
+#[path = "../../tests/data/speech/checks.rs"]
+mod speech_checks;
+use speech_checks::translated_from_french;
 
 /// French speech (espeak-ng) on the multilingual Whisper base: `verbose_json` reports the
 /// detected language, and `/v1/audio/translations` answers in English.
