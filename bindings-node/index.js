@@ -29,8 +29,8 @@ class ChatCompletions {
   /** `body`: `model`, `messages` and the OpenAI chat parameters. */
   create(body, options) {
     const native = this._native;
-    return create('chat.completions.create', (json) => native.chatCompletionsStream(json),
-      (json, cancel) => native.chatCompletionsCreate(json, cancel), body, options);
+    return create('chat.completions.create', (json) => native.stream('chat.completions.stream', json),
+      (json, cancel) => native.call('chat.completions.create', json, cancel), body, options);
   }
 }
 
@@ -42,8 +42,8 @@ class Completions {
   /** `body`: `model`, `prompt` and the OpenAI completion parameters. */
   create(body, options) {
     const native = this._native;
-    return create('completions.create', (json) => native.completionsStream(json),
-      (json, cancel) => native.completionsCreate(json, cancel), body, options);
+    return create('completions.create', (json) => native.stream('completions.stream', json),
+      (json, cancel) => native.call('completions.create', json, cancel), body, options);
   }
 }
 
@@ -171,7 +171,7 @@ class Models {
    * (`for await (const model of client.models.list())`), like openai's PagePromise. */
   list() {
     const page = (async () => {
-      const list = JSON.parse(callSync(() => this._native.modelsList()));
+      const list = JSON.parse(await call(() => this._native.call('models.list', '{}')));
       list[Symbol.asyncIterator] = async function* iterate() {
         yield* list.data;
       };
@@ -238,7 +238,7 @@ class Models {
 
   async retrieve(model) {
     stringArgument(model, 'model', 'models.retrieve(model)');
-    return JSON.parse(callSync(() => this._native.modelsRetrieve(model)));
+    return JSON.parse(await call(() => this._native.call('models.retrieve', JSON.stringify({ model }))));
   }
 
   /** Frees the model's memory (weights, KV cache, threads); the next request loads it again.

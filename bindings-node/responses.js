@@ -214,7 +214,8 @@ class InputItems {
     if (limit !== null && limit !== undefined && !Number.isInteger(limit)) {
       throw badRequest('limit', `\`limit\` must be an integer, not ${limit}`);
     }
-    return JSON.parse(await call(() => this._native.responsesStored('input_items', responseId, after ?? null, limit ?? null, order ?? null)));
+    const request = JSON.stringify({ response_id: responseId, after, limit, order });
+    return JSON.parse(await call(() => this._native.call('responses.input_items.list', request)));
   }
 }
 
@@ -229,7 +230,7 @@ class InputTokens {
   async count(body, options) {
     const { signal } = requestOptions(options, 'responses.inputTokens.count');
     const json = toJson(requestBody(body, 'responses.inputTokens.count'));
-    return JSON.parse(await abortable((cancel) => this._native.responsesInputTokens(json, cancel), signal));
+    return JSON.parse(await abortable((cancel) => this._native.call('responses.input_tokens', json, cancel), signal));
   }
 }
 
@@ -245,8 +246,8 @@ class Responses {
    * `temperature`, `top_p`, `stream`. `stream: true` gives a Stream of the events. */
   create(body, options) {
     const native = this._native;
-    return create('responses.create', (json) => native.responsesStream(json),
-      (json, cancel) => native.responsesCreate(json, cancel), body, options, shapeEvent);
+    return create('responses.create', (json) => native.stream('responses.stream', json),
+      (json, cancel) => native.call('responses.create', json, cancel), body, options, shapeEvent);
   }
 
   /** The events and the final response of `body` (as openai's `responses.stream`). */
@@ -256,7 +257,7 @@ class Responses {
       const { signal } = requestOptions(options, 'responses.stream');
       const params = { ...(isObject(body) ? body : {}), stream: true };
       if (!isObject(body)) throw badRequest(null, `responses.stream: the request must be an object, not ${describe(body)}`);
-      return create('responses.stream', (json) => native.responsesStream(json), null, params, { signal }, shapeEvent);
+      return create('responses.stream', (json) => native.stream('responses.stream', json), null, params, { signal }, shapeEvent);
     })();
     return new ResponseStream(start);
   }
@@ -277,13 +278,13 @@ class Responses {
   /** A stored response, by id. */
   async retrieve(responseId) {
     stringArgument(responseId, 'response_id', 'responses.retrieve(responseId)');
-    return withOutputText(JSON.parse(await call(() => this._native.responsesStored('retrieve', responseId, null, null, null))));
+    return withOutputText(JSON.parse(await call(() => this._native.call('responses.retrieve', JSON.stringify({ response_id: responseId })))));
   }
 
   /** Forgets a stored response. Resolves to nothing, as openai's. */
   async delete(responseId) {
     stringArgument(responseId, 'response_id', 'responses.delete(responseId)');
-    await call(() => this._native.responsesStored('delete', responseId, null, null, null));
+    await call(() => this._native.call('responses.delete', JSON.stringify({ response_id: responseId })));
   }
 }
 

@@ -295,6 +295,34 @@ enum IngleStatus ingle_client_create(const char *config_json, struct IngleClient
 void ingle_client_free(struct IngleClient *client);
 
 /**
+ * Runs the method `method` (`"chat.completions.create"`, `"responses.input_tokens"`,
+ * `"models.retrieve"` ...: the names of the method table, listed in `docs/c.md`) on
+ * `request_json`, its request as JSON: an OpenAI request body, or for a method that names
+ * what it reads (`responses.retrieve`) an object of those names (`{"response_id": "..."}`).
+ * `*out_json` receives the answer as JSON, to free with `ingle_string_free` (NULL on failure). A method that answers in parts is
+ * `ingle_call_stream`'s, and one that answers with audio or takes an upload has its own
+ * function (`ingle_audio_speech_create`, `ingle_audio_transcriptions_create`): each is an
+ * `INGLE_ERROR_INVALID_REQUEST` naming the function to call.
+ */
+enum IngleStatus ingle_call(struct IngleClient *client,
+                            const char *method,
+                            const char *request_json,
+                            char **out_json);
+
+/**
+ * Streams the method `method` (`"chat.completions.stream"`, `"completions.stream"`,
+ * `"responses.stream"`) on `request_json`: `on_chunk` receives each chunk or event as JSON.
+ * Returns when the stream ends, fails, or `on_chunk` returns non-zero
+ * (`INGLE_ERROR_CANCELLED`, which stops the work). `user_data` is passed to `on_chunk`
+ * untouched. A method that answers whole is `ingle_call`'s: an `INGLE_ERROR_INVALID_REQUEST`.
+ */
+enum IngleStatus ingle_call_stream(struct IngleClient *client,
+                                   const char *method,
+                                   const char *request_json,
+                                   IngleChunkCallback on_chunk,
+                                   void *user_data);
+
+/**
  * A whole chat completion: `request_json` is an OpenAI chat completion request
  * (`{"model": ..., "messages": [...], ...}`, without `"stream": true`); `*out_json` receives the
  * `chat.completion` object, to free with `ingle_string_free` (NULL on failure).

@@ -7,11 +7,11 @@
 pub mod predictors;
 mod spawned;
 
-use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
+use ingle::json_text::{to_json_text, JsonTextStream};
+use ingle::methods;
 use ingle::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingMatrix, EmbeddingRequest, EncodingFormat,
-    ResponseRequest, SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest,
-    TranscriptionResponse,
+    EmbeddingMatrix, EmbeddingRequest, EncodingFormat, SpeechRequest, SpeechStream,
+    TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
 use ingle::{Cancel, Client, Config, Error};
 use napi::bindgen_prelude::{Float32Array, Uint8Array};
@@ -312,108 +312,31 @@ impl NativeClient {
         Ok(NativeClient { client })
     }
 
+    /// Any method of the core's method table that answers whole (`chat.completions.create`,
+    /// `responses.retrieve`, ...), by name: its request as JSON text in, its answer as JSON
+    /// text out, on the thread pool; `cancel` stops it.
     #[napi(ts_return_type = "Promise<string>")]
-    pub fn chat_completions_create(
+    pub fn call(
         &self,
+        method: String,
         request: String,
         cancel: Option<&NativeCancel>,
     ) -> Spawned<Job<Option<String>>> {
         let client = cancelled_by(&self.client, cancel);
         work(move || {
-            let request = ChatCompletionRequest::from_json(&request)?;
-            Ok(Some(to_json_text(
-                &client.chat.completions.create(&request)?,
-            )?))
+            let answer = methods::method(&method)?.call(&client, &request, None)?;
+            Ok(Some(answer.into_text()?))
         })
     }
 
+    /// Any method of the table that answers in parts (`chat.completions.stream`, ...), by
+    /// name: its chunks or events as JSON texts.
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn chat_completions_stream(
-        &self,
-        request: String,
-    ) -> Spawned<Job<Started<JsonTextStream>>> {
+    pub fn stream(&self, method: String, request: String) -> Spawned<Job<Started<JsonTextStream>>> {
         start(&self.client, None, move |client| {
-            let request = ChatCompletionRequest::from_json(&request)?;
-            Ok(json_texts(client.chat.completions.stream(&request)?))
-        })
-    }
-
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn completions_create(
-        &self,
-        request: String,
-        cancel: Option<&NativeCancel>,
-    ) -> Spawned<Job<Option<String>>> {
-        let client = cancelled_by(&self.client, cancel);
-        work(move || {
-            let request = CompletionRequest::from_json(&request)?;
-            Ok(Some(to_json_text(&client.completions.create(&request)?)?))
-        })
-    }
-
-    #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn completions_stream(&self, request: String) -> Spawned<Job<Started<JsonTextStream>>> {
-        start(&self.client, None, move |client| {
-            let request = CompletionRequest::from_json(&request)?;
-            Ok(json_texts(client.completions.stream(&request)?))
-        })
-    }
-
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn responses_create(
-        &self,
-        request: String,
-        cancel: Option<&NativeCancel>,
-    ) -> Spawned<Job<Option<String>>> {
-        let client = cancelled_by(&self.client, cancel);
-        work(move || {
-            let request = ResponseRequest::from_json(&request)?;
-            Ok(Some(client.responses.create(&request)?.to_string()))
-        })
-    }
-
-    #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn responses_stream(&self, request: String) -> Spawned<Job<Started<JsonTextStream>>> {
-        start(&self.client, None, move |client| {
-            let request = ResponseRequest::from_json(&request)?;
-            Ok(json_texts(client.responses.stream(&request)?))
-        })
-    }
-
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn responses_input_tokens(
-        &self,
-        request: String,
-        cancel: Option<&NativeCancel>,
-    ) -> Spawned<Job<Option<String>>> {
-        let client = cancelled_by(&self.client, cancel);
-        work(move || {
-            let request = ResponseRequest::from_json(&request)?;
-            let counted = client.responses.input_tokens(&request)?;
-            Ok(Some(counted.to_string()))
-        })
-    }
-
-    /// A stored response (`retrieve`), `delete`d, or its `input_items`: on the thread pool, as
-    /// the store may wait on another process's write.
-    #[napi(ts_return_type = "Promise<string>")]
-    pub fn responses_stored(
-        &self,
-        action: String,
-        id: String,
-        after: Option<String>,
-        limit: Option<i64>,
-        order: Option<String>,
-    ) -> Spawned<Job<Option<String>>> {
-        let client = self.client.clone();
-        work(move || {
-            let responses = &client.responses;
-            let json = match action.as_str() {
-                "retrieve" => responses.retrieve(&id)?,
-                "delete" => responses.delete(&id)?,
-                _ => responses.input_items(&id, after.as_deref(), limit, order.as_deref())?,
-            };
-            Ok(Some(json.to_string()))
+            methods::method(&method)?
+                .call(client, &request, None)?
+                .into_stream()
         })
     }
 
@@ -467,11 +390,6 @@ impl NativeClient {
             .map_err(js_error)
     }
 
-    #[napi]
-    pub fn models_list(&self) -> napi::Result<String> {
-        to_json_text(&self.client.models.list()).map_err(js_error)
-    }
-
     /// Frees the model's memory; the next request loads it again. Whether it was loaded.
     #[napi]
     pub fn models_unload(&self, model: String) -> napi::Result<bool> {
@@ -481,15 +399,6 @@ impl NativeClient {
     #[napi]
     pub fn models_is_loaded(&self, model: String) -> napi::Result<bool> {
         self.client.models.is_loaded(&model).map_err(js_error)
-    }
-
-    #[napi]
-    pub fn models_retrieve(&self, model: String) -> napi::Result<String> {
-        self.client
-            .models
-            .retrieve(&model)
-            .and_then(|m| to_json_text(&m))
-            .map_err(js_error)
     }
 
     /// Registers a predictor written in JS: `declaration` is its JSON declaration, `dispatch`

@@ -14,10 +14,11 @@ mod streams;
 
 use streams::{NativeSpeechStream, NativeStream};
 
-use ingle::json_text::{json_texts, to_json_text, JsonTextStream};
+use ingle::json_text::{to_json_text, JsonTextStream};
+use ingle::methods;
 use ingle::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, EncodingFormat, ResponseRequest,
-    SpeechRequest, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
+    EmbeddingRequest, EncodingFormat, SpeechRequest, TranscriptionAudio, TranscriptionRequest,
+    TranscriptionResponse,
 };
 use ingle::{inputs_from_json, Cancel, Client, Config, Error, OnCancel};
 use pyo3::prelude::*;
@@ -203,136 +204,36 @@ impl NativeClient {
         Ok(NativeClient { client })
     }
 
-    /// A whole chat completion; Ctrl-C, or setting `cancel`, stops it at the next token.
-    #[pyo3(signature = (request, cancel=None))]
-    fn chat_completions_create(
+    /// Any method of the core's method table that answers whole (`chat.completions.create`,
+    /// `responses.retrieve`, ...), by name: its request as JSON text in, its answer as JSON
+    /// text out. The GIL is released while it runs; Ctrl-C, or setting `cancel`, stops it.
+    #[pyo3(signature = (method, request, cancel=None))]
+    fn call(
         &self,
         py: Python<'_>,
+        method: &str,
         request: String,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
         let call = CallCancel::new(cancel.as_ref());
         let client = call.client(&self.client);
         let result = py.detach(|| {
-            let request = ChatCompletionRequest::from_json(&request)?;
-            let completion = client.chat.completions.create(&request)?;
-            to_json_text(&completion)
+            methods::method(method)?
+                .call(&client, &request, None)?
+                .into_text()
         });
         call.finish(result)
     }
 
-    fn chat_completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
+    /// Any method of the table that answers in parts (`chat.completions.stream`, ...), by
+    /// name: its chunks or events as JSON texts. Closing the stream cancels the call.
+    fn stream(&self, py: Python<'_>, method: &str, request: String) -> PyResult<NativeStream> {
         let cancel = Cancel::new();
         let client = self.client.with_cancel(&cancel);
         py.detach(|| {
-            let request = ChatCompletionRequest::from_json(&request)?;
-            Ok(json_texts(client.chat.completions.stream(&request)?))
-        })
-        .map(|stream| NativeStream::new(stream, cancel))
-        .map_err(py_err)
-    }
-
-    /// A whole response (the Responses API); Ctrl-C, or setting `cancel`, stops it at the next
-    /// token.
-    #[pyo3(signature = (request, cancel=None))]
-    fn responses_create(
-        &self,
-        py: Python<'_>,
-        request: String,
-        cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<String> {
-        let call = CallCancel::new(cancel.as_ref());
-        let client = call.client(&self.client);
-        let result = py.detach(|| {
-            let request = ResponseRequest::from_json(&request)?;
-            let response = client.responses.create(&request)?;
-            Ok(response.to_string())
-        });
-        call.finish(result)
-    }
-
-    /// A response's events as JSON texts.
-    fn responses_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
-        let cancel = Cancel::new();
-        let client = self.client.with_cancel(&cancel);
-        py.detach(|| {
-            let request = ResponseRequest::from_json(&request)?;
-            Ok(json_texts(client.responses.stream(&request)?))
-        })
-        .map(|stream| NativeStream::new(stream, cancel))
-        .map_err(py_err)
-    }
-
-    /// How many input tokens a request takes (read by the model, which generates one token);
-    /// Ctrl-C, or setting `cancel`, stops it.
-    #[pyo3(signature = (request, cancel=None))]
-    fn responses_input_tokens(
-        &self,
-        py: Python<'_>,
-        request: String,
-        cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<String> {
-        let call = CallCancel::new(cancel.as_ref());
-        let client = call.client(&self.client);
-        let result = py.detach(|| {
-            let request = ResponseRequest::from_json(&request)?;
-            let counted = client.responses.input_tokens(&request)?;
-            Ok(counted.to_string())
-        });
-        call.finish(result)
-    }
-
-    // The store may wait on another process's write: without the GIL.
-    fn responses_retrieve(&self, py: Python<'_>, id: &str) -> PyResult<String> {
-        py.detach(|| Ok(self.client.responses.retrieve(id)?.to_string()))
-            .map_err(py_err)
-    }
-
-    fn responses_delete(&self, py: Python<'_>, id: &str) -> PyResult<String> {
-        py.detach(|| Ok(self.client.responses.delete(id)?.to_string()))
-            .map_err(py_err)
-    }
-
-    /// A page of a stored response's input items.
-    #[pyo3(signature = (id, after=None, limit=None, order=None))]
-    fn responses_input_items(
-        &self,
-        py: Python<'_>,
-        id: &str,
-        after: Option<&str>,
-        limit: Option<i64>,
-        order: Option<&str>,
-    ) -> PyResult<String> {
-        py.detach(|| {
-            let page = self.client.responses.input_items(id, after, limit, order)?;
-            Ok(page.to_string())
-        })
-        .map_err(py_err)
-    }
-
-    /// A whole text completion; Ctrl-C, or setting `cancel`, stops it at the next token.
-    #[pyo3(signature = (request, cancel=None))]
-    fn completions_create(
-        &self,
-        py: Python<'_>,
-        request: String,
-        cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<String> {
-        let call = CallCancel::new(cancel.as_ref());
-        let client = call.client(&self.client);
-        let result = py.detach(|| {
-            let request = CompletionRequest::from_json(&request)?;
-            to_json_text(&client.completions.create(&request)?)
-        });
-        call.finish(result)
-    }
-
-    fn completions_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeStream> {
-        let cancel = Cancel::new();
-        let client = self.client.with_cancel(&cancel);
-        py.detach(|| {
-            let request = CompletionRequest::from_json(&request)?;
-            Ok(json_texts(client.completions.stream(&request)?))
+            methods::method(method)?
+                .call(&client, &request, None)?
+                .into_stream()
         })
         .map(|stream| NativeStream::new(stream, cancel))
         .map_err(py_err)
@@ -576,10 +477,6 @@ impl NativeClient {
             .map_err(py_err)
     }
 
-    fn models_list(&self) -> PyResult<String> {
-        to_json_text(&self.client.models.list()).map_err(py_err)
-    }
-
     /// Frees the model's memory; the next request loads it again. Whether it was loaded.
     fn models_unload(&self, py: Python<'_>, model: &str) -> PyResult<bool> {
         py.detach(|| self.client.models.unload(model))
@@ -588,14 +485,6 @@ impl NativeClient {
 
     fn models_is_loaded(&self, model: &str) -> PyResult<bool> {
         self.client.models.is_loaded(model).map_err(py_err)
-    }
-
-    fn models_retrieve(&self, model: &str) -> PyResult<String> {
-        self.client
-            .models
-            .retrieve(model)
-            .and_then(|m| to_json_text(&m))
-            .map_err(py_err)
     }
 
     /// The final prediction as JSON. Errors found before it starts (an unknown tag, invalid

@@ -274,20 +274,29 @@ def test_a_nul_in_content(client):
 
 
 @pytest.mark.parametrize(
-    "method", ["chat_completions_create", "completions_create", "chat_completions_stream"]
+    "method", ["chat.completions.create", "completions.create", "chat.completions.stream"]
 )
 def test_the_native_layer_takes_exactly_one_json_document(client, method):
     # What the Python layer never sends, the engine refuses too: data after the document, a
     # document cut short, json.dumps's NaN. A syntax error names no parameter, and says where.
     native = client._native
+    run = native.stream if method.endswith("stream") else native.call
     prompt = {"messages": FRANCE} if method.startswith("chat") else {"prompt": "Hello"}
     good = json.dumps(dict(model=MODEL, **prompt, max_tokens=4))
     assert good.endswith('"max_tokens": 4}')
     for text in (good + " {}", good + "}", good[:-1], good[: -len("4}")] + "NaN}"):
         with pytest.raises(ingle.BadRequestError) as e:
-            getattr(native, method)(text)
+            run(method, text)
         assert e.value.param is None and e.value.code == "invalid_json"
         assert "line 1 column" in e.value.message
-    result = getattr(native, method)(good)
+    result = run(method, good)
     texts = list(result) if method.endswith("stream") else [result]
     assert json.loads(texts[-1])["object"] in ("chat.completion", "chat.completion.chunk", "text_completion")
+
+
+def test_the_native_layer_names_an_unknown_method(client):
+    with pytest.raises(ingle.BadRequestError) as e:
+        client._native.call("chat.complete", "{}")
+    assert e.value.param == "method" and e.value.code == "unknown_method"
+    assert "chat.completions.create" in e.value.message
+    still_works(client)

@@ -182,6 +182,8 @@ pub enum ErrorCode {
     ServerShutdown,
     /// `ingle serve` holds as many connections as it takes.
     TooManyConnections,
+    /// No such method in the method table (`ingle_call`, `call` in the bindings).
+    UnknownMethod,
     /// No such route on `ingle serve`.
     UnknownUrl,
     /// A Hugging Face repository that holds no model ingle runs.
@@ -233,6 +235,7 @@ impl ErrorCode {
         ErrorCode::ServerDraining,
         ErrorCode::ServerShutdown,
         ErrorCode::TooManyConnections,
+        ErrorCode::UnknownMethod,
         ErrorCode::UnknownUrl,
         ErrorCode::UnsupportedModel,
     ];
@@ -282,6 +285,7 @@ impl ErrorCode {
             ErrorCode::ServerDraining => "server_draining",
             ErrorCode::ServerShutdown => "server_shutdown",
             ErrorCode::TooManyConnections => "too_many_connections",
+            ErrorCode::UnknownMethod => "unknown_method",
             ErrorCode::UnknownUrl => "unknown_url",
             ErrorCode::UnsupportedModel => "unsupported_model",
         }

@@ -32,6 +32,7 @@ pub mod error;
 mod external;
 pub mod json;
 pub mod json_text;
+pub mod methods;
 pub mod openai;
 pub mod predict;
 pub mod pull;

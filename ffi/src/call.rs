@@ -166,19 +166,6 @@ pub(crate) fn give_string(out: &mut *mut c_char, json: String) -> FfiResult<()> 
     Ok(())
 }
 
-/// Hands every item of `items` to the callback as JSON; stops (dropping `items`, which cancels
-/// generation) on the first error or when the callback asks to.
-pub(crate) fn deliver_all<T: Serialize>(
-    items: impl Iterator<Item = ingle_core::Result<T>>,
-    on_chunk: unsafe extern "C" fn(*const c_char, usize, *mut c_void) -> i32,
-    user_data: *mut c_void,
-) -> FfiResult<()> {
-    for item in items {
-        deliver(to_json_string(&item?)?, on_chunk, user_data)?;
-    }
-    Ok(())
-}
-
 pub(crate) fn deliver(
     json: String,
     on_chunk: unsafe extern "C" fn(*const c_char, usize, *mut c_void) -> i32,

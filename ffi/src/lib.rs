@@ -16,6 +16,8 @@
 
 // cbindgen writes the header in the order it reads the modules, so they are declared in the
 // header's order, one group each (rustfmt sorts a group).
+mod methods;
+
 mod text;
 
 mod responses;
@@ -30,6 +32,7 @@ mod predictors;
 
 pub use audio::*;
 pub use call::{ingle_last_error, ingle_last_error_json, ingle_string_free};
+pub use methods::{ingle_call, ingle_call_stream};
 pub use models::*;
 pub use responses::*;
 pub use text::*;

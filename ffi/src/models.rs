@@ -5,6 +5,7 @@ use crate::call::{
     c_string_lossy, callback_arg, client_arg, deliver, ffi_call, give_string, out_arg,
     prediction_json, str_arg, to_json_string, Failure,
 };
+use crate::methods::{by_name, whole};
 use crate::{IngleChunkCallback, IngleClient, IngleStatus};
 use ingle_core::inputs_from_json;
 use std::ffi::{c_char, c_int, c_void};
@@ -17,11 +18,7 @@ pub unsafe extern "C" fn ingle_models_list(
     client: *mut IngleClient,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        give_string(out, to_json_string(&client.models.list())?)
-    })
+    whole(client, "models.list", c"{}".as_ptr(), out_json)
 }
 
 /// One model: `*out_json` receives its `model` object (`INGLE_ERROR_NOT_FOUND` when the client
@@ -32,12 +29,7 @@ pub unsafe extern "C" fn ingle_models_retrieve(
     model: *const c_char,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        let model = client.models.retrieve(str_arg(model, "model")?)?;
-        give_string(out, to_json_string(&model)?)
-    })
+    by_name(client, "models.retrieve", "model", model, out_json)
 }
 
 /// Downloads `model`, a tag of ingle's model catalog (`ingle models` lists them), and what it

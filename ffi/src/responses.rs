@@ -4,6 +4,7 @@
 use crate::call::{
     client_arg, deliver, ffi_call, give_string, out_arg, str_arg, to_json_string, Failure,
 };
+use crate::methods::{by_name, call_whole, whole};
 use crate::{IngleChunkCallback, IngleClient, IngleStatus};
 use ingle_core::openai::ResponseRequest;
 use std::ffi::{c_char, c_void};
@@ -19,13 +20,7 @@ pub unsafe extern "C" fn ingle_responses_create(
     request_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        let request = ResponseRequest::from_json(str_arg(request_json, "request_json")?)?;
-        let response = client.responses.create(&request)?;
-        give_string(out, to_json_string(&response)?)
-    })
+    whole(client, "responses.create", request_json, out_json)
 }
 
 /// Streams a response: `on_event` receives each event as JSON, in OpenAI's order, each with
@@ -67,14 +62,13 @@ pub unsafe extern "C" fn ingle_responses_retrieve(
     response_id: *const c_char,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        let response = client
-            .responses
-            .retrieve(str_arg(response_id, "response_id")?)?;
-        give_string(out, to_json_string(&response)?)
-    })
+    by_name(
+        client,
+        "responses.retrieve",
+        "response_id",
+        response_id,
+        out_json,
+    )
 }
 
 /// Forgets a stored response. `out_json` may be NULL; if not, `*out_json` receives
@@ -124,13 +118,16 @@ pub unsafe extern "C" fn ingle_responses_input_items(
                 ingle_core::Error::invalid("query_json", format!("Invalid query_json: {e}"))
             })?
         };
-        let items = client.responses.input_items(
-            id,
-            query.after.as_deref(),
-            query.limit,
-            query.order.as_deref(),
-        )?;
-        give_string(out, to_json_string(&items)?)
+        let request = serde_json::json!({
+            "response_id": id,
+            "after": query.after,
+            "limit": query.limit,
+            "order": query.order,
+        });
+        give_string(
+            out,
+            call_whole(client, "responses.input_items.list", &request.to_string())?,
+        )
     })
 }
 

@@ -1,12 +1,10 @@
 //! Text generation and embeddings at the C ABI: chat completions, text completions, embeddings
 //! (as JSON or a float32 matrix), and predictions of any predictor.
 
-use crate::call::{
-    callback_arg, client_arg, deliver_all, ffi_call, give_slice, give_string, out_arg, str_arg,
-    take_slice, to_json_string,
-};
+use crate::call::{client_arg, ffi_call, give_slice, out_arg, str_arg, take_slice};
+use crate::methods::{streamed, whole};
 use crate::{IngleChunkCallback, IngleClient, IngleStatus};
-use ingle_core::openai::{ChatCompletionRequest, CompletionRequest, EmbeddingRequest};
+use ingle_core::openai::EmbeddingRequest;
 use std::ffi::{c_char, c_void};
 
 /// Embeddings as numbers: a `rows × dims` float32 matrix, row-major, row `i` the embedding of
@@ -33,13 +31,7 @@ pub unsafe extern "C" fn ingle_chat_completions_create(
     request_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        let request = ChatCompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
-        let completion = client.chat.completions.create(&request)?;
-        give_string(out, to_json_string(&completion)?)
-    })
+    whole(client, "chat.completions.create", request_json, out_json)
 }
 
 /// Streams a chat completion: `on_chunk` receives each `chat.completion.chunk` object as JSON
@@ -53,16 +45,13 @@ pub unsafe extern "C" fn ingle_chat_completions_stream(
     on_chunk: IngleChunkCallback,
     user_data: *mut c_void,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let client = client_arg(client)?;
-        let on_chunk = callback_arg(on_chunk)?;
-        let request = ChatCompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
-        deliver_all(
-            client.chat.completions.stream(&request)?,
-            on_chunk,
-            user_data,
-        )
-    })
+    streamed(
+        client,
+        "chat.completions.stream",
+        request_json,
+        on_chunk,
+        user_data,
+    )
 }
 
 /// A whole text completion (`{"model": ..., "prompt": ..., ...}`); `*out_json` receives the
@@ -73,13 +62,7 @@ pub unsafe extern "C" fn ingle_completions_create(
     request_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        let request = CompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
-        let completion = client.completions.create(&request)?;
-        give_string(out, to_json_string(&completion)?)
-    })
+    whole(client, "completions.create", request_json, out_json)
 }
 
 /// Streams a text completion: `on_chunk` receives each `text_completion` chunk as JSON.
@@ -91,12 +74,13 @@ pub unsafe extern "C" fn ingle_completions_stream(
     on_chunk: IngleChunkCallback,
     user_data: *mut c_void,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let client = client_arg(client)?;
-        let on_chunk = callback_arg(on_chunk)?;
-        let request = CompletionRequest::from_json(str_arg(request_json, "request_json")?)?;
-        deliver_all(client.completions.stream(&request)?, on_chunk, user_data)
-    })
+    streamed(
+        client,
+        "completions.stream",
+        request_json,
+        on_chunk,
+        user_data,
+    )
 }
 
 /// Embeddings: `request_json` is an OpenAI embeddings request (`{"model": ..., "input": "text"
@@ -109,12 +93,7 @@ pub unsafe extern "C" fn ingle_embeddings_create(
     request_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        let request = EmbeddingRequest::from_json(str_arg(request_json, "request_json")?)?;
-        give_string(out, to_json_string(&client.embeddings.create(&request)?)?)
-    })
+    whole(client, "embeddings.create", request_json, out_json)
 }
 
 /// The same request as `ingle_embeddings_create`, answered with the vectors as one float32

@@ -44,7 +44,7 @@ pub(crate) fn invalid(code: ErrorCode, message: impl Into<String>) -> Refusal {
 pub(crate) async fn parse_body<T>(
     state: &AppState,
     request: Request,
-    parse: fn(&str) -> ingle::Result<T>,
+    parse: impl FnOnce(&str) -> ingle::Result<T>,
 ) -> Result<T, Refusal> {
     let (parts, body) = request.into_parts();
     let content_type = content_type(&parts.headers);

@@ -295,31 +295,7 @@ async fn first_signal() -> Signal {
 }
 
 fn router(state: AppState, options: &Options) -> Router {
-    let v1 = Router::new()
-        .route("/models", get(handlers::models_list))
-        .route("/models/{*model}", get(handlers::models_retrieve))
-        .route("/chat/completions", post(handlers::chat_completions))
-        .route("/responses", post(handlers::responses_create))
-        .route(
-            "/responses/input_tokens",
-            post(handlers::responses_input_tokens),
-        )
-        .route(
-            "/responses/{id}",
-            get(handlers::responses_retrieve).delete(handlers::responses_delete),
-        )
-        .route(
-            "/responses/{id}/input_items",
-            get(handlers::responses_input_items),
-        )
-        .route("/completions", post(handlers::completions))
-        .route("/embeddings", post(handlers::embeddings))
-        .route("/audio/speech", post(handlers::audio_speech))
-        .route(
-            "/audio/transcriptions",
-            post(handlers::audio_transcriptions),
-        )
-        .route("/audio/translations", post(handlers::audio_translations))
+    let v1 = handlers::routes()
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             lifecycle::refuse_while_draining,

@@ -2,10 +2,12 @@
 //! stopped when the client goes away or the server shuts down.
 
 use crate::{core_error, AppState};
+use axum::body::Bytes;
 use axum::http::header;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use ingle::json_text::JsonTextStream;
+use ingle::openai::SpeechStream;
 use ingle::ErrorCode;
 use ingle::{Cancel, Client, Error, ErrorKind};
 use std::convert::Infallible;
@@ -28,13 +30,16 @@ pub(crate) async fn whole<F>(state: AppState, work: F) -> Response
 where
     F: FnOnce(&Client) -> ingle::Result<String> + Send + 'static,
 {
-    whole_typed(state, move |client| Ok(("application/json", work(client)?))).await
+    whole_typed(state, move |client| {
+        Ok(("application/json", work(client)?.into_bytes()))
+    })
+    .await
 }
 
 /// [`whole`] for a body of any content type: `work` answers (content type, body).
 pub(crate) async fn whole_typed<F>(state: AppState, work: F) -> Response
 where
-    F: FnOnce(&Client) -> ingle::Result<(&'static str, String)> + Send + 'static,
+    F: FnOnce(&Client) -> ingle::Result<(&'static str, Vec<u8>)> + Send + 'static,
 {
     let cancel = request_cancel(&state);
     // Dropped with this future: when the connection goes, or once the answer is made.
@@ -61,17 +66,9 @@ pub(crate) enum Framing {
     Named,
 }
 
-/// Starts a stream on the blocking pool and answers with Server-Sent Events: `data: {json}` per
-/// chunk and `data: [DONE]` at the end. An error before the first chunk is an ordinary HTTP
-/// error response, as with OpenAI; one after it is a last `data: {"error": ...}` event.
-pub(crate) async fn streamed<F>(state: AppState, start: F) -> Response
-where
-    F: FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
-{
-    streamed_events(state, Framing::Done, start).await
-}
-
-/// [`streamed`], framed as `framing` says. `start` gets a client whose calls stop when the
+/// Starts a stream on the blocking pool and answers with Server-Sent Events, framed as
+/// `framing` says. An error before the first chunk is an ordinary HTTP error response, as with
+/// OpenAI; one after it is a last `data: {"error": ...}` event. `start` gets a client whose calls stop when the
 /// client goes away (before the stream starts, or while it runs) or the server shuts down: so
 /// the work it does itself before the stream exists (a transcription decodes its upload) stops
 /// too, and a predictor stuck inside one output is told.
@@ -124,6 +121,74 @@ where
                 .extensions_mut()
                 .insert(crate::telemetry::StreamMade(made));
             response
+        }
+        Ok(Err(error)) => core_error(error),
+        Err(_) => core_error(Error::internal("The request stopped before it started")),
+    }
+}
+
+/// Answers with speech as it is synthesised, sentence by sentence (the streaming forms of wav
+/// and flac, whose headers cannot know the length), or as SSE events with `stream_format:
+/// "sse"`. The first sentence is synthesised before the response starts, so an error there is
+/// an ordinary error response; a later one cuts the body short (audio) or ends it with an
+/// error event (SSE). A client that goes away stops synthesis at the next sentence.
+pub(crate) async fn speech<F>(state: AppState, start: F) -> Response
+where
+    F: FnOnce(&Client) -> ingle::Result<SpeechStream> + Send + 'static,
+{
+    type Started = ingle::Result<(&'static str, Vec<u8>)>;
+    let (started_tx, started_rx) = oneshot::channel::<Started>();
+    let (chunks_tx, chunks_rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(4);
+    let shutting_down = Arc::clone(&state.shutting_down);
+    // Held by this future, then by the body: a client that leaves stops the synthesis (and a
+    // predictor inside a sentence is told).
+    let cancel = request_cancel(&state);
+    let cancel_on_drop = cancel.on_drop();
+    let client = state.client.with_cancel(&cancel);
+    tokio::task::spawn_blocking(move || {
+        let mut stream = match start(&client) {
+            Ok(stream) => stream,
+            Err(error) => {
+                let _ = started_tx.send(Err(error));
+                return;
+            }
+        };
+        let sse = stream.is_sse();
+        let first = match stream.next() {
+            Some(Ok(bytes)) => bytes,
+            Some(Err(error)) => {
+                let _ = started_tx.send(Err(error));
+                return;
+            }
+            None => Vec::new(),
+        };
+        if started_tx.send(Ok((stream.content_type(), first))).is_err() {
+            return;
+        }
+        // No way to say an error inside audio bytes: the body is cut short.
+        let failure = |error: &Error| match sse {
+            true => Ok(Bytes::from(format!("data: {}\n\n", error.to_openai()))),
+            false => Err(std::io::Error::other(error.message.clone())),
+        };
+        pump(
+            stream,
+            &chunks_tx,
+            &shutting_down,
+            |bytes| Ok(Bytes::from(bytes)),
+            failure,
+        );
+    });
+    match started_rx.await {
+        Ok(Ok((content_type, first))) => {
+            let rest = futures_util::stream::unfold(
+                (chunks_rx, cancel_on_drop),
+                |(mut rx, cancel_on_drop)| async move {
+                    rx.recv().await.map(|item| (item, (rx, cancel_on_drop)))
+                },
+            );
+            let first = futures_util::stream::iter([Ok::<_, std::io::Error>(Bytes::from(first))]);
+            let body = axum::body::Body::from_stream(futures_util::StreamExt::chain(first, rest));
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
         }
         Ok(Err(error)) => core_error(error),
         Err(_) => core_error(Error::internal("The request stopped before it started")),

@@ -206,6 +206,42 @@ static void test_completions(void) {
     ingle_string_free(out);
 }
 
+/* Any method of the table by its name: the ones without a typed function of their own too. */
+static void test_call_by_method_name(void) {
+    char *out = NULL;
+    const char *input = "{\"model\":\"" MODEL "\",\"input\":\"Count these words.\"}";
+    CHECK_STATUS(ingle_call(client, "responses.input_tokens", input, &out), INGLE_OK);
+    CHECK(out && strstr(out, "\"object\":\"response.input_tokens\"") && strstr(out, "\"input_tokens\":"),
+          "%s", out);
+    ingle_string_free(out);
+    CHECK_STATUS(ingle_call(client, "models.retrieve", "{\"model\":\"" MODEL "\"}", &out), INGLE_OK);
+    CHECK(out && strstr(out, "\"id\":\"" MODEL "\""), "%s", out);
+    ingle_string_free(out);
+
+    const char *request = "{\"model\":\"" MODEL "\",\"prompt\":\"Once upon a time\","
+                          "\"max_tokens\":3,\"temperature\":0}";
+    Collector c = {0};
+    CHECK_STATUS(ingle_call_stream(client, "completions.stream", request, collect_chunk, &c), INGLE_OK);
+    CHECK(strcmp(c.finish_reason, "length") == 0, "finish_reason: %s", c.finish_reason);
+
+    out = (char *)"not touched";
+    CHECK_STATUS(ingle_call(client, "chat.complete", "{}", &out), INGLE_ERROR_INVALID_REQUEST);
+    CHECK(out == NULL, "out_json must be NULL on failure");
+    CHECK(strstr(ingle_last_error_json(), "\"code\":\"unknown_method\"") &&
+              strstr(ingle_last_error(), "chat.completions.create"),
+          "%s", ingle_last_error_json());
+    /* Whole and streamed methods are each their function's; audio is its own functions'. */
+    CHECK_STATUS(ingle_call(client, "completions.stream", request, &out), INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "ingle_call_stream"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_call_stream(client, "completions.create", request, collect_chunk, &c),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "ingle_call`"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_call(client, "audio.transcriptions.create", "{}", &out), INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "ingle_audio_transcriptions_create"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_call(client, NULL, "{}", &out), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"method\""), "%s", ingle_last_error_json());
+}
+
 static int32_t count_chunk(const char *chunk, size_t len, void *user_data) {
     (void)len;
     int *count = (int *)user_data;
@@ -614,6 +650,7 @@ static const Test tests[] = {
     {"cancel_after_three_chunks", test_cancel_after_three_chunks},
     {"responses", test_responses},
     {"completions", test_completions},
+    {"call_by_method_name", test_call_by_method_name},
     {"predictions", test_predictions},
     {"bad_json", test_bad_json},
     {"unknown_model", test_unknown_model},

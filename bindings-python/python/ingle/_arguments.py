@@ -165,6 +165,12 @@ def body(params: Dict[str, Any]) -> str:
     return _dumps(params, "")
 
 
+def named(**values: Any) -> str:
+    """The request of a method that names what it reads (``responses.retrieve``'s
+    ``response_id``), as JSON; values left out (None) are not sent."""
+    return json.dumps({name: value for name, value in values.items() if value is not None})
+
+
 def inputs(value: Any) -> str:
     """The JSON of ``predictions.create``'s ``inputs``: each input is named as a parameter."""
     if value is None:

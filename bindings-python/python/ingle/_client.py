@@ -58,8 +58,8 @@ class ChatCompletions(_Resource):
         """``model``, ``messages`` and the OpenAI chat parameters (see docs/openai-parameters.md)."""
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
-            return Stream(self._native.chat_completions_stream(body), ChatCompletionChunk)
-        return ChatCompletion.construct(json.loads(self._native.chat_completions_create(body)))  # type: ignore[return-value]
+            return Stream(self._native.stream("chat.completions.stream", body), ChatCompletionChunk)
+        return ChatCompletion.construct(json.loads(self._native.call("chat.completions.create", body)))  # type: ignore[return-value]
 
     def parse(self, *, response_format: Any = NOT_GIVEN, **params: Any) -> ParsedChatCompletion:
         """``create`` whose ``response_format`` may be a type (a pydantic model...), as the
@@ -71,7 +71,7 @@ class ChatCompletions(_Resource):
         if fmt is not NOT_GIVEN:
             params["response_format"] = fmt
         body = _arguments.body(params)
-        return _structured.parsed(json.loads(self._native.chat_completions_create(body)), read)
+        return _structured.parsed(json.loads(self._native.call("chat.completions.create", body)), read)
 
 
 class Chat(_Resource):
@@ -89,8 +89,8 @@ class Completions(_Resource):
         """``model``, ``prompt`` and the OpenAI completion parameters."""
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
-            return Stream(self._native.completions_stream(body), Completion)
-        return Completion.construct(json.loads(self._native.completions_create(body)))  # type: ignore[return-value]
+            return Stream(self._native.stream("completions.stream", body), Completion)
+        return Completion.construct(json.loads(self._native.call("completions.create", body)))  # type: ignore[return-value]
 
 
 class Embeddings(_Resource):
@@ -105,10 +105,10 @@ class Embeddings(_Resource):
 
 class Models(_Resource):
     def list(self) -> SyncPage[Model]:
-        return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
+        return SyncPage.construct(json.loads(self._native.call("models.list", "{}")))  # type: ignore[return-value]
 
     def retrieve(self, model: str = REQUIRED) -> Model:
-        text = self._native.models_retrieve(_arguments.text("model", model))
+        text = self._native.call("models.retrieve", _arguments.named(model=_arguments.text("model", model)))
         return Model.construct(json.loads(text))  # type: ignore[return-value]
 
     def pull(
@@ -258,9 +258,9 @@ class AsyncChatCompletions(_Resource):
     ) -> Union[ChatCompletion, AsyncStream[ChatCompletionChunk]]:
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
-            native = await _in_thread(self._native.chat_completions_stream, body)
+            native = await _in_thread(self._native.stream, "chat.completions.stream", body)
             return AsyncStream(native, ChatCompletionChunk)
-        text = await _cancellable(self._native.chat_completions_create, body)
+        text = await _cancellable(self._native.call, "chat.completions.create", body)
         return ChatCompletion.construct(json.loads(text))  # type: ignore[return-value]
 
     async def parse(self, *, response_format: Any = NOT_GIVEN, **params: Any) -> ParsedChatCompletion:
@@ -270,7 +270,7 @@ class AsyncChatCompletions(_Resource):
         fmt, read = _structured.response_format_of(response_format)
         if fmt is not NOT_GIVEN:
             params["response_format"] = fmt
-        text = await _cancellable(self._native.chat_completions_create, _arguments.body(params))
+        text = await _cancellable(self._native.call, "chat.completions.create", _arguments.body(params))
         return _structured.parsed(json.loads(text), read)
 
 
@@ -286,9 +286,9 @@ class AsyncCompletions(_Resource):
     ) -> Union[Completion, AsyncStream[Completion]]:
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
-            native = await _in_thread(self._native.completions_stream, body)
+            native = await _in_thread(self._native.stream, "completions.stream", body)
             return AsyncStream(native, Completion)
-        text = await _cancellable(self._native.completions_create, body)
+        text = await _cancellable(self._native.call, "completions.create", body)
         return Completion.construct(json.loads(text))  # type: ignore[return-value]
 
 
@@ -302,10 +302,10 @@ class AsyncEmbeddings(_Resource):
 
 class AsyncModels(_Resource):
     async def list(self) -> SyncPage[Model]:
-        return SyncPage.construct(json.loads(self._native.models_list()))  # type: ignore[return-value]
+        return SyncPage.construct(json.loads(self._native.call("models.list", "{}")))  # type: ignore[return-value]
 
     async def retrieve(self, model: str = REQUIRED) -> Model:
-        text = self._native.models_retrieve(_arguments.text("model", model))
+        text = self._native.call("models.retrieve", _arguments.named(model=_arguments.text("model", model)))
         return Model.construct(json.loads(text))  # type: ignore[return-value]
 
     async def pull(

@@ -6,7 +6,7 @@ delete, ``input_items.list`` and ``input_tokens.count``. Stored responses are ke
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable, Dict, Iterator, Optional, Tuple, Union
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, Optional, Union
 
 from . import _arguments, _exceptions, _structured
 from ._arguments import NOT_GIVEN
@@ -39,15 +39,15 @@ def _parsed(data: Dict[str, Any], read: Optional[Callable[[str], Any]]) -> Respo
     return response  # type: ignore[return-value]
 
 
-def _page(response_id: Any, after: Any, limit: Any, order: Any) -> Tuple[str, Optional[str], Optional[int], Optional[str]]:
+def _page(response_id: Any, after: Any, limit: Any, order: Any) -> str:
     given = _arguments._given
     if given(limit) and (isinstance(limit, bool) or not isinstance(limit, int)):
         raise _arguments._invalid_argument("limit", f"`limit` must be an integer, not {type(limit).__name__}")
-    return (
-        _arguments.text("response_id", response_id),
-        _arguments.text("after", after) if given(after) else None,
-        limit if given(limit) else None,
-        _arguments.text("order", order) if given(order) else None,
+    return _arguments.named(
+        response_id=_arguments.text("response_id", response_id),
+        after=_arguments.text("after", after) if given(after) else None,
+        limit=limit if given(limit) else None,
+        order=_arguments.text("order", order) if given(order) else None,
     )
 
 
@@ -150,7 +150,7 @@ class InputItems(_Resource):
              order: Any = NOT_GIVEN) -> ResponseInputItemList:
         """A page of a stored response's input items: ``order`` ``desc`` (default) or ``asc``,
         ``limit`` 1 to 100 (default 20), after the item ``after``."""
-        text = self._native.responses_input_items(*_page(response_id, after, limit, order))
+        text = self._native.call("responses.input_items.list", _page(response_id, after, limit, order))
         return ResponseInputItemList.construct(json.loads(text))  # type: ignore[return-value]
 
 
@@ -158,13 +158,13 @@ class InputTokens(_Resource):
     def count(self, **params: Any) -> InputTokenCountResponse:
         """How many input tokens ``create(**params)`` would take (instructions, tools and the
         conversation of ``previous_response_id`` included), read by the model itself."""
-        text = self._native.responses_input_tokens(_arguments.body(params))
+        text = self._native.call("responses.input_tokens", _arguments.body(params))
         return InputTokenCountResponse.construct(json.loads(text))  # type: ignore[return-value]
 
 
 class AsyncInputTokens(_Resource):
     async def count(self, **params: Any) -> InputTokenCountResponse:
-        text = await _cancellable(self._native.responses_input_tokens, _arguments.body(params))
+        text = await _cancellable(self._native.call, "responses.input_tokens", _arguments.body(params))
         return InputTokenCountResponse.construct(json.loads(text))  # type: ignore[return-value]
 
 
@@ -179,13 +179,13 @@ class Responses(_Resource):
         ``previous_response_id``, ... as OpenAI's; ``stream=True`` gives the events."""
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
-            return Stream(self._native.responses_stream(body), ResponseStreamEvent)
-        return Response.construct(json.loads(self._native.responses_create(body)))  # type: ignore[return-value]
+            return Stream(self._native.stream("responses.stream", body), ResponseStreamEvent)
+        return Response.construct(json.loads(self._native.call("responses.create", body)))  # type: ignore[return-value]
 
     def stream(self, **params: Any) -> ResponseStream:
         """``create(stream=True)`` as a context manager with ``get_final_response()``."""
         params.pop("stream", None)
-        return ResponseStream(Stream(self._native.responses_stream(_arguments.body(params)), ResponseStreamEvent))
+        return ResponseStream(Stream(self._native.stream("responses.stream", _arguments.body(params)), ResponseStreamEvent))
 
     def parse(self, *, text_format: Any = NOT_GIVEN, **params: Any) -> Response:
         """``create`` whose output follows ``text_format``'s JSON schema; ``output_parsed`` is
@@ -193,22 +193,22 @@ class Responses(_Resource):
         if params.get("stream"):
             raise TypeError("parse() does not stream; use create(stream=True)")
         read = _text_format(text_format, params)
-        return _parsed(json.loads(self._native.responses_create(_arguments.body(params))), read)
+        return _parsed(json.loads(self._native.call("responses.create", _arguments.body(params))), read)
 
     def retrieve(self, response_id: str) -> Response:
-        text = self._native.responses_retrieve(_arguments.text("response_id", response_id))
+        text = self._native.call("responses.retrieve", _arguments.named(response_id=_arguments.text("response_id", response_id)))
         return Response.construct(json.loads(text))  # type: ignore[return-value]
 
     def delete(self, response_id: str) -> None:
         """Forgets a stored response (as openai's, returns nothing; an unknown id raises
         NotFoundError)."""
-        self._native.responses_delete(_arguments.text("response_id", response_id))
+        self._native.call("responses.delete", _arguments.named(response_id=_arguments.text("response_id", response_id)))
 
 
 class AsyncInputItems(_Resource):
     async def list(self, response_id: str, *, after: Any = NOT_GIVEN, limit: Any = NOT_GIVEN,
                    order: Any = NOT_GIVEN) -> ResponseInputItemList:
-        text = await _in_thread(self._native.responses_input_items, *_page(response_id, after, limit, order))
+        text = await _in_thread(self._native.call, "responses.input_items.list", _page(response_id, after, limit, order))
         return ResponseInputItemList.construct(json.loads(text))  # type: ignore[return-value]
 
 
@@ -223,9 +223,9 @@ class AsyncResponses(_Resource):
     ) -> Union[Response, AsyncStream[ResponseStreamEvent]]:
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
-            native = await _in_thread(self._native.responses_stream, body)
+            native = await _in_thread(self._native.stream, "responses.stream", body)
             return AsyncStream(native, ResponseStreamEvent)
-        text = await _cancellable(self._native.responses_create, body)
+        text = await _cancellable(self._native.call, "responses.create", body)
         return Response.construct(json.loads(text))  # type: ignore[return-value]
 
     def stream(self, **params: Any) -> "_AsyncStreamStart":
@@ -236,15 +236,15 @@ class AsyncResponses(_Resource):
         if params.get("stream"):
             raise TypeError("parse() does not stream; use create(stream=True)")
         read = _text_format(text_format, params)
-        text = await _cancellable(self._native.responses_create, _arguments.body(params))
+        text = await _cancellable(self._native.call, "responses.create", _arguments.body(params))
         return _parsed(json.loads(text), read)
 
     async def retrieve(self, response_id: str) -> Response:
-        text = await _in_thread(self._native.responses_retrieve, _arguments.text("response_id", response_id))
+        text = await _in_thread(self._native.call, "responses.retrieve", _arguments.named(response_id=_arguments.text("response_id", response_id)))
         return Response.construct(json.loads(text))  # type: ignore[return-value]
 
     async def delete(self, response_id: str) -> None:
-        await _in_thread(self._native.responses_delete, _arguments.text("response_id", response_id))
+        await _in_thread(self._native.call, "responses.delete", _arguments.named(response_id=_arguments.text("response_id", response_id)))
 
 
 class _AsyncStreamStart:
@@ -256,7 +256,7 @@ class _AsyncStreamStart:
         self._stream: Optional[AsyncResponseStream] = None
 
     async def __aenter__(self) -> AsyncResponseStream:
-        native = await _in_thread(self._native.responses_stream, self._body)
+        native = await _in_thread(self._native.stream, "responses.stream", self._body)
         self._stream = AsyncResponseStream(AsyncStream(native, ResponseStreamEvent))
         return self._stream
 
