@@ -672,6 +672,16 @@ pub fn system_info() -> napi::Result<String> {
         .map_err(js_error)
 }
 
+/// The `ingle` command (`args`: its arguments, without the program's name), run by the same
+/// implementation as the `ingle` binary, on this thread (a command line has nothing else to
+/// do meanwhile); its exit status.
+#[napi]
+pub fn run_command(args: Vec<String>) -> u32 {
+    let mut argv = vec![std::ffi::OsString::from("ingle")];
+    argv.extend(args.into_iter().map(std::ffi::OsString::from));
+    u32::from(ingle_cli::run_command(argv))
+}
+
 /// The version of ingle.
 #[napi]
 pub fn version() -> &'static str {

@@ -143,6 +143,11 @@ test('the ingle command of the package', async () => {
     (await execFile(process.execPath, [path.join(__dirname, '..', 'cli.js'), ...args], { env })).stdout;
   assert.match(await run('models'), new RegExp(`not downloaded: ingle pull ${model}`));
   assert.match(await run('pull', model), new RegExp(`^pulled ${model}: 98\\.4 MB \\(98\\.4 MB downloaded\\), verified`));
-  assert.equal(JSON.parse(await run('models', '--json'))[0].cached, true);
+  const listed = JSON.parse(await run('models', '--json'));
+  assert.equal(listed.models[0].cached, true);
+  assert.equal(listed.models_dir, env.INGLE_MODELS_DIR);
+  // The same command as the binary: its verbs, and clap's usage errors (status 2).
+  assert.match(await run('--help'), /serve/);
+  await assert.rejects(run('pull', '--no-such-flag'), (e) => e.code === 2 && /--no-such-flag/.test(e.stderr));
   await assert.rejects(run('pull', '@local/nope'), (e) => e.code === 1 && /^ingle: error: /.test(e.stderr));
 });

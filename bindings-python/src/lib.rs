@@ -592,6 +592,14 @@ fn system_info(py: Python<'_>) -> PyResult<String> {
         .map_err(py_err)
 }
 
+/// The `ingle` command (`argv`: the program's name, then its arguments), run by the same
+/// implementation as the `ingle` binary; its exit status. The GIL is released while it runs.
+#[pyfunction]
+fn run_command(py: Python<'_>, argv: Vec<String>) -> u8 {
+    let args = argv.into_iter().map(std::ffi::OsString::from).collect();
+    py.detach(|| ingle_cli::run_command(args))
+}
+
 #[pymodule]
 fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeClient>()?;
@@ -604,6 +612,7 @@ fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<server::NativeServer>()?;
     m.add_function(wrap_pyfunction!(check_predictor_declaration, m)?)?;
     m.add_function(wrap_pyfunction!(system_info, m)?)?;
+    m.add_function(wrap_pyfunction!(run_command, m)?)?;
     m.add_function(wrap_pyfunction!(interrupt::current_call, m)?)?;
     m.add_function(wrap_pyfunction!(interrupt::call_cancelled, m)?)?;
     m.add("__version__", ingle::VERSION)?;

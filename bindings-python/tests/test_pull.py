@@ -170,6 +170,13 @@ def test_the_ingle_command_of_the_wheel(tmp_path, catalog):
     pulled = run("pull", MODEL)
     assert pulled.returncode == 0 and pulled.stderr == "", pulled
     assert pulled.stdout.startswith(f"pulled {MODEL}: 98.4 MB (98.4 MB downloaded), verified"), pulled
-    assert json.loads(run("models", "--json").stdout)[0]["cached"] is True
+    listed = json.loads(run("models", "--json").stdout)
+    assert listed["models_dir"] == str(tmp_path / "models") and listed["models"][0]["cached"] is True
+    # The same command as the binary: a usage error is clap's (status 2), --help lists its verbs.
+    usage = run("pull", "--no-such-flag")
+    assert usage.returncode == 2 and "--no-such-flag" in usage.stderr, usage
+    assert all(verb in run("--help").stdout for verb in ("pull", "models", "chat", "serve", "transcribe"))
+    other_dir = run("--models-dir", str(tmp_path / "elsewhere"), "models", "--json")
+    assert json.loads(other_dir.stdout)["models_dir"] == str(tmp_path / "elsewhere"), other_dir
     unknown = run("pull", "@local/nope")
     assert unknown.returncode == 1 and unknown.stderr.startswith("ingle: error: "), unknown

@@ -1,6 +1,6 @@
 # The native module (Rust, bindings-python/src/lib.rs). Requests and responses are JSON text
 # (speech audio and samples, transcription audio: bytes).
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __version__: str
 
@@ -81,3 +81,6 @@ class NativeClient:
 
 def current_call() -> int: ...
 def call_cancelled(call: int) -> bool: ...
+def system_info() -> str: ...
+# The `ingle` command line (`argv[0]` the program's name); its exit status.
+def run_command(argv: List[str]) -> int: ...
