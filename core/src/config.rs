@@ -111,66 +111,204 @@ pub enum Pooling {
     Cls,
 }
 
-/// One predictor of the config.
+/// One predictor of the config: what every backend has, and the options of its backend
+/// ([`BackendOptions`], tagged by `backend`). Each backend's options are a closed list: one of
+/// another backend's in a config is an error when the config is read, naming it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "PredictorForm")]
 pub struct PredictorConfig {
     pub tag: String,
-    pub backend: Backend,
     /// Model file; a relative path is taken inside the models directory.
     pub model: PathBuf,
-    /// Context size (tokens) available to each request. Default 2048, capped at the model's.
-    #[serde(default)]
-    pub n_ctx: Option<u32>,
     /// CPU threads for decoding (llama) or for each operator (ONNX Runtime's intra-op
     /// threads). Default: the number of physical cores.
-    #[serde(default)]
     pub threads: Option<u32>,
+    /// Register the predictor only when its files exist (how the default embedding model is
+    /// listed only once `ingle pull` has fetched it).
+    pub if_present: bool,
+    /// `backend` and its options.
+    pub options: BackendOptions,
+    /// Options of another backend given to a builder (`.n_ctx(..)` on an embedding model),
+    /// which has nowhere to keep them: refused by name when the client is made, as a config
+    /// text's are when it is read.
+    pub(crate) misplaced: Vec<&'static str>,
+}
+
+/// A predictor's engine (`backend = "..."` in the config) and that engine's options.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackendOptions {
+    Llama(LlamaOptions),
+    OnnxEmbedding(EmbeddingOptions),
+    Piper(SpeechOptions),
+    Whisper(WhisperOptions),
+}
+
+/// The options of a llama.cpp chat or text model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LlamaOptions {
+    /// Context size (tokens) available to each request. Default 2048, capped at the model's.
+    pub n_ctx: Option<u32>,
     /// How many requests are decoded side by side (sequences of one batch). Default 4.
-    #[serde(default)]
     pub parallel: Option<u32>,
-    /// Layers of a chat model put on the GPU (`scripts/build-gpu-modules`; 0: none). Default:
-    /// all that fit in the device's free memory with the KV cache, fewer where they do not.
-    /// A number given is an error where it does not fit.
-    #[serde(default)]
+    /// Layers put on the GPU (`scripts/build-gpu-modules`; 0: none). Default: all that fit in
+    /// the device's free memory with the KV cache, fewer where they do not. A number given is
+    /// an error where it does not fit.
     pub n_gpu_layers: Option<u32>,
-    /// The GPU a chat model runs on, by index among the GPUs (`0`), ggml name (`Vulkan0`,
+    /// The GPU the model runs on, by index among the GPUs (`0`), ggml name (`Vulkan0`,
     /// `CUDA1`) or a part of its description (`H100`); `cpu` for none. Default: the GPU with
     /// the most free memory. An index may be written as a TOML integer (`device = 0`).
-    #[serde(default, deserialize_with = "device_name_or_index")]
     pub device: Option<String>,
     /// A chat template (a llama.cpp template name such as `chatml`, or the template text)
     /// used when the model has none, or to override its own.
-    #[serde(default)]
     pub chat_template: Option<String>,
-    /// The `tokenizer.json` of an embedding model; a relative path is taken inside the models
-    /// directory.
-    #[serde(default)]
-    pub tokenizer: Option<PathBuf>,
-    /// Most tokens an embedding model reads of one input (special tokens included); longer
-    /// inputs are truncated. Default 256, all-MiniLM-L6-v2's window.
-    #[serde(default)]
-    pub max_length: Option<u32>,
-    /// How an embedding model turns its tokens' states into one vector: `mean` (over the real
-    /// tokens, the default) or `cls` (the first token's), as its `1_Pooling/config.json` says.
-    #[serde(default)]
-    pub pooling: Option<Pooling>,
-    /// The `.onnx.json` of a Piper voice; default: the model path + `.json`.
-    #[serde(default)]
-    pub voice_config: Option<PathBuf>,
-    /// OpenAI voice names (`alloy`, `nova`, ...) to voices of a speech model. A name not
-    /// listed speaks with the model's default voice.
-    #[serde(default)]
-    pub voices: BTreeMap<String, String>,
-    /// Register the predictor only when its files exist (how the default embedding model is
-    /// listed only once `ingle pull` has fetched it).
-    #[serde(default)]
-    pub if_present: bool,
-    /// Sampling a chat model uses where a request leaves it unset (`[predictors.defaults]`);
-    /// what is not set here comes from the GGUF's `general.sampling.*` keys, else llama.cpp's
-    /// server defaults.
-    #[serde(default)]
+    /// Sampling used where a request leaves it unset (`[predictors.defaults]`); what is not
+    /// set here comes from the GGUF's `general.sampling.*` keys, else llama.cpp's server
+    /// defaults.
     pub defaults: SamplingDefaults,
+}
+
+/// The options of a sentence-embedding model on ONNX Runtime.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EmbeddingOptions {
+    /// The model's `tokenizer.json`; a relative path is taken inside the models directory.
+    /// Needed, except for a Hugging Face reference, whose repo has it.
+    pub tokenizer: Option<PathBuf>,
+    /// Most tokens read of one input (special tokens included); longer inputs are truncated.
+    /// Default 256, all-MiniLM-L6-v2's window.
+    pub max_length: Option<u32>,
+    /// How the tokens' states become one vector: `mean` (over the real tokens, the default)
+    /// or `cls` (the first token's), as its `1_Pooling/config.json` says.
+    pub pooling: Option<Pooling>,
+}
+
+/// The options of a Piper voice on ONNX Runtime.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SpeechOptions {
+    /// The voice's `.onnx.json`; default: the model path + `.json`.
+    pub voice_config: Option<PathBuf>,
+    /// OpenAI voice names (`alloy`, `nova`, ...) to voices of the model. A name not listed
+    /// speaks with the model's default voice.
+    pub voices: BTreeMap<String, String>,
+}
+
+/// The options of a Whisper model on ONNX Runtime: none beyond every predictor's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WhisperOptions {}
+
+/// A predictor as a config file writes it: every backend's options in one table, read with
+/// the path of a bad value (`predictors[0].n_gpu_layers`), then sorted into its backend's
+/// options, where one of another backend is an error naming it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PredictorForm {
+    tag: String,
+    backend: Backend,
+    model: PathBuf,
+    #[serde(default)]
+    threads: Option<u32>,
+    #[serde(default)]
+    if_present: bool,
+    #[serde(default)]
+    n_ctx: Option<u32>,
+    #[serde(default)]
+    parallel: Option<u32>,
+    #[serde(default)]
+    n_gpu_layers: Option<u32>,
+    #[serde(default, deserialize_with = "device_name_or_index")]
+    device: Option<String>,
+    #[serde(default)]
+    chat_template: Option<String>,
+    #[serde(default)]
+    defaults: Option<SamplingDefaults>,
+    #[serde(default)]
+    tokenizer: Option<PathBuf>,
+    #[serde(default)]
+    max_length: Option<u32>,
+    #[serde(default)]
+    pooling: Option<Pooling>,
+    #[serde(default)]
+    voice_config: Option<PathBuf>,
+    #[serde(default)]
+    voices: Option<BTreeMap<String, String>>,
+}
+
+impl TryFrom<PredictorForm> for PredictorConfig {
+    type Error = String;
+
+    fn try_from(form: PredictorForm) -> std::result::Result<Self, String> {
+        let given = [
+            ("n_ctx", form.n_ctx.is_some()),
+            ("parallel", form.parallel.is_some()),
+            ("n_gpu_layers", form.n_gpu_layers.is_some()),
+            ("device", form.device.is_some()),
+            ("chat_template", form.chat_template.is_some()),
+            ("defaults", form.defaults.is_some()),
+            ("tokenizer", form.tokenizer.is_some()),
+            ("max_length", form.max_length.is_some()),
+            ("pooling", form.pooling.is_some()),
+            ("voice_config", form.voice_config.is_some()),
+            ("voices", form.voices.is_some()),
+        ];
+        let (options, own): (BackendOptions, &[&str]) = match form.backend {
+            Backend::Llama => (
+                BackendOptions::Llama(LlamaOptions {
+                    n_ctx: form.n_ctx,
+                    parallel: form.parallel,
+                    n_gpu_layers: form.n_gpu_layers,
+                    device: form.device,
+                    chat_template: form.chat_template,
+                    defaults: form.defaults.unwrap_or_default(),
+                }),
+                &[
+                    "n_ctx",
+                    "parallel",
+                    "n_gpu_layers",
+                    "device",
+                    "chat_template",
+                    "defaults",
+                ],
+            ),
+            Backend::OnnxEmbedding => (
+                BackendOptions::OnnxEmbedding(EmbeddingOptions {
+                    tokenizer: form.tokenizer,
+                    max_length: form.max_length,
+                    pooling: form.pooling,
+                }),
+                &["tokenizer", "max_length", "pooling"],
+            ),
+            Backend::Piper => (
+                BackendOptions::Piper(SpeechOptions {
+                    voice_config: form.voice_config,
+                    voices: form.voices.unwrap_or_default(),
+                }),
+                &["voice_config", "voices"],
+            ),
+            Backend::Whisper => (BackendOptions::Whisper(WhisperOptions {}), &[]),
+        };
+        if let Some((option, _)) = given.iter().find(|(o, set)| *set && !own.contains(o)) {
+            let takes = match own {
+                [] => "none but every predictor's".to_string(),
+                own => own
+                    .iter()
+                    .map(|o| format!("`{o}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            return Err(format!(
+                "`{option}` is not an option of backend `{}` (predictor `{}`; it takes {takes})",
+                form.backend.name(),
+                crate::error::shown(&form.tag)
+            ));
+        }
+        Ok(PredictorConfig {
+            tag: form.tag,
+            model: form.model,
+            threads: form.threads,
+            if_present: form.if_present,
+            options,
+            misplaced: Vec::new(),
+        })
+    }
 }
 
 /// A chat model's recommended sampling, used for what a request leaves unset. A request's own
@@ -229,48 +367,31 @@ impl SamplingDefaults {
 }
 
 impl PredictorConfig {
-    pub fn llama(tag: impl Into<String>, model: impl Into<PathBuf>) -> Self {
+    fn of(tag: impl Into<String>, model: impl Into<PathBuf>, options: BackendOptions) -> Self {
         PredictorConfig {
             tag: tag.into(),
-            backend: Backend::Llama,
             model: model.into(),
-            n_ctx: None,
             threads: None,
-            parallel: None,
-            n_gpu_layers: None,
-            device: None,
-            chat_template: None,
-            tokenizer: None,
-            max_length: None,
-            pooling: None,
-            voice_config: None,
-            voices: BTreeMap::new(),
             if_present: false,
-            defaults: SamplingDefaults::default(),
+            options,
+            misplaced: Vec::new(),
         }
+    }
+
+    /// A GGUF chat or text model on llama.cpp.
+    pub fn llama(tag: impl Into<String>, model: impl Into<PathBuf>) -> Self {
+        PredictorConfig::of(tag, model, BackendOptions::Llama(LlamaOptions::default()))
     }
 
     /// A Piper voice on ONNX Runtime: its `.onnx` (the `.onnx.json` beside it).
     pub fn speech(tag: impl Into<String>, model: impl Into<PathBuf>) -> Self {
-        PredictorConfig {
-            backend: Backend::Piper,
-            ..PredictorConfig::llama(tag, model)
-        }
+        PredictorConfig::of(tag, model, BackendOptions::Piper(SpeechOptions::default()))
     }
 
     /// A Whisper model on ONNX Runtime: its CTranslate2 `model.bin` (`config.json` and
     /// `tokenizer.json` beside it).
     pub fn transcription(tag: impl Into<String>, model: impl Into<PathBuf>) -> Self {
-        PredictorConfig {
-            backend: Backend::Whisper,
-            ..PredictorConfig::llama(tag, model)
-        }
-    }
-
-    /// Speaks the OpenAI voice `openai_name` (`alloy`, ...) with the model's voice `voice`.
-    pub fn voice(mut self, openai_name: impl Into<String>, voice: impl Into<String>) -> Self {
-        self.voices.insert(openai_name.into(), voice.into());
-        self
+        PredictorConfig::of(tag, model, BackendOptions::Whisper(WhisperOptions {}))
     }
 
     /// A sentence-embedding model on ONNX Runtime: its ONNX graph and its `tokenizer.json`.
@@ -279,15 +400,89 @@ impl PredictorConfig {
         model: impl Into<PathBuf>,
         tokenizer: impl Into<PathBuf>,
     ) -> Self {
-        PredictorConfig {
-            backend: Backend::OnnxEmbedding,
+        let options = EmbeddingOptions {
             tokenizer: Some(tokenizer.into()),
-            ..PredictorConfig::llama(tag, model)
+            ..EmbeddingOptions::default()
+        };
+        PredictorConfig::of(tag, model, BackendOptions::OnnxEmbedding(options))
+    }
+
+    /// The engine that runs it.
+    pub fn backend(&self) -> Backend {
+        match self.options {
+            BackendOptions::Llama(_) => Backend::Llama,
+            BackendOptions::OnnxEmbedding(_) => Backend::OnnxEmbedding,
+            BackendOptions::Piper(_) => Backend::Piper,
+            BackendOptions::Whisper(_) => Backend::Whisper,
         }
     }
 
+    /// A llama model's options (None for another backend's).
+    pub fn llama_options(&self) -> Option<&LlamaOptions> {
+        match &self.options {
+            BackendOptions::Llama(options) => Some(options),
+            _ => None,
+        }
+    }
+
+    /// An embedding model's options (None for another backend's).
+    pub fn embedding_options(&self) -> Option<&EmbeddingOptions> {
+        match &self.options {
+            BackendOptions::OnnxEmbedding(options) => Some(options),
+            _ => None,
+        }
+    }
+
+    /// A Piper voice's options (None for another backend's).
+    pub fn speech_options(&self) -> Option<&SpeechOptions> {
+        match &self.options {
+            BackendOptions::Piper(options) => Some(options),
+            _ => None,
+        }
+    }
+
+    /// Options of another backend than this predictor's that a builder was given.
+    pub fn misplaced_options(&self) -> &[&'static str] {
+        &self.misplaced
+    }
+
+    /// Changes a llama model's options; on another backend's predictor, which has none of
+    /// them, notes `option` as misplaced (refused when the client is made).
+    fn with_llama(mut self, option: &'static str, change: impl FnOnce(&mut LlamaOptions)) -> Self {
+        match &mut self.options {
+            BackendOptions::Llama(options) => change(options),
+            _ => self.misplaced.push(option),
+        }
+        self
+    }
+
+    /// Speaks the OpenAI voice `openai_name` (`alloy`, ...) with the model's voice `voice` (a
+    /// Piper voice's option).
+    pub fn voice(mut self, openai_name: impl Into<String>, voice: impl Into<String>) -> Self {
+        match &mut self.options {
+            BackendOptions::Piper(options) => {
+                options.voices.insert(openai_name.into(), voice.into());
+            }
+            _ => self.misplaced.push("voices"),
+        }
+        self
+    }
+
+    /// An embedding model's window.
     pub fn max_length(mut self, max_length: u32) -> Self {
-        self.max_length = Some(max_length);
+        match &mut self.options {
+            BackendOptions::OnnxEmbedding(options) => options.max_length = Some(max_length),
+            _ => self.misplaced.push("max_length"),
+        }
+        self
+    }
+
+    /// An embedding model's pooling.
+    pub fn pooling(mut self, pooling: Pooling) -> Self {
+        match &mut self.options {
+            BackendOptions::OnnxEmbedding(options) => options.pooling = Some(pooling),
+            _ => self.misplaced.push("pooling"),
+        }
         self
     }
 
@@ -298,40 +493,35 @@ impl PredictorConfig {
         self
     }
 
-    pub fn n_ctx(mut self, n_ctx: u32) -> Self {
-        self.n_ctx = Some(n_ctx);
-        self
-    }
-
     pub fn threads(mut self, threads: u32) -> Self {
         self.threads = Some(threads);
         self
     }
 
-    pub fn n_gpu_layers(mut self, layers: u32) -> Self {
-        self.n_gpu_layers = Some(layers);
-        self
+    /// A llama model's context per request (the options below are a llama model's too).
+    pub fn n_ctx(self, n_ctx: u32) -> Self {
+        self.with_llama("n_ctx", |o| o.n_ctx = Some(n_ctx))
     }
 
-    pub fn device(mut self, device: impl Into<String>) -> Self {
-        self.device = Some(device.into());
-        self
+    pub fn n_gpu_layers(self, layers: u32) -> Self {
+        self.with_llama("n_gpu_layers", |o| o.n_gpu_layers = Some(layers))
     }
 
-    pub fn parallel(mut self, parallel: u32) -> Self {
-        self.parallel = Some(parallel);
-        self
+    pub fn device(self, device: impl Into<String>) -> Self {
+        self.with_llama("device", |o| o.device = Some(device.into()))
+    }
+
+    pub fn parallel(self, parallel: u32) -> Self {
+        self.with_llama("parallel", |o| o.parallel = Some(parallel))
     }
 
     /// The sampling used where a request leaves it unset.
-    pub fn defaults(mut self, defaults: SamplingDefaults) -> Self {
-        self.defaults = defaults;
-        self
+    pub fn defaults(self, defaults: SamplingDefaults) -> Self {
+        self.with_llama("defaults", |o| o.defaults = defaults)
     }
 
-    pub fn chat_template(mut self, template: impl Into<String>) -> Self {
-        self.chat_template = Some(template.into());
-        self
+    pub fn chat_template(self, template: impl Into<String>) -> Self {
+        self.with_llama("chat_template", |o| o.chat_template = Some(template.into()))
     }
 }
 
@@ -632,22 +822,27 @@ impl Config {
                 Some(&self.resolve(&predictor.model)),
                 false,
             )?;
-            if let Some(tokenizer) = &predictor.tokenizer {
+            let llama = predictor.llama_options().cloned().unwrap_or_default();
+            let embedding = predictor.embedding_options().cloned().unwrap_or_default();
+            if let Some(tokenizer) = &embedding.tokenizer {
                 check_path(&field("tokenizer"), Some(&self.resolve(tokenizer)), false)?;
             }
-            if let Some(voice_config) = &predictor.voice_config {
+            let voice_config = predictor
+                .speech_options()
+                .and_then(|o| o.voice_config.as_ref());
+            if let Some(voice_config) = voice_config {
                 check_path(
                     &field("voice_config"),
                     Some(&self.resolve(voice_config)),
                     false,
                 )?;
             }
-            predictor.defaults.check(&field("defaults"))?;
+            llama.defaults.check(&field("defaults"))?;
             let ranges = [
                 ("threads", predictor.threads, 1, MAX_THREADS),
-                ("parallel", predictor.parallel, 1, MAX_PARALLEL),
-                ("n_ctx", predictor.n_ctx, MIN_N_CTX, MAX_N_CTX),
-                ("max_length", predictor.max_length, 2, MAX_EMBEDDING_LENGTH),
+                ("parallel", llama.parallel, 1, MAX_PARALLEL),
+                ("n_ctx", llama.n_ctx, MIN_N_CTX, MAX_N_CTX),
+                ("max_length", embedding.max_length, 2, MAX_EMBEDDING_LENGTH),
             ];
             for (name, value, min, max) in ranges {
                 match value {

@@ -78,7 +78,7 @@ impl Registry {
         let own_whisper: Vec<PathBuf> = config
             .predictors
             .iter()
-            .filter(|p| p.backend == crate::config::Backend::Whisper)
+            .filter(|p| p.backend() == crate::config::Backend::Whisper)
             .map(|p| config.model_path(p))
             .collect();
         // A config file adds to the built-in models (unless `builtin_models = false`).
@@ -105,7 +105,8 @@ impl Registry {
         config.validate(crate::backends::validate)?;
         for predictor in &config.predictors {
             let path = config.model_path(predictor);
-            if predictor.backend == crate::config::Backend::Whisper && own_whisper.contains(&path) {
+            if predictor.backend() == crate::config::Backend::Whisper && own_whisper.contains(&path)
+            {
                 crate::backends::onnx::whisper::ct2::check_whisper_file(&path).map_err(|e| {
                     let tag = shown(&predictor.tag);
                     Error::invalid("model", format!("The predictor `{tag}`: {}", e.message))
@@ -127,7 +128,10 @@ impl Registry {
         };
         for predictor in &config.predictors {
             let needs_files = predictor.if_present.then(|| config.files_of(predictor));
-            let voice_aliases = predictor.voices.clone();
+            let voice_aliases = predictor
+                .speech_options()
+                .map(|o| o.voices.clone())
+                .unwrap_or_default();
             let (config, predictor) = (config.clone(), predictor.clone());
             let tag = predictor.tag.clone();
             registry.add(

@@ -268,7 +268,9 @@ fn config_parses_toml_and_rejects_unknown_keys() {
         "#,
     )
     .unwrap();
-    assert_eq!(config.predictors[0].n_ctx, Some(512));
+    let llama = config.predictors[0].llama_options().unwrap();
+    assert_eq!((llama.n_ctx, llama.parallel), (Some(512), Some(2)));
+    assert_eq!(config.predictors[0].threads, Some(1));
     assert_eq!(
         config.model_path(&config.predictors[0]),
         std::path::Path::new("/models/chat.gguf")

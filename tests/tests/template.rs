@@ -28,8 +28,11 @@ fn model_without_template() -> std::path::PathBuf {
 fn chat_without_a_template_is_a_clear_error_unless_one_is_configured() {
     let path = model_without_template();
     let client = |template: Option<&str>| {
-        let mut predictor = ingle::PredictorConfig::llama("@test/no-template", &path).parallel(1);
-        predictor.chat_template = template.map(str::to_string);
+        let predictor = ingle::PredictorConfig::llama("@test/no-template", &path).parallel(1);
+        let predictor = match template {
+            Some(template) => predictor.chat_template(template),
+            None => predictor,
+        };
         Client::from_config(&ingle::Config::empty().predictor(predictor)).unwrap()
     };
     let chat = ChatCompletionRequest {

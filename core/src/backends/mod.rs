@@ -6,7 +6,7 @@ pub mod espeak;
 pub mod llama;
 pub mod onnx;
 
-use crate::config::{Backend, Config, PredictorConfig};
+use crate::config::{Backend, BackendOptions, Config, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::Predictor;
 use std::path::PathBuf;
@@ -16,15 +16,21 @@ use std::sync::Arc;
 impl Config {
     /// Every file `predictor` needs (the model, a tokenizer, a voice config).
     pub fn files_of(&self, predictor: &PredictorConfig) -> Vec<PathBuf> {
+        let tokenizer = predictor
+            .embedding_options()
+            .and_then(|o| o.tokenizer.as_ref());
         let mut files: Vec<PathBuf> = std::iter::once(&predictor.model)
-            .chain(&predictor.tokenizer)
+            .chain(tokenizer)
             .map(|p| self.resolve(p))
             .collect();
-        if predictor.backend == Backend::Piper {
-            files.push(onnx::voice_config_path(self, predictor));
-        }
-        if predictor.backend == Backend::Whisper {
-            files.extend(onnx::whisper_files(&self.model_path(predictor)));
+        match &predictor.options {
+            BackendOptions::Piper(options) => {
+                files.push(onnx::voice_config_path(self, predictor, options))
+            }
+            BackendOptions::Whisper(_) => {
+                files.extend(onnx::whisper_files(&self.model_path(predictor)))
+            }
+            BackendOptions::Llama(_) | BackendOptions::OnnxEmbedding(_) => {}
         }
         files
     }
@@ -33,7 +39,7 @@ impl Config {
 /// Loads the predictor `predictor` describes; `config` says where its files are. Its options
 /// were checked with the config ([`validate`], by the registry), not again here.
 pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Predictor>> {
-    match predictor.backend {
+    match predictor.backend() {
         #[cfg(feature = "llama")]
         Backend::Llama => Ok(Arc::new(llama::LlamaPredictor::load(
             predictor,
@@ -49,28 +55,37 @@ pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Arc<dyn Pred
     }
 }
 
-/// Checks what can be checked of `predictor` without loading it: options its backend does
-/// not have, a chat template llama.cpp does not know. Errors name the option as `param`.
+/// Checks what can be checked of `predictor` without loading it (its options are its
+/// backend's by their type): a chat template llama.cpp does not know, a GPU that is not
+/// there, an embedding model without a tokenizer. Errors name the option as `param`.
 pub fn validate(predictor: &PredictorConfig) -> Result<()> {
-    match predictor.backend {
+    if let Some(option) = predictor.misplaced_options().first() {
+        return Err(Error::invalid(
+            *option,
+            format!(
+                "`{option}` is not an option of backend `{}` (predictor `{}`)",
+                predictor.backend().name(),
+                crate::error::shown(&predictor.tag)
+            ),
+        ));
+    }
+    match &predictor.options {
         #[cfg(feature = "llama")]
-        Backend::Llama => {
-            reject_options(predictor, llama::UNUSED_OPTIONS)?;
-            if let Some(template) = &predictor.chat_template {
+        BackendOptions::Llama(options) => {
+            if let Some(template) = &options.chat_template {
                 llama::check_chat_template(template)?;
             }
             llama::gpu::check_device(predictor)
         }
         #[cfg(not(feature = "llama"))]
-        Backend::Llama => Err(without_llama()),
-        Backend::OnnxEmbedding => {
-            reject_options(predictor, onnx::EMBEDDING_UNUSED_OPTIONS)?;
+        BackendOptions::Llama(_) => Err(without_llama()),
+        BackendOptions::OnnxEmbedding(options) => {
             // A Hub reference brings its tokenizer.json from the repo.
             let from_the_hub = predictor
                 .model
                 .to_str()
                 .is_some_and(crate::pull::hub::HubRef::looks_like);
-            if predictor.tokenizer.is_none() && !from_the_hub {
+            if options.tokenizer.is_none() && !from_the_hub {
                 return Err(Error::invalid(
                     "tokenizer",
                     format!(
@@ -81,9 +96,8 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
             }
             Ok(())
         }
-        Backend::Piper => {
-            reject_options(predictor, onnx::SPEECH_UNUSED_OPTIONS)?;
-            if let Some(alias) = predictor.voices.keys().find(|a| a.trim().is_empty()) {
+        BackendOptions::Piper(options) => {
+            if let Some(alias) = options.voices.keys().find(|a| a.trim().is_empty()) {
                 return Err(Error::invalid(
                     "voices",
                     format!(
@@ -94,41 +108,11 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
             }
             Ok(())
         }
-        Backend::Whisper => reject_options(predictor, onnx::TRANSCRIPTION_UNUSED_OPTIONS),
+        BackendOptions::Whisper(_) => Ok(()),
     }
 }
 
 #[cfg(not(feature = "llama"))]
 fn without_llama() -> Error {
     Error::model("This build of ingle has no llama.cpp backend (the `llama` feature is off)")
-}
-
-/// An error for options of `predictor`'s config that its backend does not have (a typo or a
-/// copy-paste from another predictor would otherwise be silently ignored).
-pub(crate) fn reject_options(predictor: &PredictorConfig, options: &[&str]) -> Result<()> {
-    let given = |name: &str| match name {
-        "n_ctx" => predictor.n_ctx.is_some(),
-        "parallel" => predictor.parallel.is_some(),
-        "n_gpu_layers" => predictor.n_gpu_layers.is_some(),
-        "device" => predictor.device.is_some(),
-        "chat_template" => predictor.chat_template.is_some(),
-        "tokenizer" => predictor.tokenizer.is_some(),
-        "max_length" => predictor.max_length.is_some(),
-        "pooling" => predictor.pooling.is_some(),
-        "voice_config" => predictor.voice_config.is_some(),
-        "voices" => !predictor.voices.is_empty(),
-        "defaults" => predictor.defaults != crate::config::SamplingDefaults::default(),
-        _ => false,
-    };
-    match options.iter().find(|o| given(o)) {
-        Some(option) => Err(Error::invalid(
-            *option,
-            format!(
-                "`{option}` is not an option of backend `{}` (predictor `{}`)",
-                predictor.backend.name(),
-                crate::error::shown(&predictor.tag)
-            ),
-        )),
-        None => Ok(()),
-    }
 }

@@ -56,3 +56,78 @@ fn a_config_file_adds_to_the_built_in_models_and_wins_on_a_shared_tag() {
     assert!(!alone.builtin_models);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_option_of_another_backend_is_a_parse_error_naming_it() {
+    // Each backend's options are a closed list: a chat model's `n_ctx` on an embedding model,
+    // an embedding model's `tokenizer` on a chat model.
+    let toml = "[[predictors]]\ntag = \"@me/embed\"\nbackend = \"onnx-embedding\"\n\
+                model = \"m.onnx\"\ntokenizer = \"t.json\"\nn_ctx = 512\n";
+    let error = Config::from_toml(toml).unwrap_err();
+    assert!(
+        error.message.contains("predictors[0]")
+            && error
+                .message
+                .contains("`n_ctx` is not an option of backend `onnx-embedding`"),
+        "{error}"
+    );
+    assert!(
+        error.message.contains("`max_length`"),
+        "names what it takes: {error}"
+    );
+    let json = r#"{"predictors": [{"tag": "@me/chat", "backend": "llama", "model": "a.gguf",
+                   "tokenizer": "t.json"}]}"#;
+    let error = Config::from_json(json).unwrap_err();
+    assert!(
+        error
+            .message
+            .contains("`tokenizer` is not an option of backend `llama`"),
+        "{error}"
+    );
+    // A Whisper model takes none but every predictor's.
+    let toml = "[[predictors]]\ntag = \"@me/w\"\nbackend = \"whisper\"\nmodel = \"m.bin\"\n\
+                threads = 2\nvoices = { alloy = \"x\" }\n";
+    let error = Config::from_toml(toml).unwrap_err();
+    assert!(
+        error
+            .message
+            .contains("`voices` is not an option of backend `whisper`"),
+        "{error}"
+    );
+    // A value of the wrong type is named by its whole path, as before.
+    let toml =
+        "[[predictors]]\ntag = \"x\"\nbackend = \"llama\"\nmodel = \"m\"\nn_gpu_layers = -1\n";
+    let error = Config::from_toml(toml).unwrap_err();
+    assert!(
+        error.message.contains("predictors[0].n_gpu_layers"),
+        "{error}"
+    );
+    // Each backend's own options still parse, with every predictor's.
+    let toml = "[[predictors]]\ntag = \"@me/w\"\nbackend = \"whisper\"\nmodel = \"m.bin\"\n\
+                threads = 2\nif_present = true\n\
+                [[predictors]]\ntag = \"@me/v\"\nbackend = \"piper\"\nmodel = \"v.onnx\"\n\
+                voices = { alloy = \"x\" }\n\
+                [[predictors]]\ntag = \"@me/c\"\nbackend = \"llama\"\nmodel = \"c.gguf\"\n\
+                device = 0\n[predictors.defaults]\ntemperature = 0.5\n";
+    let config = Config::from_toml(toml).unwrap();
+    let [whisper, piper, llama] = &config.predictors[..] else {
+        panic!("{config:?}")
+    };
+    assert_eq!(
+        (whisper.backend(), whisper.threads, whisper.if_present),
+        (Backend::Whisper, Some(2), true)
+    );
+    assert_eq!(piper.speech_options().unwrap().voices["alloy"], "x");
+    let llama = llama.llama_options().unwrap();
+    assert_eq!(
+        (llama.device.as_deref(), llama.defaults.temperature),
+        (Some("0"), Some(0.5))
+    );
+    // An unknown backend, or none, says so.
+    let error =
+        Config::from_toml("[[predictors]]\ntag = \"x\"\nbackend = \"vllm\"\nmodel = \"m\"\n")
+            .unwrap_err();
+    assert!(error.message.contains("unknown variant `vllm`"), "{error}");
+    let error = Config::from_toml("[[predictors]]\ntag = \"x\"\nmodel = \"m\"\n").unwrap_err();
+    assert!(error.message.contains("backend"), "{error}");
+}

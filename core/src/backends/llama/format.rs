@@ -90,7 +90,7 @@ impl ChatFormat {
                     Error::invalid("chat_template", "The chat template contains a NUL byte")
                 })
         };
-        match &config.chat_template {
+        match &super::options_of(config).chat_template {
             Some(text) if is_jinja(text) => Ok(Some(ChatFormat::Jinja(Box::new(
                 ChatTemplate::new(&config.tag, text, &bos, &eos)
                     .map_err(|e| Error::invalid("chat_template", e.message))?,

@@ -384,7 +384,7 @@ fn reserve(device: &GpuDevice) -> u64 {
     (256u64 << 20).max(memory(device).1 / 20)
 }
 
-/// The GPU `config.device` names (by index, ggml name or a part of its description), else
+/// The GPU `device` option names (by index, ggml name or a part of its description), else
 /// the one with the most free memory; None without a GPU.
 fn chosen_device<'a>(
     config: &crate::config::PredictorConfig,
@@ -392,7 +392,7 @@ fn chosen_device<'a>(
 ) -> crate::Result<Option<&'a GpuDevice>> {
     use crate::error::{shown, Error};
     let tag = shown(&config.tag);
-    let device = match &config.device {
+    let device = match &super::options_of(config).device {
         Some(wanted) => {
             let wanted_lower = wanted.trim().to_lowercase();
             if wanted_lower == "cpu" {
@@ -451,10 +451,10 @@ fn chosen_device<'a>(
     Ok(device)
 }
 
-/// An error unless `config.device` names a GPU of this process (loading the GPU modules if
+/// An error unless the `device` option names a GPU of this process (loading the GPU modules if
 /// they are not yet): the config is checked before its model loads.
 pub fn check_device(config: &crate::config::PredictorConfig) -> crate::Result<()> {
-    match config.device.as_deref().map(str::trim) {
+    match super::options_of(config).device.as_deref().map(str::trim) {
         None => return Ok(()),
         Some(d) if d.eq_ignore_ascii_case("cpu") => return Ok(()),
         Some(_) => {}
@@ -494,7 +494,7 @@ pub fn plan(config: &crate::config::PredictorConfig, size: &ModelSize) -> crate:
     };
     let device = chosen_device(config, devices)?;
     let Some(device) = device else {
-        let offload = on_cpu(if config.device.is_some() {
+        let offload = on_cpu(if super::options_of(config).device.is_some() {
             "device"
         } else {
             "no GPU"
@@ -502,7 +502,7 @@ pub fn plan(config: &crate::config::PredictorConfig, size: &ModelSize) -> crate:
         record(&offload);
         return Ok(offload);
     };
-    if config.n_gpu_layers == Some(0) {
+    if super::options_of(config).n_gpu_layers == Some(0) {
         let offload = on_cpu("n_gpu_layers");
         record(&offload);
         return Ok(offload);
@@ -511,7 +511,7 @@ pub fn plan(config: &crate::config::PredictorConfig, size: &ModelSize) -> crate:
     let usable = free.saturating_sub(reserve(device));
     let (fitting, per_layer) = layers_that_fit(usable, size, layers_total);
     let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    let (layers, chosen_by) = match config.n_gpu_layers {
+    let (layers, chosen_by) = match super::options_of(config).n_gpu_layers {
         Some(n) => {
             let n = n.min(layers_total);
             if n > fitting {
@@ -601,8 +601,8 @@ pub(super) fn offload(
     parallel: u32,
 ) -> crate::Result<Offload> {
     let no_gpu = loaded().is_none_or(|g| g.devices.is_empty());
-    let cpu_asked = config.n_gpu_layers == Some(0)
-        || config
+    let cpu_asked = super::options_of(config).n_gpu_layers == Some(0)
+        || super::options_of(config)
             .device
             .as_deref()
             .is_some_and(|d| d.trim().eq_ignore_ascii_case("cpu"));

@@ -78,7 +78,7 @@ pub(super) fn context_size(
     parallel: u32,
 ) -> (u32, u32) {
     let mut parallel = parallel;
-    let mut n_ctx = config
+    let mut n_ctx = super::options_of(config)
         .n_ctx
         .unwrap_or(super::DEFAULT_N_CTX)
         .min(model.n_ctx_train())
@@ -86,9 +86,11 @@ pub(super) fn context_size(
     if let Some(available) = available_memory() {
         let budget = available / 2;
         while kv_bytes(model, n_ctx, parallel) > budget {
-            if config.parallel.is_none() && parallel > 1 {
+            if super::options_of(config).parallel.is_none() && parallel > 1 {
                 parallel /= 2;
-            } else if config.n_ctx.is_none() && n_ctx / 2 >= crate::config::MIN_N_CTX {
+            } else if super::options_of(config).n_ctx.is_none()
+                && n_ctx / 2 >= crate::config::MIN_N_CTX
+            {
                 n_ctx /= 2;
             } else {
                 break;

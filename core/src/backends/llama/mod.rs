@@ -36,7 +36,7 @@ pub use super::cores::{capped_threads, default_threads};
 use crate::chat::tool_calls::{
     answered_calls, ToolCallDeltas, ToolCallParser, ToolFormat, TurnRules, HERMES,
 };
-use crate::config::PredictorConfig;
+use crate::config::{LlamaOptions, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::{
     AtomicHistogram, Context, Inputs, Metrics, OutputStream, Predictor, PredictorKind, Signature,
@@ -89,14 +89,13 @@ pub fn backend() -> Result<&'static LlamaBackend> {
         .map_err(|e| Error::model(format!("Cannot initialise llama.cpp: {e}")))
 }
 
-/// Config options this backend has no use for.
-pub const UNUSED_OPTIONS: &[&str] = &[
-    "tokenizer",
-    "max_length",
-    "pooling",
-    "voice_config",
-    "voices",
-];
+/// The options of a llama predictor's config: every config this backend is given is one
+/// (`backends::load` picks the backend by them); another's reads as no options given.
+pub(crate) fn options_of(config: &PredictorConfig) -> &LlamaOptions {
+    static NONE: std::sync::LazyLock<LlamaOptions> =
+        std::sync::LazyLock::new(LlamaOptions::default);
+    config.llama_options().unwrap_or(&NONE)
+}
 
 /// Counters shared by the predictor and its scheduler thread.
 #[derive(Default)]
@@ -162,7 +161,7 @@ impl LlamaPredictor {
         }
         check_gguf(model_path, &config.tag)?;
         let threads = capped_threads(config.threads, &config.tag);
-        let parallel = config.parallel.unwrap_or(DEFAULT_PARALLEL);
+        let parallel = options_of(config).parallel.unwrap_or(DEFAULT_PARALLEL);
         if parallel == 0 || parallel > crate::config::MAX_PARALLEL {
             return Err(Error::invalid(
                 "parallel",
@@ -185,7 +184,7 @@ impl LlamaPredictor {
         })?;
         let (n_ctx, parallel) = context_size(config, &model, parallel);
         check_kv_memory(&model, n_ctx, parallel, &config.tag)?;
-        let sampling = Sampling::of(&model, &config.defaults);
+        let sampling = Sampling::of(&model, &options_of(config).defaults);
         let template = ChatFormat::of(&model, config)?;
         let tools_supported = template.as_ref().is_some_and(ChatFormat::supports_tools);
         // The longest text one token stands for: a prompt of B bytes is at least

@@ -39,17 +39,6 @@ use tokenizers::{Tokenizer, TruncationParams};
 pub const DEFAULT_MAX_LENGTH: u32 = 256;
 /// Most texts one request may embed (the OpenAI API's limit too).
 pub const MAX_INPUTS: usize = 2048;
-/// Config options this backend has no use for.
-pub const EMBEDDING_UNUSED_OPTIONS: &[&str] = &[
-    "n_ctx",
-    "parallel",
-    "chat_template",
-    "voice_config",
-    "voices",
-    "defaults",
-    "n_gpu_layers",
-    "device",
-];
 /// Texts run through the model at once; more are split into sub-batches of this size.
 const SUB_BATCH: usize = 32;
 /// Most tokens of one sub-batch, padding included. This bounds the working memory of any
@@ -122,7 +111,8 @@ impl EmbeddingPredictor {
     pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
         let tag = &predictor.tag;
         let model_path = config.model_path(predictor);
-        let tokenizer_path = predictor.tokenizer.as_ref().map(|t| config.resolve(t));
+        let options = predictor.embedding_options().cloned().unwrap_or_default();
+        let tokenizer_path = options.tokenizer.as_ref().map(|t| config.resolve(t));
         let tokenizer_path = tokenizer_path.ok_or_else(|| {
             Error::invalid(
                 "config",
@@ -133,14 +123,14 @@ impl EmbeddingPredictor {
             super::check_file(what, path, tag)?;
         }
         let threads = crate::backends::cores::capped_threads(predictor.threads, tag) as usize;
-        let max_length = predictor.max_length.unwrap_or(DEFAULT_MAX_LENGTH) as usize;
+        let max_length = options.max_length.unwrap_or(DEFAULT_MAX_LENGTH) as usize;
         if threads == 0 || max_length < 2 {
             return Err(Error::invalid(
                 "config",
                 format!("`threads` of `{tag}` must be at least 1 and `max_length` at least 2"),
             ));
         }
-        let pooling = predictor.pooling.unwrap_or(Pooling::Mean);
+        let pooling = options.pooling.unwrap_or(Pooling::Mean);
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let key = (
             canonical(&model_path),

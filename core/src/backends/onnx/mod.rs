@@ -11,13 +11,10 @@ pub(crate) mod embedding;
 pub(crate) mod speech;
 pub mod whisper;
 
-pub use embedding::{EmbeddingPredictor, DEFAULT_MAX_LENGTH, EMBEDDING_UNUSED_OPTIONS, MAX_INPUTS};
-pub use speech::{
-    voice_config_path, SpeechPredictor, MAX_INPUT_CHARS, MAX_SPEED, MIN_SPEED,
-    SPEECH_UNUSED_OPTIONS,
-};
+pub use embedding::{EmbeddingPredictor, DEFAULT_MAX_LENGTH, MAX_INPUTS};
+pub use speech::{voice_config_path, SpeechPredictor, MAX_INPUT_CHARS, MAX_SPEED, MIN_SPEED};
 
-pub use whisper::{whisper_files, TranscriptionPredictor, TRANSCRIPTION_UNUSED_OPTIONS};
+pub use whisper::{whisper_files, TranscriptionPredictor};
 
 use crate::error::ErrorCode;
 use crate::error::{Error, Result};

@@ -10,7 +10,7 @@
 
 use super::{environment, load_session, ort_error, Graph};
 use crate::backends::espeak;
-use crate::config::{Config, PredictorConfig};
+use crate::config::{Config, PredictorConfig, SpeechOptions};
 use crate::error::ErrorCode;
 use crate::error::{Error, Result};
 use crate::predict::{
@@ -26,18 +26,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-/// Config options this backend has no use for.
-pub const SPEECH_UNUSED_OPTIONS: &[&str] = &[
-    "n_ctx",
-    "parallel",
-    "chat_template",
-    "tokenizer",
-    "max_length",
-    "pooling",
-    "defaults",
-    "n_gpu_layers",
-    "device",
-];
 /// Speed bounds (OpenAI's).
 pub const MIN_SPEED: f64 = 0.25;
 pub const MAX_SPEED: f64 = 4.0;
@@ -117,9 +105,13 @@ pub struct SpeechPredictor {
     weights_bytes: u64,
 }
 
-/// Where a voice's config is: `predictor.voice_config`, else the model path + `.json`.
-pub fn voice_config_path(config: &Config, predictor: &PredictorConfig) -> PathBuf {
-    match &predictor.voice_config {
+/// Where a voice's config is: its `voice_config`, else the model path + `.json`.
+pub fn voice_config_path(
+    config: &Config,
+    predictor: &PredictorConfig,
+    options: &SpeechOptions,
+) -> PathBuf {
+    match &options.voice_config {
         Some(path) => config.resolve(path),
         None => {
             let mut path = config.model_path(predictor).into_os_string();
@@ -133,7 +125,8 @@ impl SpeechPredictor {
     pub fn load(config: &Config, predictor: &PredictorConfig) -> Result<Self> {
         let tag = &predictor.tag;
         let model_path = config.model_path(predictor);
-        let config_path = voice_config_path(config, predictor);
+        let options = predictor.speech_options().cloned().unwrap_or_default();
+        let config_path = voice_config_path(config, predictor, &options);
         for (what, path) in [("model file", &model_path), ("voice config", &config_path)] {
             super::check_file(what, path, tag)?;
         }
@@ -174,7 +167,7 @@ impl SpeechPredictor {
         } else {
             vec![(voice.dataset.clone().unwrap_or_else(|| "default".into()), 0)]
         };
-        if let Some((alias, name)) = predictor
+        if let Some((alias, name)) = options
             .voices
             .iter()
             .find(|(_, name)| !voices.iter().any(|(v, _)| v == *name))

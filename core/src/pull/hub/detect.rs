@@ -471,7 +471,7 @@ impl Selection {
                 }
                 if let Some(pooling) = read("1_Pooling/config.json") {
                     let on = |key: &str| pooling.get(key).and_then(|v| v.as_bool()) == Some(true);
-                    predictor.pooling = Some(if on("pooling_mode_cls_token") {
+                    predictor = predictor.pooling(if on("pooling_mode_cls_token") {
                         crate::config::Pooling::Cls
                     } else if on("pooling_mode_mean_tokens") {
                         crate::config::Pooling::Mean

@@ -24,6 +24,7 @@ pub mod reference;
 pub use detect::Selection;
 pub use reference::HubRef;
 
+use crate::config::{BackendOptions, EmbeddingOptions};
 use crate::error::ErrorCode;
 use crate::error::{shown, Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
@@ -302,23 +303,33 @@ pub fn resolved(
     let cached =
         find_cached(&settings, &reference)?.ok_or_else(|| not_pulled(&reference, &settings))?;
     let found = cached.predictor()?;
-    if found.backend != predictor.backend {
+    if found.backend() != predictor.backend() {
         return Err(Error::invalid(
             "model",
             format!(
                 "The config gives `{}` the backend `{}`, but {} is a `{}` model",
                 shown(&predictor.tag),
-                predictor.backend.name(),
+                predictor.backend().name(),
                 cached.reference,
-                found.backend.name()
+                found.backend().name()
             ),
         ));
     }
+    // The config's own options, else what the repo says (an embedding model's tokenizer,
+    // window and pooling).
+    let options = match (&predictor.options, found.options) {
+        (BackendOptions::OnnxEmbedding(given), BackendOptions::OnnxEmbedding(read)) => {
+            BackendOptions::OnnxEmbedding(EmbeddingOptions {
+                tokenizer: given.tokenizer.clone().or(read.tokenizer),
+                max_length: given.max_length.or(read.max_length),
+                pooling: given.pooling.or(read.pooling),
+            })
+        }
+        (given, _) => given.clone(),
+    };
     Ok(crate::config::PredictorConfig {
         model: found.model,
-        tokenizer: predictor.tokenizer.clone().or(found.tokenizer),
-        max_length: predictor.max_length.or(found.max_length),
-        pooling: predictor.pooling.or(found.pooling),
+        options,
         ..predictor.clone()
     })
 }

@@ -34,21 +34,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-/// Config options a Whisper predictor has no use for.
-pub const TRANSCRIPTION_UNUSED_OPTIONS: &[&str] = &[
-    "n_ctx",
-    "parallel",
-    "chat_template",
-    "tokenizer",
-    "max_length",
-    "pooling",
-    "voice_config",
-    "voices",
-    "defaults",
-    "n_gpu_layers",
-    "device",
-];
-
 /// The rate Whisper hears at.
 pub const SAMPLE_RATE: u32 = mel::SAMPLE_RATE as u32;
 
