@@ -238,7 +238,7 @@ class Models {
 
   async retrieve(model) {
     stringArgument(model, 'model', 'models.retrieve(model)');
-    return JSON.parse(await call(() => this._native.call('models.retrieve', JSON.stringify({ model }))));
+    return JSON.parse(await call(() => this._native.call('models.retrieve', toJson({ model }))));
   }
 
   /** Frees the model's memory (weights, KV cache, threads); the next request loads it again.

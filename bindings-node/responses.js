@@ -214,7 +214,7 @@ class InputItems {
     if (limit !== null && limit !== undefined && !Number.isInteger(limit)) {
       throw badRequest('limit', `\`limit\` must be an integer, not ${limit}`);
     }
-    const request = JSON.stringify({ response_id: responseId, after, limit, order });
+    const request = toJson({ response_id: responseId, after, limit, order });
     return JSON.parse(await call(() => this._native.call('responses.input_items.list', request)));
   }
 }
@@ -278,13 +278,13 @@ class Responses {
   /** A stored response, by id. */
   async retrieve(responseId) {
     stringArgument(responseId, 'response_id', 'responses.retrieve(responseId)');
-    return withOutputText(JSON.parse(await call(() => this._native.call('responses.retrieve', JSON.stringify({ response_id: responseId })))));
+    return withOutputText(JSON.parse(await call(() => this._native.call('responses.retrieve', toJson({ response_id: responseId })))));
   }
 
   /** Forgets a stored response. Resolves to nothing, as openai's. */
   async delete(responseId) {
     stringArgument(responseId, 'response_id', 'responses.delete(responseId)');
-    await call(() => this._native.call('responses.delete', JSON.stringify({ response_id: responseId })));
+    await call(() => this._native.call('responses.delete', toJson({ response_id: responseId })));
   }
 }
 

@@ -1,10 +1,12 @@
 //! The core's method table at the C ABI: `ingle_call` runs any method that answers whole,
 //! `ingle_call_stream` any that answers in parts, each by its name and its request as JSON. The
-//! typed functions of the other modules are these two with the name filled in.
+//! typed JSON functions of the other modules are these two with the name filled in, but for
+//! `ingle_responses_stream` (which returns the status of a response that failed, where the
+//! events only carry it) and `ingle_responses_delete` (whose `out_json` may be NULL).
 
 use crate::call::{callback_arg, client_arg, deliver, ffi_call, give_string, out_arg, str_arg};
 use crate::{IngleChunkCallback, IngleClient, IngleStatus};
-use ingle_core::methods::{method, Gives, Takes};
+use ingle_core::methods::{method, Gives};
 use ingle_core::Error;
 use std::ffi::{c_char, c_void};
 
@@ -66,9 +68,7 @@ pub(crate) fn call_whole(
     let method = method(name)?;
     match (method.gives, method.takes) {
         (Gives::Json, _) => method.call(client, request, None)?.into_text(),
-        (Gives::Body, Takes::Upload) => Err(elsewhere(name, "ingle_audio_transcriptions_create")),
-        (Gives::Body, _) => Err(elsewhere(name, "ingle_audio_speech_create")),
-        (Gives::Audio, _) => Err(elsewhere(name, "ingle_audio_speech_stream")),
+        (Gives::Body | Gives::Audio, _) => Err(elsewhere(name)),
         (Gives::Chunks | Gives::NamedEvents | Gives::Events, _) => Err(Error::invalid(
             "method",
             format!("`{name}` answers in parts: call it with `ingle_call_stream`"),
@@ -84,8 +84,7 @@ pub(crate) fn call_streamed(
 ) -> ingle_core::Result<ingle_core::json_text::JsonTextStream> {
     let method = method(name)?;
     match method.gives {
-        Gives::Events => Err(elsewhere(name, "ingle_audio_transcriptions_stream")),
-        Gives::Audio => Err(elsewhere(name, "ingle_audio_speech_stream")),
+        Gives::Events | Gives::Audio => Err(elsewhere(name)),
         Gives::Chunks | Gives::NamedEvents => method.call(client, request, None)?.into_stream(),
         Gives::Json | Gives::Body => Err(Error::invalid(
             "method",
@@ -94,7 +93,10 @@ pub(crate) fn call_streamed(
     }
 }
 
-fn elsewhere(name: &str, function: &str) -> Error {
+/// A method whose request or answer is audio, which has a function of its own: the method's
+/// name as a C function (`audio.translations.create` is `ingle_audio_translations_create`).
+fn elsewhere(name: &str) -> Error {
+    let function = format!("ingle_{}", name.replace('.', "_"));
     Error::invalid(
         "method",
         format!("`{name}` takes or gives audio, which JSON text cannot carry: call `{function}`"),

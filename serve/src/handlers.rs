@@ -99,38 +99,45 @@ async fn read(state: &AppState, method: &Method, request: Request) -> Result<Par
             Ok(Parsed::Transcription(request, audio))
         }
         Takes::Named => {
-            let route = method.route.map_or("", |r| r.path);
-            let named = named_values(route, request.uri())
+            let named = named_values(method, request.uri())
                 .map_err(|error| error_response(StatusCode::BAD_REQUEST, &error))?;
             method.parse(&named.to_string(), None).map_err(core_error)
         }
     }
 }
 
-/// The values a route names: its `{name}` (or `{*name}`) segment and its query parameters,
-/// percent-decoded, as a JSON object of strings.
-fn named_values(route: &str, uri: &Uri) -> Result<serde_json::Value, Error> {
+/// The values a route names, as a JSON object: its `{name}` (or `{*name}`) segment,
+/// percent-decoded, and for a method that takes more (`responses.input_items.list`) its query
+/// parameters, each one of the method's (an `integer` one read as a number), OpenAI's
+/// `include` ignored. A method that takes nothing more ignores its query, as OpenAI does.
+fn named_values(method: &Method, uri: &Uri) -> Result<serde_json::Value, Error> {
     let mut values = serde_json::Map::new();
+    let route = method.route.map_or("", |r| r.path);
     if let Some((before, rest)) = route.split_once('{') {
         let (name, after) = rest.split_once('}').unwrap_or((rest, ""));
         let name = name.trim_start_matches('*');
         let path = uri.path();
         let start = path.find(before).map_or(path.len(), |i| i + before.len());
         let raw = path[start..].strip_suffix(after).unwrap_or(&path[start..]);
-        let value = percent_decode(raw).ok_or_else(|| {
-            let error = Error::invalid(
-                name,
-                format!(
-                    "The `{name}` in the URL is not valid UTF-8 once percent-decoded ({})",
-                    ingle::error::shown(raw)
-                ),
-            );
-            match name {
-                "model" => error.with_code(ErrorCode::InvalidModelId),
-                _ => error,
+        let value = match (percent_decode(raw), name) {
+            (Some(value), _) => value,
+            (None, "model") => {
+                let error = Error::invalid(
+                    "model",
+                    format!(
+                        "The model id in the URL is not valid UTF-8 once percent-decoded ({})",
+                        ingle::error::shown(raw)
+                    ),
+                );
+                return Err(error.with_code(ErrorCode::InvalidModelId));
             }
-        })?;
+            // An id no stored response has: not found, by the method.
+            (None, _) => raw.to_string(),
+        };
         values.insert(name.to_string(), value.into());
+    }
+    if method.optional.is_empty() {
+        return Ok(serde_json::Value::Object(values));
     }
     for pair in uri
         .query()
@@ -139,9 +146,31 @@ fn named_values(route: &str, uri: &Uri) -> Result<serde_json::Value, Error> {
         .filter(|p| !p.is_empty())
     {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let key = percent_decode(key).unwrap_or_else(|| key.to_string());
         let value = percent_decode(&value.replace('+', " ")).unwrap_or_default();
-        values.insert(key, value.into());
+        if key == "include" || key == "include[]" {
+            continue; // extra fields to add; the items here have none
+        }
+        let Some((name, schema)) = method.optional.iter().find(|(name, _)| *name == key) else {
+            return Err(Error::invalid(
+                key.to_string(),
+                format!("Unrecognized query parameter: {}", ingle::error::shown(key)),
+            ));
+        };
+        let value = if schema.contains(r#""type": "integer""#) {
+            let number = value.parse::<i64>().map_err(|_| {
+                Error::invalid(
+                    *name,
+                    format!(
+                        "Invalid value for `{name}`: '{}' (an integer)",
+                        ingle::error::shown(&value)
+                    ),
+                )
+            })?;
+            serde_json::Value::from(number)
+        } else {
+            serde_json::Value::from(value)
+        };
+        values.insert(name.to_string(), value);
     }
     Ok(serde_json::Value::Object(values))
 }

@@ -8,11 +8,11 @@ pub fn openapi() -> serde_json::Value {
     let error = serde_json::json!({"$ref": "#/components/schemas/Error"});
     let object = |required: &[&str]| serde_json::json!({"type": "object", "required": required, "additionalProperties": true});
     let json_body = |schema: serde_json::Value| serde_json::json!({"required": true, "content": {"application/json": {"schema": schema}}});
-    let answers = |ok: &str, streams: bool| {
+    let answers = |ok: &str, streamed: Option<&str>| {
         let mut content = serde_json::json!({"application/json": {"schema": {"type": "object"}}});
-        if streams {
+        if let Some(events) = streamed {
             content["text/event-stream"] = serde_json::json!({
-                "schema": {"type": "string", "description": "Server-sent events, with `stream: true`"}
+                "schema": {"type": "string", "description": events}
             });
         }
         serde_json::json!({
@@ -30,7 +30,17 @@ pub fn openapi() -> serde_json::Value {
     for method in METHODS {
         let Some(route) = method.route else { continue };
         let path = route.path.replace("{*", "{");
-        let streams = method.streamed_by.is_some();
+        // How the method that streams a `stream: true` request frames its events.
+        let streamed = method
+            .streamed_by
+            .and_then(|name| ingle::methods::method(name).ok())
+            .map(|m| match m.gives {
+                Gives::Chunks => "`data: {chunk}` events, then `data: [DONE]`".to_string(),
+                Gives::NamedEvents => format!("`event:` and `data:` lines: {}", m.answer),
+                _ => m.answer.to_string(),
+            });
+        let schema =
+            |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
         let mut operation = serde_json::json!({"summary": method.summary});
         match method.takes {
             Takes::Json => {
@@ -41,8 +51,8 @@ pub fn openapi() -> serde_json::Value {
                     "file": {"type": "string", "format": "binary", "description": "The audio: wav, flac, mp3, ogg (vorbis, opus), webm or m4a"},
                     "model": {"type": "string"},
                 });
-                for (name, kind) in method.optional {
-                    properties[*name] = serde_json::json!({"type": kind});
+                for (name, field) in method.optional {
+                    properties[*name] = schema(field);
                 }
                 operation["requestBody"] = serde_json::json!({"required": true, "content": {"multipart/form-data": {"schema": {
                     "type": "object",
@@ -56,9 +66,9 @@ pub fn openapi() -> serde_json::Value {
                     let name = rest.split_once('}').map_or(rest, |(name, _)| name);
                     parameters.push(serde_json::json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}));
                 }
-                for (name, kind) in method.optional {
+                for (name, field) in method.optional {
                     parameters.push(
-                        serde_json::json!({"name": name, "in": "query", "schema": {"type": kind}}),
+                        serde_json::json!({"name": name, "in": "query", "schema": schema(field)}),
                     );
                 }
                 if !parameters.is_empty() {
@@ -66,7 +76,7 @@ pub fn openapi() -> serde_json::Value {
                 }
             }
         }
-        let mut responses = answers(method.answer, streams);
+        let mut responses = answers(method.answer, streamed.as_deref());
         match method.gives {
             Gives::Body => {
                 responses["200"]["content"] = serde_json::json!({
@@ -74,9 +84,9 @@ pub fn openapi() -> serde_json::Value {
                     "text/plain": {"schema": {"type": "string"}},
                     "text/vtt": {"schema": {"type": "string"}},
                 });
-                if streams {
+                if let Some(events) = &streamed {
                     responses["200"]["content"]["text/event-stream"] =
-                        serde_json::json!({"schema": {"type": "string"}});
+                        serde_json::json!({"schema": {"type": "string", "description": events}});
                 }
             }
             Gives::Audio => {

@@ -1746,3 +1746,57 @@ fn generation_options_at_their_edges_are_400_naming_the_field_or_served() {
         200
     );
 }
+
+#[test]
+fn a_query_is_read_only_where_the_route_takes_one() {
+    let server = TestServer::default();
+    // Routes that take no query ignore one (Azure clients add `api-version` to every request).
+    let listed = server.request("GET", "/v1/models?api-version=2024-06-01", &[], b"");
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let model = server.request(
+        "GET",
+        "/v1/models/@local/smollm2-135m-instruct?model=other",
+        &[],
+        b"",
+    );
+    assert_eq!(
+        (model.status, model.json()["id"].as_str()),
+        (200, Some("@local/smollm2-135m-instruct"))
+    );
+    let missing = server.request("GET", "/v1/responses/resp_nothing?include[]=x", &[], b"");
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    // An id that is not UTF-8 once decoded is no stored response's.
+    let missing = server.request("GET", "/v1/responses/%FF", &[], b"");
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    let bad_model = server.request("GET", "/v1/models/%FF", &[], b"");
+    assert_eq!(
+        (bad_model.status, bad_model.error()["code"].as_str()),
+        (400, Some("invalid_model_id"))
+    );
+    // input_items reads its own parameters, in order; no query value stands for the path's.
+    let items = "/v1/responses/resp_nothing/input_items";
+    for (query, param) in [
+        ("response_id=resp_other", "response_id"),
+        ("limit=abc&colour=red", "limit"),
+        ("colour=red&limit=abc", "colour"),
+    ] {
+        let answer = server.request("GET", &format!("{items}?{query}"), &[], b"");
+        assert_eq!(
+            (answer.status, answer.error()["param"].as_str()),
+            (400, Some(param)),
+            "{query}: {}",
+            answer.body
+        );
+    }
+    let answer = server.request("GET", &format!("{items}?colour=red"), &[], b"");
+    assert!(
+        answer.error()["message"]
+            .as_str()
+            .unwrap()
+            .contains("Unrecognized query parameter: colour"),
+        "{}",
+        answer.body
+    );
+    let answer = server.request("GET", &format!("{items}?limit=5&include[]=x"), &[], b"");
+    assert_eq!(answer.status, 404, "{}", answer.body);
+}

@@ -238,6 +238,8 @@ static void test_call_by_method_name(void) {
     CHECK(strstr(ingle_last_error(), "ingle_call`"), "%s", ingle_last_error());
     CHECK_STATUS(ingle_call(client, "audio.transcriptions.create", "{}", &out), INGLE_ERROR_INVALID_REQUEST);
     CHECK(strstr(ingle_last_error(), "ingle_audio_transcriptions_create"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_call(client, "audio.translations.create", "{}", &out), INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "ingle_audio_translations_create"), "%s", ingle_last_error());
     CHECK_STATUS(ingle_call(client, NULL, "{}", &out), INGLE_ERROR_NULL_ARGUMENT);
     CHECK(strstr(ingle_last_error_json(), "\"param\":\"method\""), "%s", ingle_last_error_json());
 }

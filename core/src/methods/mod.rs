@@ -101,8 +101,9 @@ pub struct Method {
     /// The fields a request must have (for the OpenAPI description; the parse checks them).
     pub required: &'static [&'static str],
     /// For a [`Takes::Named`] or [`Takes::Upload`] method, the other fields it takes, each with
-    /// its JSON type (for the OpenAPI description: query parameters, upload parts). A JSON
-    /// body's fields are its request type's.
+    /// its JSON schema (for the OpenAPI description: query parameters, upload parts; and for
+    /// serve, which reads an `integer` query parameter as a number). A JSON body's fields are
+    /// its request type's.
     pub optional: &'static [(&'static str, &'static str)],
     /// Its HTTP route, when it has one of its own.
     pub route: Option<Route>,

@@ -214,7 +214,11 @@ pub static METHODS: &[Method] = &[
         gives: Gives::Json,
         required: &["response_id"],
         route: get("/responses/{response_id}/input_items"),
-        optional: &[("after", "string"), ("limit", "integer"), ("order", "string")],
+        optional: &[
+            ("after", r#"{"type": "string"}"#),
+            ("limit", r#"{"type": "integer", "minimum": 1, "maximum": 100}"#),
+            ("order", r#"{"type": "string", "enum": ["asc", "desc"]}"#),
+        ],
         streamed_by: None,
         parse: |json, _| {
             // OpenAI's `include` names extra fields; input items here have none to add.
@@ -294,7 +298,14 @@ pub static METHODS: &[Method] = &[
         gives: Gives::Body,
         required: &["file", "model"],
         route: post("/audio/transcriptions"),
-        optional: &[("language", "string"), ("prompt", "string"), ("response_format", "string"), ("temperature", "number"), ("timestamp_granularities[]", "array"), ("stream", "boolean")],
+        optional: &[
+            ("language", r#"{"type": "string", "description": "ISO-639-1 (`fr`) or an English name (`french`); detected on a multilingual model when left out"}"#),
+            ("prompt", r#"{"type": "string"}"#),
+            ("response_format", r#"{"type": "string", "enum": ["json", "text", "srt", "verbose_json", "vtt"]}"#),
+            ("temperature", r#"{"type": "number", "minimum": 0, "maximum": 1}"#),
+            ("timestamp_granularities[]", r#"{"type": "array", "items": {"type": "string", "enum": ["word", "segment"]}}"#),
+            ("stream", r#"{"type": "boolean"}"#),
+        ],
         streamed_by: Some("audio.transcriptions.stream"),
         parse: |json, audio| transcription(json, audio),
         run: |client, request| match request {
@@ -339,7 +350,12 @@ pub static METHODS: &[Method] = &[
         gives: Gives::Body,
         required: &["file", "model"],
         route: post("/audio/translations"),
-        optional: &[("language", "string"), ("prompt", "string"), ("response_format", "string"), ("temperature", "number")],
+        optional: &[
+            ("language", r#"{"type": "string", "description": "The audio's language (ISO-639-1 `fr` or a name); detected when left out"}"#),
+            ("prompt", r#"{"type": "string"}"#),
+            ("response_format", r#"{"type": "string", "enum": ["json", "text", "srt", "verbose_json", "vtt"]}"#),
+            ("temperature", r#"{"type": "number", "minimum": 0, "maximum": 1}"#),
+        ],
         streamed_by: None,
         parse: |json, audio| transcription(json, audio),
         run: |client, request| match request {

@@ -102,3 +102,19 @@ fn a_stream_request_goes_to_the_streaming_method_over_http() {
     assert_eq!(create.for_request(&whole).name, "chat.completions.create");
     assert_eq!(whole.model(), Some("m"));
 }
+
+#[test]
+fn every_optional_field_has_a_json_schema() {
+    for m in METHODS {
+        for (name, schema) in m.optional {
+            let schema: serde_json::Value =
+                serde_json::from_str(schema).unwrap_or_else(|e| panic!("{}: {name}: {e}", m.name));
+            assert!(schema["type"].is_string(), "{}: {name}", m.name);
+        }
+        assert!(
+            m.optional.is_empty() || m.takes != Takes::Json,
+            "{}: a JSON body's fields are its type's",
+            m.name
+        );
+    }
+}
