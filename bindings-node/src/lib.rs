@@ -679,7 +679,7 @@ pub fn system_info() -> napi::Result<String> {
 pub fn run_command(args: Vec<String>) -> u32 {
     let mut argv = vec![std::ffi::OsString::from("ingle")];
     argv.extend(args.into_iter().map(std::ffi::OsString::from));
-    u32::from(ingle_cli::run_command(argv))
+    u32::from(ingle_cli::run_hosted(argv))
 }
 
 /// The version of ingle.

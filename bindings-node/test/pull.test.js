@@ -151,3 +151,32 @@ test('the ingle command of the package', async () => {
   await assert.rejects(run('pull', '--no-such-flag'), (e) => e.code === 2 && /--no-such-flag/.test(e.stderr));
   await assert.rejects(run('pull', '@local/nope'), (e) => e.code === 1 && /^ingle: error: /.test(e.stderr));
 });
+
+for (const signal of ['SIGTERM', 'SIGINT']) {
+  test(`npx ingle serve stops on ${signal} as the binary does (drained, status 0)`, async () => {
+    const { spawn } = require('node:child_process');
+    const env = { ...process.env, INGLE_MODELS_DIR: path.join(dir, 'serve') };
+    const server = spawn(process.execPath, [path.join(__dirname, '..', 'cli.js'), 'serve', '--port', '0'],
+      { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    try {
+      await new Promise((resolve, reject) => {
+        let seen = '';
+        const timer = setTimeout(() => reject(new Error(`not serving after 60 s: ${seen}`)), 60_000);
+        server.stderr.on('data', (chunk) => {
+          seen += chunk;
+          if (seen.includes('serving the OpenAI API on')) {
+            clearTimeout(timer);
+            resolve();
+          }
+        });
+        server.on('exit', (code) => reject(new Error(`ended (${code}) before serving: ${seen}`)));
+      });
+      const exited = new Promise((resolve) => server.on('exit', (code, sig) => resolve([code, sig])));
+      server.kill(signal);
+      const timeout = new Promise((resolve) => setTimeout(() => resolve(['timeout']), 10_000));
+      assert.deepEqual(await Promise.race([exited, timeout]), [0, null]);
+    } finally {
+      server.kill('SIGKILL');
+    }
+  });
+}

@@ -595,9 +595,8 @@ fn system_info(py: Python<'_>) -> PyResult<String> {
 /// The `ingle` command (`argv`: the program's name, then its arguments), run by the same
 /// implementation as the `ingle` binary; its exit status. The GIL is released while it runs.
 #[pyfunction]
-fn run_command(py: Python<'_>, argv: Vec<String>) -> u8 {
-    let args = argv.into_iter().map(std::ffi::OsString::from).collect();
-    py.detach(|| ingle_cli::run_command(args))
+fn run_command(py: Python<'_>, argv: Vec<std::ffi::OsString>) -> u8 {
+    py.detach(|| ingle_cli::run_hosted(argv))
 }
 
 #[pymodule]

@@ -180,3 +180,31 @@ def test_the_ingle_command_of_the_wheel(tmp_path, catalog):
     assert json.loads(other_dir.stdout)["models_dir"] == str(tmp_path / "elsewhere"), other_dir
     unknown = run("pull", "@local/nope")
     assert unknown.returncode == 1 and unknown.stderr.startswith("ingle: error: "), unknown
+
+
+@pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
+def test_the_wheels_ingle_serve_stops_on_a_signal(tmp_path, signal_name):
+    # The command runs without the GIL, where Python's own Ctrl-C handler never runs: the
+    # signals stop it as they stop the binary (serve drains and exits 0).
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, INGLE_MODELS_DIR=str(tmp_path / "models"))
+    server = subprocess.Popen([sys.executable, "-m", "ingle", "serve", "--port", "0"], env=env,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        line = ""
+        while "serving the OpenAI API on" not in line and time.monotonic() < deadline:
+            line = server.stderr.readline()
+            assert line or server.poll() is None, "ingle serve ended before serving"
+        assert "serving the OpenAI API on" in line, line
+        server.send_signal(getattr(signal, signal_name))
+        assert server.wait(timeout=10) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()

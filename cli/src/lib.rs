@@ -299,6 +299,31 @@ pub fn run_command(args: Vec<OsString>) -> u8 {
     }
 }
 
+/// [`run_command`] in a host process (the `ingle` command of the Python wheel and of the npm
+/// package): for the run, Ctrl-C and SIGTERM get their default action back, so they stop the
+/// command (or drain `ingle serve`) as they do the binary, where the host's own handlers would
+/// not (Python's only sets a flag that nothing reads while the command runs; Node's re-raises
+/// the signal into tokio's handler); and a panic is exit status 101, as the binary's, instead
+/// of unwinding into the host.
+pub fn run_hosted(args: Vec<OsString>) -> u8 {
+    #[cfg(unix)]
+    // SAFETY: `signal` with SIG_DFL installs no code; the host's handlers are put back after.
+    let previous = unsafe {
+        [
+            libc::signal(libc::SIGINT, libc::SIG_DFL),
+            libc::signal(libc::SIGTERM, libc::SIG_DFL),
+        ]
+    };
+    let status = std::panic::catch_unwind(|| run_command(args)).unwrap_or(101);
+    #[cfg(unix)]
+    // SAFETY: these are the handlers the host had installed.
+    unsafe {
+        libc::signal(libc::SIGINT, previous[0]);
+        libc::signal(libc::SIGTERM, previous[1]);
+    }
+    status
+}
+
 /// llama.cpp's and ingle's logs go to stderr only when INGLE_LOG is set (e.g. `INGLE_LOG=debug`);
 /// `ingle serve` logs its requests (`ingle::serve` at info) unless `--log-format off`.
 fn init_logging(serve: Option<LogFormat>) {

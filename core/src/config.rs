@@ -232,74 +232,104 @@ struct PredictorForm {
     voices: Option<BTreeMap<String, String>>,
 }
 
+/// Each backend's own options, beyond every predictor's.
+fn options_of(backend: Backend) -> &'static [&'static str] {
+    match backend {
+        Backend::Llama => &[
+            "n_ctx",
+            "parallel",
+            "n_gpu_layers",
+            "device",
+            "chat_template",
+            "defaults",
+        ],
+        Backend::OnnxEmbedding => &["tokenizer", "max_length", "pooling"],
+        Backend::Piper => &["voice_config", "voices"],
+        Backend::Whisper => &[],
+    }
+}
+
+/// What an option of another backend is told, read from a config or given to a builder. It
+/// starts with the option in backticks: [`config_param`] reads it back for the error's `param`.
+pub(crate) fn misplaced_option(option: &str, backend: Backend, tag: &str) -> String {
+    let takes = match options_of(backend) {
+        [] => "none but every predictor's".to_string(),
+        own => own
+            .iter()
+            .map(|o| format!("`{o}`"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    format!(
+        "`{option}` is not an option of backend `{}` (predictor `{}`; it takes {takes})",
+        backend.name(),
+        crate::error::shown(tag)
+    )
+}
+
+/// The `param` of a config error at `path`: the misplaced option's own path
+/// (`predictors[0].n_ctx`) when the message is [`misplaced_option`]'s, else `config`.
+fn config_param(path: &str, message: &str) -> String {
+    let option = message
+        .strip_prefix('`')
+        .and_then(|rest| rest.split_once("` is not an option of backend `"))
+        .map(|(option, _)| option)
+        .filter(|o| !o.is_empty() && o.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+    match option {
+        Some(option) if !path.is_empty() && path != "." => format!("{path}.{option}"),
+        _ => "config".to_string(),
+    }
+}
+
 impl TryFrom<PredictorForm> for PredictorConfig {
     type Error = String;
 
     fn try_from(form: PredictorForm) -> std::result::Result<Self, String> {
+        // Empty counts as not given, as an absent table does.
         let given = [
             ("n_ctx", form.n_ctx.is_some()),
             ("parallel", form.parallel.is_some()),
             ("n_gpu_layers", form.n_gpu_layers.is_some()),
             ("device", form.device.is_some()),
             ("chat_template", form.chat_template.is_some()),
-            ("defaults", form.defaults.is_some()),
+            (
+                "defaults",
+                form.defaults
+                    .is_some_and(|d| d != SamplingDefaults::default()),
+            ),
             ("tokenizer", form.tokenizer.is_some()),
             ("max_length", form.max_length.is_some()),
             ("pooling", form.pooling.is_some()),
             ("voice_config", form.voice_config.is_some()),
-            ("voices", form.voices.is_some()),
+            (
+                "voices",
+                form.voices.as_ref().is_some_and(|v| !v.is_empty()),
+            ),
         ];
-        let (options, own): (BackendOptions, &[&str]) = match form.backend {
-            Backend::Llama => (
-                BackendOptions::Llama(LlamaOptions {
-                    n_ctx: form.n_ctx,
-                    parallel: form.parallel,
-                    n_gpu_layers: form.n_gpu_layers,
-                    device: form.device,
-                    chat_template: form.chat_template,
-                    defaults: form.defaults.unwrap_or_default(),
-                }),
-                &[
-                    "n_ctx",
-                    "parallel",
-                    "n_gpu_layers",
-                    "device",
-                    "chat_template",
-                    "defaults",
-                ],
-            ),
-            Backend::OnnxEmbedding => (
-                BackendOptions::OnnxEmbedding(EmbeddingOptions {
-                    tokenizer: form.tokenizer,
-                    max_length: form.max_length,
-                    pooling: form.pooling,
-                }),
-                &["tokenizer", "max_length", "pooling"],
-            ),
-            Backend::Piper => (
-                BackendOptions::Piper(SpeechOptions {
-                    voice_config: form.voice_config,
-                    voices: form.voices.unwrap_or_default(),
-                }),
-                &["voice_config", "voices"],
-            ),
-            Backend::Whisper => (BackendOptions::Whisper(WhisperOptions {}), &[]),
-        };
+        let own = options_of(form.backend);
         if let Some((option, _)) = given.iter().find(|(o, set)| *set && !own.contains(o)) {
-            let takes = match own {
-                [] => "none but every predictor's".to_string(),
-                own => own
-                    .iter()
-                    .map(|o| format!("`{o}`"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            };
-            return Err(format!(
-                "`{option}` is not an option of backend `{}` (predictor `{}`; it takes {takes})",
-                form.backend.name(),
-                crate::error::shown(&form.tag)
-            ));
+            return Err(misplaced_option(option, form.backend, &form.tag));
         }
+        let options = match form.backend {
+            Backend::Llama => BackendOptions::Llama(LlamaOptions {
+                n_ctx: form.n_ctx,
+                parallel: form.parallel,
+                n_gpu_layers: form.n_gpu_layers,
+                device: form.device,
+                chat_template: form.chat_template,
+                defaults: form.defaults.unwrap_or_default(),
+            }),
+            Backend::OnnxEmbedding => BackendOptions::OnnxEmbedding(EmbeddingOptions {
+                tokenizer: form.tokenizer,
+                max_length: form.max_length,
+                pooling: form.pooling,
+            }),
+            Backend::Piper => BackendOptions::Piper(SpeechOptions {
+                voice_config: form.voice_config,
+                voices: form.voices.unwrap_or_default(),
+            }),
+            Backend::Whisper => BackendOptions::Whisper(WhisperOptions {}),
+        };
         Ok(PredictorConfig {
             tag: form.tag,
             model: form.model,
@@ -693,12 +723,13 @@ impl Config {
         serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
             let path = e.path().to_string();
             let message = e.inner().message().trim().to_string();
+            let param = config_param(&path, &message);
             let message = if path.is_empty() || path == "." {
                 format!("Invalid ingle config: {message}")
             } else {
                 format!("Invalid ingle config at `{path}`: {message}")
             };
-            Error::invalid("config", message)
+            Error::invalid(param, message)
         })
     }
 
@@ -706,6 +737,10 @@ impl Config {
     pub fn from_json(text: &str) -> Result<Self> {
         use crate::json::{parse_one, JsonProblem};
         parse_one(text).map_err(|problem| {
+            let param = match &problem {
+                JsonProblem::Data { path, message } => config_param(path, message),
+                JsonProblem::Syntax(_) => "config".to_string(),
+            };
             let message = match problem {
                 JsonProblem::Syntax(message) => {
                     format!("Invalid ingle config: not valid JSON: {message}")
@@ -718,7 +753,7 @@ impl Config {
                     crate::error::shown(&path)
                 ),
             };
-            Error::invalid("config", message)
+            Error::invalid(param, message)
         })
     }
 
@@ -780,7 +815,8 @@ impl Config {
     /// field (`predictors[1].parallel`) and says what is allowed. Files are checked when
     /// their predictor loads (they may be fetched after the client is created). Each
     /// predictor's options are also given to `backend_check` (the registry passes
-    /// [`crate::backends::validate`]: the backends know their options, the config does not).
+    /// [`crate::backends::validate`], which checks what needs the engines: a chat template
+    /// llama.cpp knows, a GPU that is there).
     pub fn validate(&self, backend_check: impl Fn(&PredictorConfig) -> Result<()>) -> Result<()> {
         check_path("models_dir", self.models_dir.as_deref(), true)?;
         check_path("responses.store", self.responses.store.as_deref(), false)?;

@@ -62,11 +62,7 @@ pub fn validate(predictor: &PredictorConfig) -> Result<()> {
     if let Some(option) = predictor.misplaced_options().first() {
         return Err(Error::invalid(
             *option,
-            format!(
-                "`{option}` is not an option of backend `{}` (predictor `{}`)",
-                predictor.backend().name(),
-                crate::error::shown(&predictor.tag)
-            ),
+            crate::config::misplaced_option(option, predictor.backend(), &predictor.tag),
         ));
     }
     match &predictor.options {

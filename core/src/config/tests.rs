@@ -75,6 +75,7 @@ fn an_option_of_another_backend_is_a_parse_error_naming_it() {
         error.message.contains("`max_length`"),
         "names what it takes: {error}"
     );
+    assert_eq!(error.param.as_deref(), Some("predictors[0].n_ctx"));
     let json = r#"{"predictors": [{"tag": "@me/chat", "backend": "llama", "model": "a.gguf",
                    "tokenizer": "t.json"}]}"#;
     let error = Config::from_json(json).unwrap_err();
@@ -84,6 +85,12 @@ fn an_option_of_another_backend_is_a_parse_error_naming_it() {
             .contains("`tokenizer` is not an option of backend `llama`"),
         "{error}"
     );
+    assert_eq!(error.param.as_deref(), Some("predictors[0].tokenizer"));
+    // Empty tables count as not given, as absent ones.
+    let toml = "[[predictors]]\ntag = \"x\"\nbackend = \"llama\"\nmodel = \"m\"\nvoices = {}\n\
+                [[predictors]]\ntag = \"y\"\nbackend = \"whisper\"\nmodel = \"m\"\n\
+                [predictors.defaults]\n";
+    assert_eq!(Config::from_toml(toml).unwrap().predictors.len(), 2);
     // A Whisper model takes none but every predictor's.
     let toml = "[[predictors]]\ntag = \"@me/w\"\nbackend = \"whisper\"\nmodel = \"m.bin\"\n\
                 threads = 2\nvoices = { alloy = \"x\" }\n";
