@@ -269,28 +269,56 @@ enum Signal {
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.
 pub async fn shutdown_signal() {
-    first_signal().await;
+    Signals::listen().next().await;
 }
 
-/// The next SIGINT or SIGTERM.
-async fn first_signal() -> Signal {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// The shutdown signals (Ctrl-C, and SIGTERM on Unix), listened to from when this is made: so
+/// one that comes as soon as the server says it is serving is not missed (it would otherwise
+/// take its default action, and end the process without a drain).
+struct Signals {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
+    interrupt: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Starts listening; within a tokio runtime.
+    fn listen() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Signals {
+                interrupt: signal(SignalKind::interrupt()).ok(),
+                terminate: signal(SignalKind::terminate()).ok(),
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = interrupt => Signal::Interrupt,
-        _ = terminate => Signal::Terminate,
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    /// The next signal.
+    async fn next(&mut self) -> Signal {
+        #[cfg(unix)]
+        {
+            async fn received(signal: &mut Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            }
+            tokio::select! {
+                _ = received(&mut self.interrupt) => Signal::Interrupt,
+                _ = received(&mut self.terminate) => Signal::Terminate,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            Signal::Interrupt
+        }
     }
 }
 
@@ -387,16 +415,17 @@ pub fn serve_until_signal(
         .enable_all()
         .build()?;
     runtime.block_on(async {
+        let mut signals = Signals::listen();
         let server = Server::bind(client, addr, options).await?;
         ready(server.local_addr()?);
         let drainer = server.drainer();
         let now = async move {
-            let first = first_signal().await;
+            let first = signals.next().await;
             // A SIGTERM while a drain runs (one `POST /drain` started) stops at once, as a
             // second one does.
             if first == Signal::Terminate && !drainer.draining() {
                 drainer.drain();
-                first_signal().await;
+                signals.next().await;
             }
         };
         server.run(now).await
