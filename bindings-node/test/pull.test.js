@@ -162,6 +162,7 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
       await new Promise((resolve, reject) => {
         let seen = '';
         const timer = setTimeout(() => reject(new Error(`not serving after 60 s: ${seen}`)), 60_000);
+        timer.unref();
         server.stderr.on('data', (chunk) => {
           seen += chunk;
           if (seen.includes('serving the OpenAI API on')) {
@@ -173,7 +174,7 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
       });
       const exited = new Promise((resolve) => server.on('exit', (code, sig) => resolve([code, sig])));
       server.kill(signal);
-      const timeout = new Promise((resolve) => setTimeout(() => resolve(['timeout']), 10_000));
+      const timeout = new Promise((resolve) => setTimeout(() => resolve(['timeout']), 10_000).unref());
       assert.deepEqual(await Promise.race([exited, timeout]), [0, null]);
     } finally {
       server.kill('SIGKILL');

@@ -196,9 +196,15 @@ def test_the_wheels_ingle_serve_stops_on_a_signal(tmp_path, signal_name):
     server = subprocess.Popen([sys.executable, "-m", "ingle", "serve", "--port", "0"], env=env,
                               stderr=subprocess.PIPE, text=True)
     try:
+        import select
+
         deadline = time.monotonic() + 60
         line = ""
         while "serving the OpenAI API on" not in line and time.monotonic() < deadline:
+            # A line, or nothing within what is left of the minute: never a blocked read.
+            ready, _, _ = select.select([server.stderr], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
             line = server.stderr.readline()
             assert line or server.poll() is None, "ingle serve ended before serving"
         assert "serving the OpenAI API on" in line, line

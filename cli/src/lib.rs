@@ -300,28 +300,44 @@ pub fn run_command(args: Vec<OsString>) -> u8 {
 }
 
 /// [`run_command`] in a host process (the `ingle` command of the Python wheel and of the npm
-/// package): for the run, Ctrl-C and SIGTERM get their default action back, so they stop the
-/// command (or drain `ingle serve`) as they do the binary, where the host's own handlers would
-/// not (Python's only sets a flag that nothing reads while the command runs; Node's re-raises
-/// the signal into tokio's handler); and a panic is exit status 101, as the binary's, instead
-/// of unwinding into the host.
+/// package): for the run, Ctrl-C and SIGTERM get their default action back (unless the host
+/// ignores them), so they stop the command (or drain `ingle serve`) as they do the binary,
+/// where the host's own handlers would not (Python's only sets a flag that nothing reads while
+/// the command runs; Node's re-raises the signal into tokio's handler); the host's actions are
+/// put back after, whole. A panic is exit status 101, as the binary's, instead of unwinding
+/// into the host. (tokio listens to a signal once per process: a second `serve` run by one
+/// host process gets no drain on SIGTERM; the console scripts run one command per process.)
 pub fn run_hosted(args: Vec<OsString>) -> u8 {
     #[cfg(unix)]
-    // SAFETY: `signal` with SIG_DFL installs no code; the host's handlers are put back after.
-    let previous = unsafe {
-        [
-            libc::signal(libc::SIGINT, libc::SIG_DFL),
-            libc::signal(libc::SIGTERM, libc::SIG_DFL),
-        ]
-    };
+    let host = [libc::SIGINT, libc::SIGTERM].map(default_action_unless_ignored);
     let status = std::panic::catch_unwind(|| run_command(args)).unwrap_or(101);
     #[cfg(unix)]
-    // SAFETY: these are the handlers the host had installed.
-    unsafe {
-        libc::signal(libc::SIGINT, previous[0]);
-        libc::signal(libc::SIGTERM, previous[1]);
+    for (signal, action) in [libc::SIGINT, libc::SIGTERM].into_iter().zip(host) {
+        if let Some(action) = action {
+            // SAFETY: the host's own action, whole (handler, mask and flags), put back.
+            unsafe { libc::sigaction(signal, &action, std::ptr::null_mut()) };
+        }
     }
     status
+}
+
+/// Gives `signal` its default action, unless the host ignores it (as the binary inherits an
+/// ignored signal); the host's action, to put back, when it was changed.
+#[cfg(unix)]
+fn default_action_unless_ignored(signal: libc::c_int) -> Option<libc::sigaction> {
+    // SAFETY: sigaction reads and writes plain structs; SIG_DFL installs no code.
+    unsafe {
+        let mut host: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(signal, std::ptr::null(), &mut host) != 0
+            || host.sa_sigaction == libc::SIG_IGN
+        {
+            return None;
+        }
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        libc::sigemptyset(&mut default.sa_mask);
+        (libc::sigaction(signal, &default, std::ptr::null_mut()) == 0).then_some(host)
+    }
 }
 
 /// llama.cpp's and ingle's logs go to stderr only when INGLE_LOG is set (e.g. `INGLE_LOG=debug`);
