@@ -250,3 +250,99 @@ fn predictions_run_the_chat_model_directly() {
         .unwrap_err();
     assert_eq!(none.param.as_deref(), Some("messages"));
 }
+
+/// A completion reaches the engine by two doors: the OpenAI layer's typed request and a
+/// prediction's named inputs. Both are read by the same code, so they check alike and generate
+/// alike.
+#[test]
+fn predictions_and_completions_reach_the_engine_alike() {
+    let prompt = "The capital of France is";
+    let completion = shared()
+        .completions
+        .create(&CompletionRequest {
+            max_tokens: Some(8),
+            logprobs: Some(2),
+            ..capital()
+        })
+        .unwrap();
+    let inputs = |extra: Vec<(&str, Value)>| -> Inputs {
+        let mut inputs: Inputs = [
+            ("prompt".to_string(), Value::from(prompt)),
+            ("temperature".to_string(), Value::Float(0.0)),
+            ("max_tokens".to_string(), Value::Int(8)),
+        ]
+        .into();
+        inputs.extend(extra.into_iter().map(|(k, v)| (k.to_string(), v)));
+        inputs
+    };
+    let partials: Vec<_> = shared()
+        .predictions
+        .stream(MODEL, inputs(vec![("logprobs", Value::Int(2))]))
+        .unwrap()
+        .map(|p| p.results.unwrap())
+        .collect();
+    let text: String = partials.iter().map(|r| r[0].as_str().unwrap()).collect();
+    assert_eq!(text, completion.choices[0].text);
+    // Each token's log probability and its 2 alternatives, as the typed steps carry them.
+    let tokens: Vec<serde_json::Value> = partials
+        .iter()
+        .flat_map(|r| r[4].to_json().unwrap().as_array().cloned().unwrap())
+        .collect();
+    assert_eq!(tokens.len(), 8);
+    for token in &tokens {
+        assert_eq!(
+            token["top_logprobs"].as_array().unwrap().len(),
+            2,
+            "{token}"
+        );
+        assert!(token["logprob"].as_f64().unwrap() <= 0.0);
+    }
+    let legacy = completion.choices[0].logprobs.as_ref().unwrap();
+    assert_eq!(legacy["tokens"].as_array().unwrap().len(), 8);
+    assert_eq!(legacy["tokens"][0], tokens[0]["token"]);
+
+    // The same mistakes, the same errors, by either door.
+    let by_prediction = |extra| {
+        shared()
+            .predictions
+            .create(MODEL, inputs(extra))
+            .unwrap_err()
+    };
+    let by_completion =
+        |request: CompletionRequest| shared().completions.create(&request).unwrap_err();
+    let pairs = [
+        (
+            by_prediction(vec![(
+                "logit_bias",
+                Value::from(serde_json::json!({"05": 1})),
+            )]),
+            by_completion(CompletionRequest {
+                logit_bias: serde_json::json!({"05": 1}).as_object().cloned(),
+                ..capital()
+            }),
+        ),
+        (
+            by_prediction(vec![("stop", Value::from(vec!["a", "b", "c", "d", "e"]))]),
+            by_completion(CompletionRequest {
+                stop: Some(StopSequences::Many(
+                    ["a", "b", "c", "d", "e"].map(String::from).to_vec(),
+                )),
+                ..capital()
+            }),
+        ),
+        (
+            by_prediction(vec![("top_k", Value::Int(-1))]),
+            by_completion(CompletionRequest {
+                top_k: Some(-1),
+                ..capital()
+            }),
+        ),
+    ];
+    for (prediction, completion) in pairs {
+        assert_eq!(prediction.kind, ErrorKind::InvalidRequest);
+        assert_eq!(
+            (prediction.param, prediction.message),
+            (completion.param, completion.message)
+        );
+    }
+}

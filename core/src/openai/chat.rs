@@ -3,16 +3,18 @@
 
 use super::common::{check_n, check_stream_options, next_unless_stopped, reject_other_fields};
 use super::generation::{
-    next_running, next_step, repetition_penalty, start_choices, Generation, SamplingRequest, Step,
+    next_running, next_step, repetition_penalty, start_choices, Generation, Step,
 };
 use super::types::{
     AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest,
-    ChatMessage, ChunkChoice, ChunkDelta, FunctionCall, MessageContent, ToolCall, ToolCallDelta,
-    Usage,
+    ChatMessage, ChunkChoice, ChunkDelta, FunctionCall, MessageContent, StopSequences, ToolCall,
+    ToolCallDelta, Usage,
 };
 use super::CHAT_ROLES;
 use crate::error::{shown, Error, Result};
-use crate::predict::{random_id, unix_now, Annotation, Cancel, GenerationOption};
+use crate::predict::{
+    random_id, unix_now, Annotation, Cancel, GenerationOption, GenerationOptions,
+};
 use crate::registry::Registry;
 use crate::value::Value;
 use std::collections::VecDeque;
@@ -127,18 +129,17 @@ impl ChatCompletions {
             }
             _ => None,
         };
-        let tool_choice = match &request.tool_choice {
-            // Always a dict for the predictor: {"type": "auto"} for "auto".
-            Some(serde_json::Value::String(kind)) => Some(serde_json::json!({"type": kind})),
-            Some(serde_json::Value::Null) | None => None,
-            Some(other) => Some(other.clone()),
-        };
-        if request.tool_choice.as_ref().is_some_and(|c| !c.is_null())
+        let tool_choice = request.tool_choice.clone().filter(|c| !c.is_null());
+        let kind = tool_choice.as_ref().and_then(|c| match c {
+            serde_json::Value::String(kind) => Some(kind.as_str()),
+            other => other.get("type")?.as_str(),
+        });
+        if tool_choice.is_some()
             && request
                 .tools
                 .as_ref()
                 .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
-            && tool_choice.as_ref().and_then(|c| c.get("type")) != Some(&"none".into())
+            && kind != Some("none")
         {
             return Err(Error::invalid(
                 "tool_choice",
@@ -150,12 +151,12 @@ impl ChatCompletions {
             (None, Some(n)) => Some(("max_tokens", n)),
             (None, None) => None,
         };
-        let options = SamplingRequest {
+        let options = GenerationOptions {
             max_tokens,
             temperature: request.temperature,
             top_p: request.top_p,
             seed: request.seed,
-            stop: request.stop.clone(),
+            stop: request.stop.clone().map(StopSequences::into_vec),
             frequency_penalty: request.frequency_penalty,
             presence_penalty: request.presence_penalty,
             top_k: request.top_k,
@@ -164,7 +165,10 @@ impl ChatCompletions {
                 request.repetition_penalty,
                 request.repeat_penalty,
             )?,
-            chat_template_kwargs: request.chat_template_kwargs.clone(),
+            chat_template_kwargs: request
+                .chat_template_kwargs
+                .clone()
+                .map(serde_json::Value::Object),
             tools: request
                 .tools
                 .clone()
@@ -174,7 +178,11 @@ impl ChatCompletions {
             allow_repeated_tool_calls: request.allow_repeated_tool_calls,
             response_format: request.response_format.clone().filter(|f| !f.is_null()),
             logprobs,
-            logit_bias: request.logit_bias.clone().filter(|b| !b.is_empty()),
+            logit_bias: request
+                .logit_bias
+                .clone()
+                .filter(|b| !b.is_empty())
+                .map(serde_json::Value::Object),
         };
         let runs = start_choices(
             &self.registry,

@@ -1,12 +1,10 @@
 //! `client.completions` (legacy text completion): create and stream.
 
 use super::common::{check_n, check_stream_options, next_unless_stopped, reject_other_fields};
-use super::generation::{
-    next_running, next_step, repetition_penalty, start_choices, Generation, SamplingRequest,
-};
-use super::types::{Completion, CompletionChoice, CompletionRequest, Prompt, Usage};
+use super::generation::{next_running, next_step, repetition_penalty, start_choices, Generation};
+use super::types::{Completion, CompletionChoice, CompletionRequest, Prompt, StopSequences, Usage};
 use crate::error::{Error, Result};
-use crate::predict::{random_id, unix_now, Annotation, Cancel};
+use crate::predict::{random_id, unix_now, Annotation, Cancel, GenerationOptions};
 use crate::registry::Registry;
 use crate::value::Value;
 use std::collections::VecDeque;
@@ -114,13 +112,13 @@ impl Completions {
                 }
             },
         };
-        let options = SamplingRequest {
+        let options = GenerationOptions {
             // The OpenAI API's default for text completions.
             max_tokens: Some(("max_tokens", request.max_tokens.unwrap_or(16))),
             temperature: request.temperature,
             top_p: request.top_p,
             seed: request.seed,
-            stop: request.stop.clone(),
+            stop: request.stop.clone().map(StopSequences::into_vec),
             frequency_penalty: request.frequency_penalty,
             presence_penalty: request.presence_penalty,
             top_k: request.top_k,
@@ -130,8 +128,12 @@ impl Completions {
                 request.repeat_penalty,
             )?,
             logprobs: request.logprobs,
-            logit_bias: request.logit_bias.clone().filter(|b| !b.is_empty()),
-            ..SamplingRequest::default()
+            logit_bias: request
+                .logit_bias
+                .clone()
+                .filter(|b| !b.is_empty())
+                .map(serde_json::Value::Object),
+            ..GenerationOptions::default()
         };
         // Offsets count characters of the prompt and the completion, as llama-cpp-python's.
         let prompt_chars = prompt.chars().count();

@@ -1,123 +1,16 @@
-//! One generation per choice: a chat or completion request's sampling options mapped onto the
-//! predictor's inputs by annotation, the choices started, and each stepped one output at a time.
+//! One generation per choice: a chat or completion request's options given to a built-in
+//! engine as a typed request, or to a user's predictor by annotation; the choices started, and
+//! each stepped one output at a time.
 
 use super::common::in_openai_terms;
-use super::types::{PromptTokensDetails, StopSequences, ToolCallDelta, Usage};
+use super::types::{PromptTokensDetails, ToolCallDelta, Usage};
 use crate::error::{shown, Error, Result};
-use crate::predict::{Annotation, Cancel, GenerationOption, Inputs, Logs, OutputStream};
+use crate::predict::{
+    Annotation, Cancel, GenerationInput, GenerationOptions, GenerationRequest, GenerationStep,
+    Inputs, Logs, OutputStream, StepStream,
+};
 use crate::registry::Registry;
 use crate::value::Value;
-
-/// The sampling options of a request, with the OpenAI field each came from.
-#[derive(Clone, Default)]
-pub(super) struct SamplingRequest {
-    pub(super) max_tokens: Option<(&'static str, i64)>,
-    pub(super) temperature: Option<f64>,
-    pub(super) top_p: Option<f64>,
-    pub(super) seed: Option<i64>,
-    pub(super) stop: Option<StopSequences>,
-    pub(super) frequency_penalty: Option<f64>,
-    pub(super) presence_penalty: Option<f64>,
-    /// llama.cpp's sampling extensions (`extra_body` in the OpenAI SDKs).
-    pub(super) top_k: Option<i64>,
-    pub(super) min_p: Option<f64>,
-    /// With the field it came in (`repetition_penalty` or llama.cpp's `repeat_penalty`).
-    pub(super) repetition_penalty: Option<(&'static str, f64)>,
-    pub(super) chat_template_kwargs: Option<serde_json::Map<String, serde_json::Value>>,
-    pub(super) tools: Option<serde_json::Value>,
-    pub(super) tool_choice: Option<serde_json::Value>,
-    pub(super) parallel_tool_calls: Option<bool>,
-    pub(super) allow_repeated_tool_calls: Option<bool>,
-    pub(super) response_format: Option<serde_json::Value>,
-    /// Alternatives per token (chat: `top_logprobs`, completions: `logprobs`).
-    pub(super) logprobs: Option<i64>,
-    pub(super) logit_bias: Option<serde_json::Map<String, serde_json::Value>>,
-}
-
-impl SamplingRequest {
-    pub(super) fn given(self) -> Vec<(GenerationOption, &'static str, Value)> {
-        use GenerationOption as G;
-        let mut given = Vec::new();
-        if let Some((field, n)) = self.max_tokens {
-            given.push((G::MaxTokens, field, Value::Int(n)));
-        }
-        let numbers = [
-            (G::Temperature, "temperature", self.temperature),
-            (G::TopP, "top_p", self.top_p),
-            (
-                G::FrequencyPenalty,
-                "frequency_penalty",
-                self.frequency_penalty,
-            ),
-            (
-                G::PresencePenalty,
-                "presence_penalty",
-                self.presence_penalty,
-            ),
-        ];
-        for (option, field, value) in numbers {
-            if let Some(value) = value {
-                given.push((option, field, Value::Float(value)));
-            }
-        }
-        if let Some(top_k) = self.top_k {
-            given.push((G::TopK, "top_k", Value::Int(top_k)));
-        }
-        if let Some(min_p) = self.min_p {
-            given.push((G::MinP, "min_p", Value::Float(min_p)));
-        }
-        if let Some((field, penalty)) = self.repetition_penalty {
-            given.push((G::RepetitionPenalty, field, Value::Float(penalty)));
-        }
-        if let Some(seed) = self.seed {
-            given.push((G::Seed, "seed", Value::Int(seed)));
-        }
-        if let Some(stop) = self.stop {
-            given.push((G::Stop, "stop", Value::from(stop.into_vec())));
-        }
-        let json = [
-            (G::Tools, "tools", self.tools),
-            (G::ToolChoice, "tool_choice", self.tool_choice),
-            (G::ResponseFormat, "response_format", self.response_format),
-            (
-                G::ChatTemplateKwargs,
-                "chat_template_kwargs",
-                self.chat_template_kwargs.map(serde_json::Value::Object),
-            ),
-            (
-                G::LogitBias,
-                "logit_bias",
-                self.logit_bias.map(serde_json::Value::Object),
-            ),
-        ];
-        for (option, field, value) in json {
-            if let Some(value) = value {
-                given.push((option, field, Value::from(value)));
-            }
-        }
-        let flags = [
-            (
-                G::ParallelToolCalls,
-                "parallel_tool_calls",
-                self.parallel_tool_calls,
-            ),
-            (
-                G::AllowRepeatedToolCalls,
-                "allow_repeated_tool_calls",
-                self.allow_repeated_tool_calls,
-            ),
-        ];
-        for (option, field, value) in flags {
-            if let Some(value) = value {
-                given.push((option, field, Value::Bool(value)));
-            }
-        }
-        if let Some(top) = self.logprobs {
-            given.push((G::Logprobs, "logprobs", Value::Int(top)));
-        }
-        given
-    }
-}
 
 /// `repetition_penalty`, or llama.cpp's name for it, `repeat_penalty`; not both.
 pub(super) fn repetition_penalty(
@@ -145,7 +38,7 @@ pub(super) fn start_choices(
     input_field: &'static str,
     input_value: Value,
     method: &str,
-    options: SamplingRequest,
+    options: GenerationOptions,
     n: usize,
     cancel: &Cancel,
 ) -> Result<Vec<Generation>> {
@@ -183,14 +76,54 @@ pub(super) fn start_choices(
         .collect()
 }
 
-/// A running generation and where its outputs are.
-pub(super) struct Generation {
-    pub(super) outputs: OutputStream,
-    pub(super) text: usize,
-    pub(super) finish_reason: Option<usize>,
-    pub(super) usage: Option<usize>,
-    pub(super) tool_calls: Option<usize>,
-    pub(super) logprobs: Option<usize>,
+/// A running generation: a built-in engine's typed steps, or a user predictor's outputs and
+/// where in them (by annotation) each part of a step is.
+pub(super) enum Generation {
+    Typed(StepStream),
+    Annotated(Annotated),
+}
+
+pub(super) struct Annotated {
+    outputs: OutputStream,
+    text: usize,
+    finish_reason: Option<usize>,
+    usage: Option<usize>,
+    tool_calls: Option<usize>,
+    logprobs: Option<usize>,
+}
+
+/// Token counts as OpenAI reports them.
+fn usage(prompt_tokens: u32, completion_tokens: u32, cached: Option<u32>) -> Usage {
+    Usage {
+        prompt_tokens,
+        completion_tokens,
+        total_tokens: prompt_tokens + completion_tokens,
+        prompt_tokens_details: cached.map(|cached_tokens| PromptTokensDetails { cached_tokens }),
+    }
+}
+
+impl From<GenerationStep> for Step {
+    fn from(step: GenerationStep) -> Self {
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Step {
+            text: step.text,
+            finish_reason: step.finish_reason,
+            usage: step.usage.map(|u| {
+                usage(
+                    count(u.prompt_tokens),
+                    count(u.completion_tokens),
+                    Some(count(u.cached_tokens)),
+                )
+            }),
+            tool_calls: step.tool_calls.unwrap_or_default(),
+            logprobs: step
+                .logprobs
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|token| serde_json::to_value(token).ok())
+                .collect(),
+        }
+    }
 }
 
 /// One step of a generation, read off the predictor's outputs by annotation.
@@ -206,6 +139,15 @@ pub(super) struct Step {
 
 impl Generation {
     pub(super) fn next_step(&mut self) -> Option<Result<Step>> {
+        match self {
+            Generation::Typed(steps) => Some(steps.next()?.map(Step::from)),
+            Generation::Annotated(annotated) => annotated.next_step(),
+        }
+    }
+}
+
+impl Annotated {
+    fn next_step(&mut self) -> Option<Result<Step>> {
         let outputs = match self.outputs.next()? {
             Ok(outputs) => outputs,
             Err(e) => return Some(Err(e)),
@@ -220,20 +162,12 @@ impl Generation {
             .map(str::to_string);
         let usage = get(self.usage).and_then(Value::as_dict).map(|u| {
             let count = |k: &str| u.get(k).and_then(Value::as_i64).unwrap_or(0) as u32;
-            let (prompt_tokens, completion_tokens) =
-                (count("prompt_tokens"), count("completion_tokens"));
-            let prompt_tokens_details =
-                u.get("cached_tokens")
-                    .and_then(Value::as_i64)
-                    .map(|cached| PromptTokensDetails {
-                        cached_tokens: cached as u32,
-                    });
-            Usage {
-                prompt_tokens,
-                completion_tokens,
-                total_tokens: prompt_tokens + completion_tokens,
-                prompt_tokens_details,
-            }
+            let cached = u.get("cached_tokens").and_then(Value::as_i64);
+            usage(
+                count("prompt_tokens"),
+                count("completion_tokens"),
+                cached.map(|c| c as u32),
+            )
         });
         let list = |i: Option<usize>| -> Result<Vec<serde_json::Value>> {
             match get(i) {
@@ -300,7 +234,7 @@ pub(super) fn start_generation(
     input_field: &'static str,
     input_value: Value,
     method: &str,
-    options: SamplingRequest,
+    options: GenerationOptions,
     cancel: &Cancel,
 ) -> Result<Generation> {
     if model.is_empty() {
@@ -310,6 +244,22 @@ pub(super) fn start_generation(
         ));
     }
     let predictor = registry.get(model)?;
+    if predictor.generation().is_some() {
+        let input = match input {
+            Annotation::ChatMessages => match input_value {
+                Value::List(messages) => GenerationInput::Messages(messages),
+                _ => return Err(Error::internal("Chat messages must be a list")),
+            },
+            _ => match input_value {
+                Value::String(prompt) => GenerationInput::Prompt(prompt),
+                _ => return Err(Error::internal("A prompt must be a string")),
+            },
+        };
+        let request = GenerationRequest::new(input, options)?;
+        let steps = crate::predict::generate(&predictor, request, cancel)
+            .unwrap_or_else(|| Err(Error::internal("The engine has no typed entry")))?;
+        return Ok(Generation::Typed(steps));
+    }
     let signature = predictor.signature();
     let cannot = |what: String| {
         Error::invalid(
@@ -347,14 +297,14 @@ pub(super) fn start_generation(
     // Each choice its own part of the call: one that ends does not stop the others.
     let outputs =
         crate::predict::start(&predictor, inputs, cancel, Logs::default()).map_err(to_openai)?;
-    Ok(Generation {
+    Ok(Generation::Annotated(Annotated {
         outputs,
         text,
         finish_reason: signature.output_annotated(&Annotation::FinishReason),
         usage: signature.output_annotated(&Annotation::Usage),
         tool_calls: signature.output_annotated(&Annotation::ToolCalls),
         logprobs: signature.output_annotated(&Annotation::TokenLogprobs),
-    })
+    }))
 }
 
 /// The next choice, after `*next`, whose generation still runs.

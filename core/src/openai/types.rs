@@ -5,6 +5,8 @@ use crate::error::{Error, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Map;
 
+pub use crate::predict::{FunctionCallDelta, ToolCallDelta};
+
 /// Request fields ingle does not model: kept so they can be rejected by name, not dropped.
 pub type OtherFields = Map<String, serde_json::Value>;
 
@@ -90,27 +92,6 @@ pub struct ToolCall {
 pub struct FunctionCall {
     pub name: String,
     pub arguments: String,
-}
-
-/// One streamed piece of a tool call: `id`, `type` and `function.name` in a call's first
-/// delta, `function.arguments` fragments after.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCallDelta {
-    pub index: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub function: Option<FunctionCallDelta>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct FunctionCallDelta {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub arguments: Option<String>,
 }
 
 impl ChatMessage {

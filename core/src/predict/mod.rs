@@ -2,11 +2,25 @@
 
 mod cancel;
 mod declare;
+mod generation;
 mod metrics;
 mod signature;
 
 pub use cancel::{Cancel, CancelOnDrop, OnCancel};
 pub use declare::Declaration;
+pub(crate) use generation::check_range;
+pub use generation::{
+    FunctionCallDelta, Generate, GenerationInput, GenerationOptions, GenerationRequest,
+    GenerationStep, LogitBias, ResponseFormat, SamplingParams, StepStream, StepUsage, TokenLogprob,
+    Tool, ToolCallDelta, ToolChoice, Tools, TopLogprob, MAX_STOP_SEQUENCES, MAX_TOP_LOGPROBS,
+};
+/// The bounds of a text engine's numeric options, which its signature declares.
+pub mod bounds {
+    pub use super::generation::{
+        MAX_TOKENS_MIN, MIN_P_RANGE, PENALTY_RANGE, REPETITION_PENALTY_RANGE, TEMPERATURE_RANGE,
+        TOP_K_RANGE, TOP_P_RANGE,
+    };
+}
 pub use metrics::{AtomicHistogram, Histogram, Metrics, HISTOGRAM_BOUNDS};
 pub(crate) use signature::same_choice;
 pub use signature::{Annotation, GenerationOption, Inputs, Parameter, Signature};
@@ -27,21 +41,21 @@ pub type OutputStream = Box<dyn Iterator<Item = Result<Outputs>> + Send>;
 /// stream's end; a predictor's own stream may not hold it: llama's holds only its scheduler's
 /// channel), ending with a [`crate::ErrorKind::Cancelled`] error once `cancel` is cancelled,
 /// and cancelling it when dropped (which tells the predictor, see [`Cancel::on_cancel`]).
-pub(crate) fn running(
+pub(crate) fn running<T: 'static>(
     predictor: std::sync::Arc<dyn Predictor>,
-    outputs: OutputStream,
+    outputs: Box<dyn Iterator<Item = Result<T>> + Send>,
     cancel: &Cancel,
-) -> OutputStream {
+) -> Box<dyn Iterator<Item = Result<T>> + Send> {
     // Fields drop in order: the stream first (cancelling its work), then the cancel, then the
     // predictor, whose drop may wait for its threads (a llama predictor joins its scheduler),
     // so it never waits on the generation this stream still holds.
-    struct Running {
-        outputs: Option<OutputStream>,
+    struct Running<T> {
+        outputs: Option<Box<dyn Iterator<Item = Result<T>> + Send>>,
         cancel: CancelOnDrop,
         _predictor: std::sync::Arc<dyn Predictor>,
     }
-    impl Iterator for Running {
-        type Item = Result<Outputs>;
+    impl<T> Iterator for Running<T> {
+        type Item = Result<T>;
         fn next(&mut self) -> Option<Self::Item> {
             let outputs = self.outputs.as_mut()?;
             if let Err(cancelled) = self.cancel.cancel().check() {
@@ -81,6 +95,25 @@ pub fn start(
         outputs,
         &context.cancel,
     ))
+}
+
+/// Starts a checked generation on `predictor`'s typed entry ([`Predictor::generation`]), as
+/// [`start`] starts a prediction; `None` for a predictor without one.
+pub fn generate(
+    predictor: &std::sync::Arc<dyn Predictor>,
+    request: GenerationRequest,
+    cancel: &Cancel,
+) -> Option<Result<StepStream>> {
+    let engine = predictor.generation()?;
+    let context = Context {
+        logs: Logs::default(),
+        cancel: cancel.child(),
+    };
+    Some(
+        engine
+            .generate(request, &context)
+            .map(|steps| running(std::sync::Arc::clone(predictor), steps, &context.cancel)),
+    )
 }
 
 /// What a prediction runs with besides its inputs.
@@ -124,6 +157,11 @@ pub trait Predictor: Send + Sync {
     }
     /// How many predictions run at once; more wait in a queue (`None`: no fixed bound).
     fn concurrency(&self) -> Option<usize> {
+        None
+    }
+    /// A built-in text engine's typed entry, which the OpenAI layer uses instead of the
+    /// annotation protocol ([`generate`]); `None` for every other predictor.
+    fn generation(&self) -> Option<&dyn Generate> {
         None
     }
 }

@@ -218,29 +218,7 @@ impl Parameter {
             ));
         }
         if let Some(x) = value.as_f64() {
-            if x.is_nan() {
-                return Err(Error::invalid(
-                    &self.name,
-                    format!("`{}` is not a number", self.name),
-                ));
-            }
-            let below = self.min.is_some_and(|min| x < min);
-            let above = self.max.is_some_and(|max| x > max);
-            if below || above {
-                let bounds = match (self.min, self.max) {
-                    (Some(min), Some(max)) => format!("between {min} and {max}"),
-                    (Some(min), None) => format!("at least {min}"),
-                    (None, Some(max)) => format!("at most {max}"),
-                    (None, None) => unreachable!("out of range needs a bound"),
-                };
-                return Err(Error::invalid(
-                    &self.name,
-                    format!(
-                        "Invalid value for `{}`: {x} is out of range; it must be {bounds}",
-                        self.name
-                    ),
-                ));
-            }
+            super::check_range(&self.name, x, self.min, self.max)?;
         }
         Ok(())
     }

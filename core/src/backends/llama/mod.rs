@@ -14,9 +14,9 @@ mod answer;
 mod constrain;
 pub mod cpu;
 mod format;
+mod generate;
 pub mod gpu;
 mod memory;
-mod options;
 mod sampling;
 mod scheduler;
 mod signature;
@@ -29,33 +29,28 @@ use format::ChatFormat;
 pub use format::{check_chat_template, gguf_chat_template, is_jinja};
 use memory::{check_gguf, check_kv_memory, context_size, kv_bytes};
 use sampling::{random_seed, Sampling};
-use scheduler::{Job, Lazy, Scheduler};
-use stream::TextStream;
+use scheduler::{Job, Scheduler};
 
 pub use super::cores::{capped_threads, default_threads};
-use crate::chat::tool_calls::{
-    answered_calls, ToolCallDeltas, ToolCallParser, ToolFormat, TurnRules, HERMES,
-};
+use crate::chat::tool_calls::{ToolFormat, HERMES};
 use crate::config::{LlamaOptions, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::{
-    AtomicHistogram, Context, Inputs, Metrics, OutputStream, Predictor, PredictorKind, Signature,
+    AtomicHistogram, Context, Generate, GenerationRequest, Inputs, Metrics, OutputStream,
+    Predictor, PredictorKind, Signature,
 };
+pub use crate::predict::{MAX_STOP_SEQUENCES, MAX_TOP_LOGPROBS};
 use crate::value::Value;
-use constrain::{Grammars, ToolSpec};
+use constrain::Grammars;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaChatTemplate, LlamaModel};
-use llama_cpp_2::sampling::LlamaSampler;
-use llama_cpp_2::token::logit_bias::LlamaLogitBias;
 use llama_cpp_2::token::LlamaToken;
-use options::{stop_sequences, RequestOptions, ToolChoice};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, OnceLock};
 
 /// How the models ingle serves write tool calls (Qwen2.5 and most open models of its time).
 const TOOL_FORMAT: ToolFormat = HERMES;
-use llguidance::Matcher;
 
 /// Default context size per request.
 pub const DEFAULT_N_CTX: u32 = 2048;
@@ -63,10 +58,6 @@ pub const DEFAULT_N_CTX: u32 = 2048;
 pub const DEFAULT_PARALLEL: u32 = 4;
 /// Tokens per decode call; longer prompts are fed in chunks.
 const N_BATCH: u32 = 512;
-/// Most stop sequences a request may give, as in the OpenAI API.
-pub const MAX_STOP_SEQUENCES: usize = 4;
-/// Most alternatives reported with each token's log probability, as in the OpenAI API.
-pub const MAX_TOP_LOGPROBS: usize = 20;
 
 /// The process-wide llama.cpp backend (llama.cpp allows one initialisation per process).
 /// Its logs go to `tracing`, and are dropped unless `INGLE_LOG` is set.
@@ -442,181 +433,15 @@ impl Predictor for LlamaPredictor {
         &self.signature
     }
 
+    /// The annotation protocol's entry (`predictions.create`, a caller's own inputs): the
+    /// inputs read into a typed request, its steps given as the signature's outputs.
     fn predict(&self, inputs: Inputs, _context: &Context) -> Result<OutputStream> {
-        let options = RequestOptions::read(&inputs, self.model.n_vocab())?;
-        // With calls already answered since the user spoke, the same conversation without
-        // tools: the model answers from the results if it only makes one of them again.
-        let mut answered = Vec::new();
-        let mut without_tools = None;
-        let (prompt, prompt_param) = match (inputs.get("messages"), inputs.get("prompt")) {
-            (Some(Value::List(messages)), None) => {
-                let text_bytes = messages
-                    .iter()
-                    .filter_map(Value::as_dict)
-                    .flat_map(|m| m.values().filter_map(Value::as_str))
-                    .map(str::len)
-                    .sum();
-                self.check_cannot_fit(text_bytes, "messages")?;
-                if !self.tools_supported {
-                    self.check_no_tool_history(messages)?;
-                }
-                let tools = match &options.tools {
-                    Some(tools) if options.tool_choice != ToolChoice::None => {
-                        if !self.tools_supported {
-                            return Err(self.no_tool_support());
-                        }
-                        Some(tools.json.clone())
-                    }
-                    _ => None,
-                };
-                let kwargs = match inputs.get("chat_template_kwargs") {
-                    None | Some(Value::Null) => None,
-                    Some(kwargs @ Value::Dict(_)) => Some(kwargs.to_json()?),
-                    Some(_) => {
-                        return Err(Error::invalid(
-                            "chat_template_kwargs",
-                            "`chat_template_kwargs` must be an object of template variables",
-                        ))
-                    }
-                };
-                let rendered = self.render_chat_with(messages, tools.as_ref(), kwargs.as_ref())?;
-                if tools.is_some()
-                    && options.tool_choice == ToolChoice::Auto
-                    && !options.allow_repeated_tool_calls
-                {
-                    // Only what follows the last user message matters (images and audio
-                    // before it are not converted).
-                    let role = |m: &Value| m.as_dict()?.get("role")?.as_str().map(str::to_owned);
-                    let since_user = messages
-                        .iter()
-                        .rposition(|m| role(m).as_deref() == Some("user"))
-                        .map_or(0, |i| i + 1);
-                    let recent: Option<Vec<serde_json::Value>> = messages[since_user..]
-                        .iter()
-                        .map(|m| m.to_json().ok())
-                        .collect();
-                    answered = recent.map_or_else(Vec::new, |json| answered_calls(&json));
-                    if !answered.is_empty() {
-                        // A template that cannot render the conversation without tools
-                        // leaves the turn as the model writes it.
-                        without_tools = self.render_chat_with(messages, None, kwargs.as_ref()).ok();
-                    }
-                }
-                (rendered, "messages")
-            }
-            (None, Some(Value::String(prompt))) => {
-                if options.tools.is_some() {
-                    return Err(Error::invalid(
-                        "tools",
-                        "`tools` are for chat messages, not a text prompt",
-                    ));
-                }
-                (prompt.clone(), "prompt")
-            }
-            (Some(_), Some(_)) => {
-                return Err(Error::invalid(
-                    "prompt",
-                    "Give either `messages` or `prompt`, not both",
-                ))
-            }
-            _ => {
-                return Err(Error::invalid(
-                    "messages",
-                    "Missing required parameter: `messages` (chat) or `prompt` (text completion)",
-                ))
-            }
-        };
-        self.check_cannot_fit(prompt.len(), prompt_param)?;
-        let tokens = self.tokenize(&prompt);
-        if tokens.is_empty() {
-            return Err(Error::invalid(
-                prompt_param,
-                format!("`{prompt_param}` must not be empty"),
-            ));
-        }
-        let n_prompt = tokens.len();
-        let n_ctx = self.n_ctx as usize;
-        let where_ = if prompt_param == "messages" {
-            "messages"
-        } else {
-            "prompt"
-        };
-        if n_prompt >= n_ctx {
-            return Err(Error::context_length(
-                format!(
-                    "This model's maximum context length is {n_ctx} tokens. However, your \
-                     {where_} resulted in {n_prompt} tokens. Please reduce the length of the {where_}."
-                ),
-                prompt_param,
-            ));
-        }
-        let max_tokens = match inputs.get("max_tokens").and_then(Value::as_i64) {
-            Some(max) if n_prompt + max as usize > n_ctx => {
-                return Err(Error::context_length(
-                    format!(
-                        "This model's maximum context length is {n_ctx} tokens. However, you \
-                         requested {} tokens ({n_prompt} in the {where_}, {max} in the completion). \
-                         Please reduce the length of the {where_} or completion.",
-                        n_prompt + max as usize
-                    ),
-                    prompt_param,
-                ))
-            }
-            Some(max) => max as usize,
-            None => n_ctx - n_prompt,
-        };
-        let stop = stop_sequences(inputs.get("stop"))?;
-        let (grammar, lazy) = self.constraints(&options)?;
-        let sampler = self.sampler(&inputs, &options.logit_bias);
-        let cancelled = Arc::new(AtomicBool::new(false));
-        let (events, event_rx) = mpsc::channel();
-        let calls = options
-            .tools
-            .as_ref()
-            .filter(|_| options.tool_choice != ToolChoice::None)
-            .map(|tools| {
-                let names = tools.specs.iter().map(|t| t.name.clone()).collect();
-                let rules = TurnRules {
-                    parallel: options.parallel_tool_calls,
-                    end_on_repeat: !options.allow_repeated_tool_calls,
-                };
-                ToolCallDeltas::new(ToolCallParser::new(names), rules)
-                    .with_answered(std::mem::take(&mut answered))
-            });
-        let answer_instead = without_tools
-            .and_then(|prompt| self.answer_instead(&prompt, &inputs, &options, stop.clone()));
-        let finish_now = Arc::new(AtomicBool::new(false));
-        let job = Job {
-            prompt: tokens,
-            max_tokens,
-            stop,
-            sampler,
-            grammar,
-            lazy,
-            logprobs: options.logprobs,
-            events,
-            cancelled: Arc::clone(&cancelled),
-            finish_now: Arc::clone(&finish_now),
-            arrived: std::time::Instant::now(),
-        };
-        self.counters.queued.fetch_add(1, Ordering::Relaxed);
-        self.jobs.send(job).map_err(|_| {
-            self.counters.queued.fetch_sub(1, Ordering::Relaxed);
-            Error::model(format!(
-                "The llama.cpp scheduler of `{}` has stopped",
-                self.tag
-            ))
-        })?;
-        Ok(Box::new(TextStream {
-            events: event_rx,
-            cancelled,
-            finish_now,
-            done: false,
-            calls,
-            logprobs: options.logprobs.is_some(),
-            answer_instead,
-            given_up: [0; 3],
-        }))
+        let steps = self.start(GenerationRequest::from_inputs(&inputs)?)?;
+        Ok(Box::new(steps.map(|step| step?.into_outputs())))
+    }
+
+    fn generation(&self) -> Option<&dyn Generate> {
+        Some(self)
     }
 
     fn concurrency(&self) -> Option<usize> {
@@ -639,131 +464,6 @@ impl Predictor for LlamaPredictor {
             audio_input_ms: 0,
             audio_output_ms: 0,
         }
-    }
-}
-
-impl LlamaPredictor {
-    /// The grammar a request's output must follow from its first token, and the one that
-    /// starts when the model opens a tool call of its own accord (`tool_choice` auto).
-    fn constraints(&self, options: &RequestOptions) -> Result<(Option<Matcher>, Option<Lazy>)> {
-        let model = &self.model;
-        let calling = options
-            .tools
-            .as_ref()
-            .filter(|_| options.tool_choice != ToolChoice::None);
-        if let (Some(format), Some(_)) = (&options.response_format, calling) {
-            return Err(Error::invalid(
-                "response_format",
-                format!(
-                    "`response_format` {} cannot be combined with `tools` (the reply is either \
-                     calls or JSON); pass `tool_choice: \"none\"` or leave one out",
-                    format.kind
-                ),
-            ));
-        }
-        if let Some(format) = &options.response_format {
-            let grammar = constrain::json_schema(&format.schema);
-            let matcher = self.grammars.matcher(model, grammar, format.param)?;
-            return Ok((Some(matcher), None));
-        }
-        let Some(tools) = calling else {
-            return Ok((None, None));
-        };
-        self.grammars.check_tools(model, &tools.specs)?;
-        let parallel = options.parallel_tool_calls;
-        let forced = |specs: &[ToolSpec]| -> Result<Matcher> {
-            let grammar = constrain::tool_calls(specs, TOOL_FORMAT, parallel, false);
-            self.grammars.matcher(model, grammar, "tools")
-        };
-        match &options.tool_choice {
-            ToolChoice::None => Ok((None, None)),
-            ToolChoice::Required => Ok((Some(forced(&tools.specs)?), None)),
-            ToolChoice::Function(name) => {
-                let spec = tools
-                    .specs
-                    .iter()
-                    .find(|t| &t.name == name)
-                    .ok_or_else(|| {
-                        Error::invalid(
-                            "tool_choice",
-                            format!(
-                                "`tool_choice` names the function `{}`, which is not in `tools`",
-                                crate::error::shown(name)
-                            ),
-                        )
-                    })?;
-                Ok((Some(forced(std::slice::from_ref(spec))?), None))
-            }
-            ToolChoice::Auto => {
-                let grammar = constrain::tool_calls(&tools.specs, TOOL_FORMAT, parallel, true);
-                let matcher = self.grammars.matcher(model, grammar, "tools")?;
-                Ok((
-                    None,
-                    Some(Lazy {
-                        trigger: TOOL_FORMAT.open,
-                        matcher,
-                    }),
-                ))
-            }
-        }
-    }
-
-    /// The sampler chain for one request, in llama.cpp's order: logit biases, penalties, then
-    /// greedy (temperature 0) or top-k, top-p, min-p, temperature and a seeded draw. What the
-    /// request leaves unset is the model's recommended sampling ([`SamplingDefaults`]).
-    fn sampler(&self, inputs: &Inputs, biases: &[LlamaLogitBias]) -> LlamaSampler {
-        let given = |name: &str| inputs.get(name).and_then(Value::as_f64);
-        let defaults = &self.sampling;
-        let temperature = given("temperature").unwrap_or(defaults.temperature);
-        let top_p = given("top_p").unwrap_or(defaults.top_p);
-        let top_k = given("top_k").map_or(defaults.top_k, |k| k as i64);
-        let min_p = given("min_p").unwrap_or(defaults.min_p);
-        // Greedy is the most likely token: a model's default penalty applies only when
-        // sampling; a penalty the request gives applies always.
-        let repetition = given("repetition_penalty").unwrap_or(if temperature == 0.0 {
-            1.0
-        } else {
-            defaults.repetition_penalty
-        });
-        let (frequency, presence) = (
-            given("frequency_penalty").unwrap_or(0.0),
-            given("presence_penalty").unwrap_or(0.0),
-        );
-        let mut chain = Vec::new();
-        if !biases.is_empty() {
-            chain.push(LlamaSampler::logit_bias(self.model.n_vocab(), biases));
-        }
-        if frequency != 0.0 || presence != 0.0 || repetition != 1.0 {
-            // OpenAI's penalties count every token generated so far: look back over the whole
-            // context (llama.cpp's sampler counts what it has accepted: the generated tokens).
-            chain.push(LlamaSampler::penalties(
-                self.model.n_vocab(),
-                self.n_ctx as i32,
-                repetition as f32,
-                frequency as f32,
-                presence as f32,
-            ));
-        }
-        if temperature == 0.0 {
-            chain.push(LlamaSampler::greedy());
-        } else {
-            if top_k > 0 {
-                chain.push(LlamaSampler::top_k(top_k.min(i32::MAX as i64) as i32));
-            }
-            if top_p < 1.0 {
-                chain.push(LlamaSampler::top_p(top_p as f32, 1));
-            }
-            if min_p > 0.0 {
-                chain.push(LlamaSampler::min_p(min_p as f32, 1));
-            }
-            chain.push(LlamaSampler::temp(temperature as f32));
-            let seed = match inputs.get("seed").and_then(Value::as_i64) {
-                Some(seed) => (seed as u64 ^ (seed as u64 >> 32)) as u32,
-                None => random_seed(),
-            };
-            chain.push(LlamaSampler::dist(seed));
-        }
-        LlamaSampler::chain_simple(chain)
     }
 }
 

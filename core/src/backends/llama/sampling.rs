@@ -2,7 +2,7 @@
 //! what it picked.
 
 use crate::config::SamplingDefaults;
-use crate::value::Value;
+use crate::predict::{TokenLogprob, TopLogprob};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::token::LlamaToken;
 
@@ -84,22 +84,26 @@ impl LogitsSummary {
     }
 
     /// `{token, logprob, bytes, top_logprobs}` for the chosen `token`, as OpenAI reports it.
-    pub(super) fn entry(&self, token: LlamaToken, logit: f32, model: &LlamaModel) -> Value {
+    pub(super) fn entry(&self, token: LlamaToken, logit: f32, model: &LlamaModel) -> TokenLogprob {
         let describe = |id: i32, logit: f32| {
             let bytes = model.vocab().token_to_piece(LlamaToken(id), false, None);
-            serde_json::json!({
-                "token": String::from_utf8_lossy(&bytes),
-                "logprob": (logit - self.log_sum_exp) as f64,
-                "bytes": bytes,
-            })
+            TopLogprob {
+                token: String::from_utf8_lossy(&bytes).into_owned(),
+                logprob: (logit - self.log_sum_exp) as f64,
+                bytes,
+            }
         };
-        let mut entry = describe(token.0, logit);
-        entry["top_logprobs"] = self
-            .top
-            .iter()
-            .map(|&(id, logit)| describe(id, logit))
-            .collect();
-        Value::from(entry)
+        let chosen = describe(token.0, logit);
+        TokenLogprob {
+            token: chosen.token,
+            logprob: chosen.logprob,
+            bytes: chosen.bytes,
+            top_logprobs: self
+                .top
+                .iter()
+                .map(|&(id, logit)| describe(id, logit))
+                .collect(),
+        }
     }
 }
 

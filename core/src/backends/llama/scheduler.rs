@@ -3,7 +3,7 @@
 //! each sequence's next token (see docs/architecture.md).
 
 use crate::error::{Error, Result};
-use crate::value::Value;
+use crate::predict::TokenLogprob;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -71,7 +71,7 @@ pub(super) struct Sequence {
     pub(super) tail: String,
     /// Log probabilities of tokens whose text is held back, with where that text ends
     /// (in bytes of the whole output).
-    pub(super) logprobs: VecDeque<(usize, Value)>,
+    pub(super) logprobs: VecDeque<(usize, TokenLogprob)>,
     /// Bytes of output produced, and given out.
     pub(super) produced_bytes: usize,
     pub(super) released_bytes: usize,
@@ -88,7 +88,7 @@ pub(super) struct Sequence {
 impl Sequence {
     /// The log probabilities of the tokens whose text is now all given out (all of them at
     /// the end).
-    pub(super) fn released_logprobs(&mut self, text: &str, end: bool) -> Vec<Value> {
+    pub(super) fn released_logprobs(&mut self, text: &str, end: bool) -> Vec<TokenLogprob> {
         self.released_bytes += text.len();
         let mut out = Vec::new();
         while let Some((until, _)) = self.logprobs.front() {
@@ -598,7 +598,7 @@ pub(super) fn pick(
     ctx: &LlamaContext,
     index: i32,
     model: &LlamaModel,
-) -> Result<(LlamaToken, Option<Value>)> {
+) -> Result<(LlamaToken, Option<TokenLogprob>)> {
     let summary = seq
         .job
         .logprobs

@@ -1,7 +1,8 @@
 //! The signature every llama predictor has: its inputs, each annotated for the OpenAI layer,
 //! with their ranges and what they mean, and its outputs.
 
-use super::MAX_TOP_LOGPROBS;
+use crate::predict::bounds::*;
+use crate::predict::MAX_TOP_LOGPROBS;
 use crate::predict::{Annotation, GenerationOption, Parameter, Signature};
 use crate::value::ValueType;
 
@@ -24,36 +25,39 @@ pub fn signature() -> Signature {
                 .annotated(Annotation::Prompt)
                 .describe("Raw text to continue; give this or `messages`."),
             option("max_tokens", ValueType::Int, G::MaxTokens)
-                .range(Some(1.0), None)
+                .range(Some(MAX_TOKENS_MIN), None)
                 .describe("Most tokens to generate; default: the rest of the context."),
             // No defaults in the signature: what a request leaves unset is the model's
             // recommended sampling (`SamplingDefaults`), known only once it is loaded.
             option("temperature", ValueType::Float, G::Temperature)
-                .range(Some(0.0), Some(2.0))
+                .range(Some(TEMPERATURE_RANGE.0), Some(TEMPERATURE_RANGE.1))
                 .describe(
                     "Sampling temperature; 0 picks the most likely token (greedy). Default: \
                      the model's recommended (config `defaults`, the GGUF's, else 0.8).",
                 ),
             option("top_p", ValueType::Float, G::TopP)
-                .range(Some(0.0), Some(1.0))
+                .range(Some(TOP_P_RANGE.0), Some(TOP_P_RANGE.1))
                 .describe(
                     "Nucleus sampling: sample from the smallest set of tokens above this mass. \
                      Default: the model's recommended, else 0.95.",
                 ),
             option("top_k", ValueType::Int, G::TopK)
-                .range(Some(0.0), Some(f64::from(u32::MAX)))
+                .range(Some(TOP_K_RANGE.0), Some(TOP_K_RANGE.1))
                 .describe(
                     "Sample from the k most likely tokens; 0 turns it off. Default: the \
                      model's recommended, else 40.",
                 ),
             option("min_p", ValueType::Float, G::MinP)
-                .range(Some(0.0), Some(1.0))
+                .range(Some(MIN_P_RANGE.0), Some(MIN_P_RANGE.1))
                 .describe(
                     "Drop tokens less likely than this fraction of the most likely one; 0 \
                      turns it off. Default: the model's recommended, else 0.05.",
                 ),
             option("repetition_penalty", ValueType::Float, G::RepetitionPenalty)
-                .range(Some(0.1), Some(2.0))
+                .range(
+                    Some(REPETITION_PENALTY_RANGE.0),
+                    Some(REPETITION_PENALTY_RANGE.1),
+                )
                 .describe(
                     "Divide the logits of tokens already in the context by this; 1 turns it \
                      off. Default when sampling: the model's recommended, else 1.",
@@ -67,11 +71,11 @@ pub fn signature() -> Signature {
                 .describe("Up to 4 strings; generation stops before any of them."),
             option("frequency_penalty", ValueType::Float, G::FrequencyPenalty)
                 .default_value(0.0)
-                .range(Some(-2.0), Some(2.0))
+                .range(Some(PENALTY_RANGE.0), Some(PENALTY_RANGE.1))
                 .describe("Penalise tokens by how often they already appear in the output."),
             option("presence_penalty", ValueType::Float, G::PresencePenalty)
                 .default_value(0.0)
-                .range(Some(-2.0), Some(2.0))
+                .range(Some(PENALTY_RANGE.0), Some(PENALTY_RANGE.1))
                 .describe("Penalise tokens that already appear in the output."),
             option("tools", ValueType::List, G::Tools).describe(
                 "Function tools the model may call, as in the OpenAI API; the model's chat \

@@ -3,8 +3,7 @@
 
 use crate::chat::tool_calls::ToolCallDeltas;
 use crate::error::{Error, Result};
-use crate::predict::Outputs;
-use crate::value::Value;
+use crate::predict::{GenerationStep, StepUsage, TokenLogprob};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
@@ -12,7 +11,7 @@ use std::sync::{mpsc, Arc};
 /// step why generation ended.
 pub(super) struct Event {
     pub(super) text: String,
-    pub(super) logprobs: Vec<Value>,
+    pub(super) logprobs: Vec<TokenLogprob>,
     pub(super) finish: Option<Finish>,
 }
 
@@ -92,7 +91,7 @@ impl TextStream {
 }
 
 impl Iterator for TextStream {
-    type Item = Result<Outputs>;
+    type Item = Result<GenerationStep>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {
@@ -140,28 +139,15 @@ impl Iterator for TextStream {
                 }
             }
         }
-        let tool_calls = if had_tools {
-            Value::List(deltas)
-        } else {
-            Value::Null
-        };
+        let tool_calls = had_tools.then_some(deltas);
         let (finish_reason, usage) = match event_finish {
             Some(finish) => {
                 self.done = true;
-                let usage = crate::value::Dict::from([
-                    (
-                        "prompt_tokens".to_string(),
-                        Value::Int((finish.prompt_tokens + self.given_up[0]) as i64),
-                    ),
-                    (
-                        "completion_tokens".to_string(),
-                        Value::Int((finish.completion_tokens + self.given_up[2]) as i64),
-                    ),
-                    (
-                        "cached_tokens".to_string(),
-                        Value::Int((finish.cached_tokens + self.given_up[1]) as i64),
-                    ),
-                ]);
+                let usage = StepUsage {
+                    prompt_tokens: finish.prompt_tokens + self.given_up[0],
+                    completion_tokens: finish.completion_tokens + self.given_up[2],
+                    cached_tokens: finish.cached_tokens + self.given_up[1],
+                };
                 // A turn ended early (finish_now) ends as at a stop sequence; one cut by
                 // `max_tokens` while it went on stays `length`, its last call perhaps unfinished.
                 let called = self.calls.as_ref().is_some_and(ToolCallDeltas::any_started);
@@ -171,22 +157,17 @@ impl Iterator for TextStream {
                     "length" if over_before => "stop",
                     reason => reason,
                 };
-                (Value::from(reason), Value::Dict(usage))
+                (Some(reason.to_string()), Some(usage))
             }
-            None => (Value::Null, Value::Null),
+            None => (None, None),
         };
-        let logprobs = if self.logprobs {
-            Value::List(event.logprobs)
-        } else {
-            Value::Null
-        };
-        Some(Ok(vec![
-            Value::String(text),
+        Some(Ok(GenerationStep {
+            text,
             finish_reason,
             usage,
             tool_calls,
-            logprobs,
-        ]))
+            logprobs: self.logprobs.then_some(event.logprobs),
+        }))
     }
 }
 

@@ -168,7 +168,7 @@ fn turn(text: &str, chunk: usize, rules: TurnRules) -> (Vec<(String, Vec<String>
             let calls = calls
                 .iter()
                 .map(|d| {
-                    let d = d.to_json().unwrap();
+                    let d = serde_json::to_value(d).unwrap();
                     let args = d["function"]["arguments"]
                         .as_str()
                         .unwrap_or("")
@@ -358,7 +358,7 @@ fn a_call_answered_since_the_user_spoke_made_again_is_a_loop() {
     let (_, calls) = turn.split(&format!("{again}\n{lyon}\n{again}"), true);
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(
-        calls[0].to_json().unwrap()["function"]["arguments"],
+        serde_json::to_value(&calls[0]).unwrap()["function"]["arguments"],
         lyon[lyon.find("{\"city").unwrap()..lyon.len() - 1]
     );
     assert!(turn.turn_over() && !turn.looped());
@@ -395,7 +395,7 @@ fn a_call_answered_since_the_user_spoke_made_again_is_a_loop() {
     let mut turn = deltas(PARALLEL);
     let nice = again.replace("Paris", "Nice");
     let (_, calls) = turn.split(&format!("{again}\n{nice}"), true);
-    assert_eq!(calls[0].to_json().unwrap()["index"], 0);
+    assert_eq!(serde_json::to_value(&calls[0]).unwrap()["index"], 0);
     // Another call is no loop; nor is the repeat when repeats are allowed.
     let mut turn = deltas(PARALLEL);
     let (_, calls) = turn.split(&again.replace("Paris", "Lyon"), true);

@@ -2,7 +2,7 @@
 //! pieces (docs/tools.md, "A turn").
 
 use super::{Piece, ToolCallParser};
-use crate::value::Value;
+use crate::predict::{FunctionCallDelta, ToolCallDelta};
 use serde_json::Value as Json;
 
 /// What a turn may hold besides its first call.
@@ -112,7 +112,7 @@ impl ToolCallDeltas {
 
     /// Content and tool-call deltas out of `text` (and, at the end, out of what was held back):
     /// the content comes first, since text after a call ends the turn.
-    pub(crate) fn split(&mut self, text: &str, end: bool) -> (String, Vec<Value>) {
+    pub(crate) fn split(&mut self, text: &str, end: bool) -> (String, Vec<ToolCallDelta>) {
         let mut pieces = self.parser.push(text);
         if end {
             pieces.extend(self.parser.finish());
@@ -149,9 +149,14 @@ impl ToolCallDeltas {
                     call.arguments.push_str(&arguments);
                     if !call.held {
                         let index = self.started.saturating_sub(1);
-                        deltas.push(Value::from(serde_json::json!({
-                            "index": index, "function": {"arguments": arguments}
-                        })));
+                        deltas.push(ToolCallDelta {
+                            index: index as u32,
+                            function: Some(FunctionCallDelta {
+                                name: None,
+                                arguments: Some(arguments),
+                            }),
+                            ..ToolCallDelta::default()
+                        });
                     }
                 }
                 Piece::CallEnd => {
@@ -205,7 +210,13 @@ impl ToolCallDeltas {
     /// A call has ended: given out whole if it was held back, unless it repeats an earlier one
     /// of the turn, which ends the turn instead, or one answered since the user spoke, which
     /// is dropped; without parallel calls, the turn ends with it.
-    fn end_call(&mut self, name: String, arguments: String, held: bool, deltas: &mut Vec<Value>) {
+    fn end_call(
+        &mut self,
+        name: String,
+        arguments: String,
+        held: bool,
+        deltas: &mut Vec<ToolCallDelta>,
+    ) {
         let value = arguments_value(&arguments);
         let same = |(n, v): &(String, Json)| *n == name && *v == value;
         if self.rules.end_on_repeat && self.ended.iter().any(same) {
@@ -228,15 +239,18 @@ impl ToolCallDeltas {
         }
     }
 
-    fn start(&mut self, name: &str, arguments: String) -> Value {
+    fn start(&mut self, name: &str, arguments: String) -> ToolCallDelta {
         let index = self.started;
         self.started += 1;
-        Value::from(serde_json::json!({
-            "index": index,
-            "id": crate::predict::random_id("call_"),
-            "type": "function",
-            "function": {"name": name, "arguments": arguments},
-        }))
+        ToolCallDelta {
+            index: index as u32,
+            id: Some(crate::predict::random_id("call_")),
+            kind: Some("function".into()),
+            function: Some(FunctionCallDelta {
+                name: Some(name.to_string()),
+                arguments: Some(arguments),
+            }),
+        }
     }
 }
 
