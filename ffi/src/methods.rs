@@ -4,7 +4,9 @@
 //! `ingle_responses_stream` (which returns the status of a response that failed, where the
 //! events only carry it) and `ingle_responses_delete` (whose `out_json` may be NULL).
 
-use crate::call::{callback_arg, client_arg, deliver, ffi_call, give_string, out_arg, str_arg};
+use crate::call::{
+    callback_arg, client_arg, deliver, ffi_call, give_string, out_arg, str_arg, FfiResult,
+};
 use crate::{IngleChunkCallback, IngleClient, IngleStatus};
 use ingle_core::methods::{method, Gives};
 use ingle_core::Error;
@@ -25,13 +27,7 @@ pub unsafe extern "C" fn ingle_call(
     request_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        let name = str_arg(method, "method")?;
-        let request = str_arg(request_json, "request_json")?;
-        give_string(out, call_whole(client, name, request)?)
-    })
+    whole_with(client, || str_arg(method, "method"), request_json, out_json)
 }
 
 /// Streams the method `method` (`"chat.completions.stream"`, `"completions.stream"`,
@@ -47,16 +43,8 @@ pub unsafe extern "C" fn ingle_call_stream(
     on_chunk: IngleChunkCallback,
     user_data: *mut c_void,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let client = client_arg(client)?;
-        let on_chunk = callback_arg(on_chunk)?;
-        let name = str_arg(method, "method")?;
-        let request = str_arg(request_json, "request_json")?;
-        for chunk in call_streamed(client, name, request)? {
-            deliver(chunk?, on_chunk, user_data)?;
-        }
-        Ok(())
-    })
+    let name = || str_arg(method, "method");
+    streamed_with(client, name, request_json, on_chunk, user_data)
 }
 
 /// A whole method's answer as text.
@@ -110,12 +98,7 @@ pub(crate) unsafe fn whole(
     request_json: *const c_char,
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
-    ffi_call(|| {
-        let out = out_arg(out_json, "out_json")?;
-        let client = client_arg(client)?;
-        let request = str_arg(request_json, "request_json")?;
-        give_string(out, call_whole(client, name, request)?)
-    })
+    whole_with(client, || Ok(name), request_json, out_json)
 }
 
 /// The body of a typed function that streams: [`ingle_call_stream`] with its method's name.
@@ -126,9 +109,38 @@ pub(crate) unsafe fn streamed(
     on_chunk: IngleChunkCallback,
     user_data: *mut c_void,
 ) -> IngleStatus {
+    streamed_with(client, || Ok(name), request_json, on_chunk, user_data)
+}
+
+/// [`ingle_call`] and [`whole`]: the method's name read (or given) after the output and the
+/// client, so that each argument's error comes in the same order.
+unsafe fn whole_with<'a>(
+    client: *mut IngleClient,
+    name: impl FnOnce() -> FfiResult<&'a str>,
+    request_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out_json, "out_json")?;
+        let client = client_arg(client)?;
+        let name = name()?;
+        let request = str_arg(request_json, "request_json")?;
+        give_string(out, call_whole(client, name, request)?)
+    })
+}
+
+/// [`ingle_call_stream`] and [`streamed`], as [`whole_with`].
+unsafe fn streamed_with<'a>(
+    client: *mut IngleClient,
+    name: impl FnOnce() -> FfiResult<&'a str>,
+    request_json: *const c_char,
+    on_chunk: IngleChunkCallback,
+    user_data: *mut c_void,
+) -> IngleStatus {
     ffi_call(|| {
         let client = client_arg(client)?;
         let on_chunk = callback_arg(on_chunk)?;
+        let name = name()?;
         let request = str_arg(request_json, "request_json")?;
         for chunk in call_streamed(client, name, request)? {
             deliver(chunk?, on_chunk, user_data)?;
