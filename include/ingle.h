@@ -370,6 +370,19 @@ enum IngleStatus ingle_embeddings_create(struct IngleClient *client,
                                          char **out_json);
 
 /**
+ * Rerank: `request_json` is `{"model", "query", "documents": ["text" or {"text"}, ...],
+ * "top_n", "return_documents"}` (Jina's and Cohere's shape); `*out_json` receives `{"id",
+ * "model", "results": [{"index", "relevance_score", "document": {"text"}}], "usage"}`, most
+ * relevant first, to free with `ingle_string_free` (NULL on failure). With `"texts"` instead of
+ * `"documents"` (text-embeddings-inference's shape) the answer is `[{"index", "score", "text"}]`.
+ * An embedding model scores by cosine similarity; a predictor annotated `rerank_query`,
+ * `rerank_documents` and `rerank_scores` scores itself.
+ */
+enum IngleStatus ingle_rerank_create(struct IngleClient *client,
+                                     const char *request_json,
+                                     char **out_json);
+
+/**
  * The same request as `ingle_embeddings_create`, answered with the vectors as one float32
  * matrix instead of JSON (no numbers are printed or parsed; `encoding_format` is checked but
  * has nothing to choose). `*out` receives the matrix, to free with
@@ -681,7 +694,9 @@ void ingle_string_free(char *text);
  * `audio.translations`), transcription_word_timestamps, transcription_segment, chat_messages,
  * prompt, text_delta,
  * finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
- * presence_penalty (docs/predictors.md has the whole format and the rules of each OpenAI
+ * presence_penalty, rerank_query and rerank_documents (a string and an array of strings in) with
+ * rerank_scores (an array of numbers out, one per document: they make it serve `rerank`)
+ * (docs/predictors.md has the whole format and the rules of each OpenAI
  * method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last
  * error naming the parameter. `user_data` is passed to every call of `callback`;
  * `ingle_client_free` waits until every running call has returned, so it may be freed after

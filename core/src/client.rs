@@ -2,7 +2,7 @@
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models, Responses};
+use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models, Rerank, Responses};
 use crate::predict::{
     last_prediction, Annotation, Cancel, Inputs, Logs, Metrics, Prediction, PredictionStream,
     Predictor, Signature,
@@ -21,6 +21,8 @@ pub struct Client {
     pub responses: Responses,
     pub completions: Completions,
     pub embeddings: Embeddings,
+    /// Documents ranked by relevance to a query (Jina's, Cohere's and TEI's rerank shapes).
+    pub rerank: Rerank,
     pub audio: AudioApi,
     pub models: Models,
     pub predictions: Predictions,
@@ -41,6 +43,10 @@ impl Client {
             chat,
             completions: Completions::new(Arc::clone(&registry)),
             embeddings: Embeddings::new(Arc::clone(&registry)),
+            rerank: Rerank::new(
+                Arc::clone(&registry),
+                Embeddings::new(Arc::clone(&registry)),
+            ),
             audio: AudioApi::new(Arc::clone(&registry)),
             models: Models::new(Arc::clone(&registry)),
             predictions: Predictions {
@@ -62,6 +68,7 @@ impl Client {
         client.responses = self.responses.with_cancel(cancel);
         client.completions.cancel = cancel.clone();
         client.embeddings.cancel = cancel.clone();
+        client.rerank = self.rerank.with_cancel(cancel);
         client.audio = self.audio.with_cancel(cancel);
         client.predictions.cancel = cancel.clone();
         client

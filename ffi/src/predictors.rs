@@ -230,7 +230,9 @@ fn start(
 /// `audio.translations`), transcription_word_timestamps, transcription_segment, chat_messages,
 /// prompt, text_delta,
 /// finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
-/// presence_penalty (docs/predictors.md has the whole format and the rules of each OpenAI
+/// presence_penalty, rerank_query and rerank_documents (a string and an array of strings in) with
+/// rerank_scores (an array of numbers out, one per document: they make it serve `rerank`)
+/// (docs/predictors.md has the whole format and the rules of each OpenAI
 /// method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last
 /// error naming the parameter. `user_data` is passed to every call of `callback`;
 /// `ingle_client_free` waits until every running call has returned, so it may be freed after

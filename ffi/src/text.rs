@@ -1,5 +1,5 @@
 //! Text generation and embeddings at the C ABI: chat completions, text completions, embeddings
-//! (as JSON or a float32 matrix), and predictions of any predictor.
+//! (as JSON or a float32 matrix), rerank, and predictions of any predictor.
 
 use crate::call::{client_arg, ffi_call, give_slice, out_arg, str_arg, take_slice};
 use crate::methods::{streamed, whole};
@@ -94,6 +94,22 @@ pub unsafe extern "C" fn ingle_embeddings_create(
     out_json: *mut *mut c_char,
 ) -> IngleStatus {
     whole(client, "embeddings.create", request_json, out_json)
+}
+
+/// Rerank: `request_json` is `{"model", "query", "documents": ["text" or {"text"}, ...],
+/// "top_n", "return_documents"}` (Jina's and Cohere's shape); `*out_json` receives `{"id",
+/// "model", "results": [{"index", "relevance_score", "document": {"text"}}], "usage"}`, most
+/// relevant first, to free with `ingle_string_free` (NULL on failure). With `"texts"` instead of
+/// `"documents"` (text-embeddings-inference's shape) the answer is `[{"index", "score", "text"}]`.
+/// An embedding model scores by cosine similarity; a predictor annotated `rerank_query`,
+/// `rerank_documents` and `rerank_scores` scores itself.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_rerank_create(
+    client: *mut IngleClient,
+    request_json: *const c_char,
+    out_json: *mut *mut c_char,
+) -> IngleStatus {
+    whole(client, "rerank.create", request_json, out_json)
 }
 
 /// The same request as `ingle_embeddings_create`, answered with the vectors as one float32

@@ -17,7 +17,7 @@ use ingle::methods::{Answer, Gives, Method, Request as Parsed, Takes, Verb, METH
 use ingle::Error;
 use ingle::ErrorCode;
 
-/// A route for every method of the table that has one.
+/// A route under `/v1` for every method of the table that has one, and its aliases.
 pub(crate) fn routes() -> Router<AppState> {
     let mut router = Router::new();
     for method in METHODS {
@@ -29,7 +29,10 @@ pub(crate) fn routes() -> Router<AppState> {
             Verb::Post => post(handler),
             Verb::Delete => delete(handler),
         };
-        router = router.route(route.path, method_router);
+        router = router.route(&format!("/v1{}", route.path), method_router.clone());
+        for alias in route.aliases {
+            router = router.route(alias, method_router.clone());
+        }
     }
     router
 }

@@ -363,7 +363,7 @@ fn router(state: AppState, options: &Options) -> Router {
         .route("/ready", get(lifecycle::ready))
         .route("/openapi.json", get(|| async { axum::Json(openapi()) }))
         .merge(operator)
-        .nest("/v1", v1)
+        .merge(v1)
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
         // Outside the routes, so a refused Host or Origin reaches none of them, and a CORS

@@ -118,6 +118,7 @@ fn surface_of(path: &str) -> &'static str {
         "/chat/completions" => "chat",
         "/completions" => "completions",
         "/embeddings" => "embeddings",
+        "/rerank" | "/v2/rerank" => "rerank",
         "/audio/speech" => "speech",
         "/audio/transcriptions" => "transcription",
         "/audio/translations" => "translation",

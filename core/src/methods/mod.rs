@@ -15,8 +15,8 @@
 use crate::error::{shown, Error, ErrorCode, Result};
 use crate::json_text::{to_json_text, JsonTextStream};
 use crate::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, ResponseRequest, SpeechRequest,
-    SpeechStream, TranscriptionAudio, TranscriptionRequest,
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, RerankRequest, ResponseRequest,
+    SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest,
 };
 use crate::Client;
 use serde_json::{Map, Value as Json};
@@ -84,6 +84,9 @@ impl Gives {
 pub struct Route {
     pub verb: Verb,
     pub path: &'static str,
+    /// Whole paths (not under `/v1`) that serve the method too, where other servers put it
+    /// (text-embeddings-inference's `/rerank`, Cohere's `/v2/rerank`).
+    pub aliases: &'static [&'static str],
 }
 
 /// One operation of the interface.
@@ -120,6 +123,7 @@ pub enum Request {
     Chat(ChatCompletionRequest),
     Completion(CompletionRequest),
     Embedding(EmbeddingRequest),
+    Rerank(RerankRequest),
     Response(ResponseRequest),
     Speech(SpeechRequest),
     Transcription(TranscriptionRequest, TranscriptionAudio),
@@ -144,6 +148,7 @@ impl std::fmt::Debug for Request {
             Request::Chat(_) => "Chat",
             Request::Completion(_) => "Completion",
             Request::Embedding(_) => "Embedding",
+            Request::Rerank(_) => "Rerank",
             Request::Response(_) => "Response",
             Request::Speech(_) => "Speech",
             Request::Transcription(..) => "Transcription",
@@ -169,6 +174,7 @@ impl Request {
             Request::Chat(r) => Some(&r.model),
             Request::Completion(r) => Some(&r.model),
             Request::Embedding(r) => Some(&r.model),
+            Request::Rerank(r) => Some(&r.model),
             Request::Response(r) => Some(&r.model),
             Request::Speech(r) => Some(&r.model),
             Request::Transcription(r, _) => Some(&r.model),

@@ -5,13 +5,15 @@ use super::{
 };
 use crate::json_text::json_texts;
 use crate::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, ResponseRequest, SpeechRequest,
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, RerankRequest, ResponseRequest,
+    SpeechRequest,
 };
 
 const fn post(path: &'static str) -> Option<Route> {
     Some(Route {
         verb: Verb::Post,
         path,
+        aliases: &[],
     })
 }
 
@@ -19,6 +21,7 @@ const fn get(path: &'static str) -> Option<Route> {
     Some(Route {
         verb: Verb::Get,
         path,
+        aliases: &[],
     })
 }
 
@@ -112,6 +115,28 @@ pub static METHODS: &[Method] = &[
         },
     },
     Method {
+        name: "rerank.create",
+        summary: "Rank documents by relevance to a query (Jina's and Cohere's shape; TEI's with `texts`)",
+        answer: "`{id, model, results: [{index, relevance_score, document}], usage}`, most relevant first; for a request with `texts`, text-embeddings-inference's `[{index, score, text}]`",
+        request: "RerankRequest",
+        takes: Takes::Json,
+        gives: Gives::Json,
+        required: &["model", "query", "documents"],
+        route: Some(Route {
+            verb: Verb::Post,
+            path: "/rerank",
+            aliases: &["/rerank", "/v2/rerank"],
+        }),
+        optional: &[],
+        streamed_by: None,
+        parse: |json, _| Ok(Request::Rerank(RerankRequest::from_json(json)?)),
+        run: |client, request| match request {
+            Request::Rerank(r) if r.is_tei() => json(&client.rerank.create(&r)?.into_tei()),
+            Request::Rerank(r) => json(&client.rerank.create(&r)?),
+            _ => mismatched(),
+        },
+    },
+    Method {
         name: "responses.create",
         summary: "Create a response (OpenAI's Responses API, over the chat models)",
         answer: "A `response`, or with `stream: true` its events (`response.created` ... `response.completed`)",
@@ -193,6 +218,7 @@ pub static METHODS: &[Method] = &[
         route: Some(Route {
             verb: Verb::Delete,
             path: "/responses/{response_id}",
+            aliases: &[],
         }),
         optional: &[],
         streamed_by: None,

@@ -1,5 +1,5 @@
 //! The OpenAI interface: `chat.completions`, `responses`, `completions`, `embeddings`,
-//! `audio.speech` and `models`, mapped onto predictors.
+//! `audio.speech`, `rerank` and `models`, mapped onto predictors.
 //!
 //! A request's `model` names a predictor tag. Its parameters are found by **annotation**, never by
 //! name: chat needs an input annotated [`Annotation::ChatMessages`], text completion one annotated
@@ -13,6 +13,7 @@ mod completions;
 mod embeddings;
 mod generation;
 mod models;
+mod rerank;
 mod responses;
 mod rules;
 mod slots;
@@ -26,6 +27,10 @@ pub use chat::{Chat, ChatCompletionStream, ChatCompletions};
 pub use completions::{CompletionStream, Completions};
 pub use embeddings::*;
 pub use models::Models;
+pub use rerank::{
+    Rerank, RerankDocument, RerankRequest, RerankResponse, RerankResult, RerankUsage,
+    TeiRerankResult, MAX_RERANK_DOCUMENTS,
+};
 pub use responses::{ResponseRequest, ResponseStream, Responses};
 pub use speech::*;
 pub use subtitles::{srt, vtt};
@@ -52,5 +57,6 @@ pub fn check_predictor(tag: &str, signature: &Signature) -> Result<()> {
     embeddings::rules(tag, signature)?;
     speech::rules(tag, signature)?;
     transcription::rules(tag, signature)?;
+    rerank::rules(tag, signature)?;
     Ok(())
 }

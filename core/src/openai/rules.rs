@@ -156,11 +156,14 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                 | Annotation::TranscriptionTask
                 | Annotation::Prompt
                 | Annotation::TextDelta
-                | Annotation::FinishReason => Some(T::String),
+                | Annotation::FinishReason
+                | Annotation::RerankQuery => Some(T::String),
                 Annotation::TranscriptionWordTimestamps => Some(T::Bool),
                 Annotation::TranscriptionSegment | Annotation::Usage => Some(T::Dict),
                 Annotation::ToolCalls | Annotation::TokenLogprobs => Some(T::List),
-                Annotation::ChatMessages => Some(T::List),
+                Annotation::ChatMessages
+                | Annotation::RerankDocuments
+                | Annotation::RerankScores => Some(T::List),
             };
             if let Some(expected) = expected.filter(|&t| t != p.value_type) {
                 return Err(problem(
@@ -186,6 +189,8 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                     | Annotation::ChatMessages
                     | Annotation::Prompt
                     | Annotation::Generation(_)
+                    | Annotation::RerankQuery
+                    | Annotation::RerankDocuments
             );
             let output_only = matches!(
                 p.annotation,
@@ -195,6 +200,7 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                     | Annotation::Usage
                     | Annotation::ToolCalls
                     | Annotation::TokenLogprobs
+                    | Annotation::RerankScores
             );
             if (input && output_only) || (!input && input_only) {
                 return Err(problem(

@@ -448,6 +448,9 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "logit_bias" => simple(Annotation::Generation(G::LogitBias)),
         "tool_calls" => simple(Annotation::ToolCalls),
         "token_logprobs" => simple(Annotation::TokenLogprobs),
+        "rerank_query" => simple(Annotation::RerankQuery),
+        "rerank_documents" => simple(Annotation::RerankDocuments),
+        "rerank_scores" => simple(Annotation::RerankScores),
         other => Err(Error::invalid(
             format!("{path}.type"),
             format!(
@@ -459,7 +462,7 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
                  temperature, top_p, seed, stop, frequency_penalty, presence_penalty, top_k, \
                  min_p, repetition_penalty, chat_template_kwargs, tools, \
                  tool_choice, parallel_tool_calls, allow_repeated_tool_calls, response_format, logprobs, logit_bias, \
-                 tool_calls, token_logprobs",
+                 tool_calls, token_logprobs, rerank_query, rerank_documents, rerank_scores",
                 shown(other)
             ),
         )),

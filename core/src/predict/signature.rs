@@ -98,6 +98,12 @@ pub enum Annotation {
     /// The tokens behind this output's text: `{token, logprob, bytes, top_logprobs: [{token,
     /// logprob, bytes}]}` each (output, list).
     TokenLogprobs,
+    /// The query documents are ranked against (input, string).
+    RerankQuery,
+    /// The documents to rank (input, list of strings).
+    RerankDocuments,
+    /// One relevance score per document, higher is more relevant (output, list of numbers).
+    RerankScores,
 }
 
 /// One input or output of a predictor.

@@ -1,0 +1,253 @@
+//! `rerank.create` on the real embedding model (a bi-encoder: cosine scores) and on a user's
+//! predictor annotated for it; both shapes (Jina's and Cohere's, TEI's); the method table.
+
+use ingle::openai::RerankRequest;
+use ingle::predict::{Annotation, Parameter, Signature};
+
+use ingle::{ErrorKind, FnPredictor, Value, ValueType};
+use ingle_tests::{own_client, shared, EMBEDDING_MODEL, MODEL};
+use std::sync::Arc;
+
+const QUERY: &str = "What is the capital of France?";
+const DOCUMENTS: [&str; 4] = [
+    "Berlin is the capital of Germany.",
+    "The Eiffel Tower is a landmark in Paris.",
+    "Paris is the capital and largest city of France.",
+    "Bananas are rich in potassium.",
+];
+
+#[test]
+fn an_embedding_model_ranks_the_paris_document_first() {
+    let response = shared()
+        .rerank
+        .create(&RerankRequest::new(EMBEDDING_MODEL, QUERY, DOCUMENTS))
+        .unwrap();
+    assert!(response.id.starts_with("rerank-"));
+    assert_eq!(response.model, EMBEDDING_MODEL);
+    let order: Vec<u32> = response.results.iter().map(|r| r.index).collect();
+    assert_eq!(order[0], 2, "{response:?}");
+    assert_eq!(*order.last().unwrap(), 3, "bananas last: {response:?}");
+    let scores: Vec<f64> = response.results.iter().map(|r| r.relevance_score).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(
+        scores.iter().all(|s| (-1.0..=1.0).contains(s)),
+        "cosines: {scores:?}"
+    );
+    assert_eq!(
+        response.results[0].document.as_ref().unwrap().text,
+        DOCUMENTS[2],
+        "Jina's default: documents returned"
+    );
+    assert!(response.usage.prompt_tokens > 0);
+
+    let top = shared()
+        .rerank
+        .create(&RerankRequest {
+            top_n: Some(2),
+            return_documents: Some(false),
+            ..RerankRequest::new(EMBEDDING_MODEL, QUERY, DOCUMENTS)
+        })
+        .unwrap();
+    assert_eq!(top.results.len(), 2);
+    assert_eq!(top.results[0].index, 2);
+    assert!(top.results.iter().all(|r| r.document.is_none()));
+}
+
+#[test]
+fn the_method_table_answers_jina_and_tei_shapes() {
+    let client = shared();
+    let jina = serde_json::json!({
+        "model": EMBEDDING_MODEL, "query": QUERY,
+        "documents": [DOCUMENTS[0], {"text": DOCUMENTS[2]}], "top_n": 1,
+    });
+    let method = ingle::methods::method("rerank.create").unwrap();
+    let answer = method.call(client, &jina.to_string(), None).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&answer.into_text().unwrap()).unwrap();
+    assert_eq!(json["results"][0]["index"], 1);
+    assert_eq!(json["results"][0]["document"]["text"], DOCUMENTS[2]);
+    assert_eq!(json["results"].as_array().unwrap().len(), 1);
+
+    let tei = serde_json::json!({
+        "model": EMBEDDING_MODEL, "query": QUERY, "texts": DOCUMENTS, "return_text": true,
+        "raw_scores": false, "truncate": true,
+    });
+    let answer = method.call(client, &tei.to_string(), None).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&answer.into_text().unwrap()).unwrap();
+    let list = json.as_array().unwrap();
+    assert_eq!(list.len(), 4);
+    assert_eq!(list[0]["index"], 2);
+    assert_eq!(list[0]["text"], DOCUMENTS[2]);
+    assert!(list[0]["score"].as_f64().unwrap() > list[3]["score"].as_f64().unwrap());
+}
+
+#[test]
+fn bad_rerank_requests_name_the_field() {
+    let cases = [
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "documents": ["a"]}),
+            "query",
+        ),
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "query": "q"}),
+            "documents",
+        ),
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "query": "q", "documents": []}),
+            "documents",
+        ),
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "query": "q", "documents": ["a", 3]}),
+            "documents[1]",
+        ),
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "query": "q", "documents": [{"title": "a"}]}),
+            "documents[0].text",
+        ),
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "query": "q", "documents": ["a"], "top_n": 0}),
+            "top_n",
+        ),
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "query": "q", "documents": ["a"], "texts": ["b"]}),
+            "texts",
+        ),
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "query": 5, "documents": ["a"]}),
+            "query",
+        ),
+        (
+            serde_json::json!({"model": EMBEDDING_MODEL, "query": "q", "documents": ["a"], "rank_fields": ["x"]}),
+            "rank_fields",
+        ),
+        (
+            serde_json::json!({"model": MODEL, "query": "q", "documents": ["a"]}),
+            "model",
+        ),
+        (
+            serde_json::json!({"query": "q", "documents": ["a"]}),
+            "model",
+        ),
+    ];
+    let method = ingle::methods::method("rerank.create").unwrap();
+    for (request, param) in cases {
+        let error = method
+            .call(shared(), &request.to_string(), None)
+            .unwrap_err();
+        assert_eq!(
+            error.kind,
+            ErrorKind::InvalidRequest,
+            "{request}: {error:?}"
+        );
+        assert_eq!(error.param.as_deref(), Some(param), "{request}: {error:?}");
+    }
+    let error = method
+        .call(
+            shared(),
+            &serde_json::json!({"model": MODEL, "query": "q", "documents": ["a"]}).to_string(),
+            None,
+        )
+        .unwrap_err();
+    assert!(
+        error.message.contains("cannot serve rerank"),
+        "{}",
+        error.message
+    );
+}
+
+fn keyword_reranker(tag: &str, scores: fn(&str, &[Value]) -> Vec<Value>) -> FnPredictor {
+    let signature = Signature::new(
+        vec![
+            Parameter::new("q", ValueType::String).annotated(Annotation::RerankQuery),
+            Parameter::new("docs", ValueType::List).annotated(Annotation::RerankDocuments),
+        ],
+        vec![Parameter::new("scores", ValueType::List).annotated(Annotation::RerankScores)],
+    );
+    FnPredictor::eager(tag, signature, move |inputs| {
+        let query = inputs["q"].as_str().unwrap_or_default().to_string();
+        let docs = inputs["docs"].as_list().unwrap_or_default().to_vec();
+        Ok(vec![Value::List(scores(&query, &docs))])
+    })
+}
+
+/// Words of the query each document holds.
+fn shared_words(query: &str, docs: &[Value]) -> Vec<Value> {
+    let words: Vec<String> = query.split_whitespace().map(str::to_lowercase).collect();
+    docs.iter()
+        .map(|d| {
+            let text = d.as_str().unwrap_or_default().to_lowercase();
+            Value::Int(words.iter().filter(|w| text.contains(w.as_str())).count() as i64)
+        })
+        .collect()
+}
+
+#[test]
+fn a_user_predictor_annotated_for_rerank_scores_the_documents() {
+    let client = own_client(|p| p);
+    client
+        .register(Arc::new(keyword_reranker("@me/keywords", shared_words)))
+        .unwrap();
+    let response = client
+        .rerank
+        .create(&RerankRequest::new(
+            "@me/keywords",
+            "red apple pie",
+            ["a red car", "red apple pie recipe", "pie"],
+        ))
+        .unwrap();
+    let ranked: Vec<(u32, f64)> = response
+        .results
+        .iter()
+        .map(|r| (r.index, r.relevance_score))
+        .collect();
+    assert_eq!(ranked, [(1, 3.0), (0, 1.0), (2, 1.0)]);
+
+    // A predictor that breaks its promise is an error naming it, and the client goes on.
+    client
+        .register(Arc::new(keyword_reranker("@me/short", |_, _| {
+            vec![Value::Float(1.0)]
+        })))
+        .unwrap();
+    let error = client
+        .rerank
+        .create(&RerankRequest::new("@me/short", "q", ["a", "b"]))
+        .unwrap_err();
+    assert!(
+        error.message.contains("1 scores for 2 documents"),
+        "{}",
+        error.message
+    );
+    client
+        .register(Arc::new(keyword_reranker("@me/nan", |_, docs| {
+            vec![Value::Float(f64::NAN); docs.len()]
+        })))
+        .unwrap();
+    let error = client
+        .rerank
+        .create(&RerankRequest::new("@me/nan", "q", ["a"]))
+        .unwrap_err();
+    assert!(
+        error.message.contains("finite numbers"),
+        "{}",
+        error.message
+    );
+    assert!(client
+        .rerank
+        .create(&RerankRequest::new("@me/keywords", "q", ["a"]))
+        .is_ok());
+
+    // Registering a half-declared reranker fails, naming what is missing.
+    let half = Signature::new(
+        vec![Parameter::new("q", ValueType::String).annotated(Annotation::RerankQuery)],
+        vec![Parameter::new("scores", ValueType::List).annotated(Annotation::RerankScores)],
+    );
+    let error = client
+        .register(Arc::new(FnPredictor::eager("@me/half", half, |_| {
+            Ok(vec![])
+        })))
+        .unwrap_err();
+    assert!(
+        error.message.contains("RerankDocuments"),
+        "{}",
+        error.message
+    );
+}
