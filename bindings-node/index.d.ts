@@ -166,6 +166,33 @@ export interface Embedding<F extends EmbeddingEncoding = 'float'> {
   object: 'embedding';
 }
 
+export interface RerankCreateParams {
+  model: string;
+  query: string;
+  /** Strings, or `{ text }` objects (Jina's and Cohere's v1 form). */
+  documents: Array<string | { text: string }>;
+  /** How many of the best results to return; default: all. */
+  top_n?: number;
+  /** Whether each result carries its document; default true. */
+  return_documents?: boolean;
+}
+
+export interface RerankResult {
+  /** Its place in `documents`. */
+  index: number;
+  /** An embedding model's cosine similarity (-1 to 1), or a reranking predictor's score. */
+  relevance_score: number;
+  document?: { text: string };
+}
+
+export interface RerankResponse {
+  id: string;
+  model: string;
+  /** Most relevant first. */
+  results: Array<RerankResult>;
+  usage: { prompt_tokens: number; total_tokens: number };
+}
+
 export interface CreateEmbeddingResponse<F extends EmbeddingEncoding = 'float'> {
   data: Array<Embedding<F>>;
   model: string;
@@ -427,6 +454,10 @@ export declare class OpenAI {
       options?: RequestOptions | null,
     ): Promise<CreateEmbeddingResponse<F>>;
   };
+  rerank: {
+    /** Documents ranked by relevance to the query (Jina's and Cohere's rerank shape). */
+    create(body: RerankCreateParams, options?: RequestOptions | null): Promise<RerankResponse>;
+  };
   audio: {
     speech: {
       /** Resolves, once the first sentence is synthesised, to a fetch `Response` (as openai's
@@ -608,6 +639,12 @@ export declare const Parameter: {
    * per token. */
   ToolCalls: Annotated;
   TokenLogprobs: Annotated;
+  /** Rerank: the query (a string) and the documents (an array of strings) in, one score per
+   * document out (an array of numbers, higher is more relevant); the three make the predictor
+   * serve `rerank.create`. */
+  RerankQuery: Annotated;
+  RerankDocuments: Annotated;
+  RerankScores: Annotated;
 };
 
 /** Muna's names for the annotations of `Parameter` (`muna.beta.Annotations`), so that a

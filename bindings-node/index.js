@@ -88,6 +88,23 @@ class Embeddings {
   }
 }
 
+class Rerank {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** `body`: `model`, `query`, `documents` (strings, or `{ text }` objects), `top_n`,
+   * `return_documents` (default true). Resolves to `{ id, model, results: [{ index,
+   * relevance_score, document: { text } }], usage }`, most relevant first (Jina's and Cohere's
+   * rerank shape). An embedding model scores by cosine similarity; a predictor annotated
+   * RerankQuery, RerankDocuments and RerankScores scores itself. */
+  async create(body, options) {
+    const { signal } = requestOptions(options, 'rerank.create');
+    const json = toJson(requestBody(body, 'rerank.create'));
+    return JSON.parse(await abortable((cancel) => this._native.call('rerank.create', json, cancel), signal));
+  }
+}
+
 class Speech {
   constructor(native) {
     this._native = native;
@@ -362,6 +379,7 @@ class OpenAI {
     this.responses = new Responses(this._native);
     this.completions = new Completions(this._native);
     this.embeddings = new Embeddings(this._native);
+    this.rerank = new Rerank(this._native);
     this.audio = {
       speech: new Speech(this._native),
       transcriptions: new Transcriptions(this._native),

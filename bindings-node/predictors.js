@@ -66,6 +66,9 @@ const ANNOTATIONS = {
   TextDelta: ['text_delta', 'string'],
   FinishReason: ['finish_reason', 'string'],
   Usage: ['usage', 'object'],
+  RerankQuery: ['rerank_query', 'string'],
+  RerankDocuments: ['rerank_documents', 'array'],
+  RerankScores: ['rerank_scores', 'array'],
 };
 
 /** `Parameter.AudioVoice({ name: 'voice', description, voices: ['low', 'high'] })`: one input or

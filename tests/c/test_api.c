@@ -540,6 +540,39 @@ static void test_embeddings(void) {
     ingle_embedding_matrix_free(m);
 }
 
+/* Rerank: the embedding model ranks the Paris document first, by its function and by name
+ * through ingle_call; TEI's shape with "texts"; errors name the field. */
+static void test_rerank(void) {
+    const char *request = "{\"model\":\"" EMBEDDING_MODEL "\",\"query\":\"What is the capital of France?\","
+                          "\"documents\":[\"Berlin is the capital of Germany.\","
+                          "\"Paris is the capital and largest city of France.\",\"Bananas are yellow.\"],"
+                          "\"top_n\":2}";
+    char *out = NULL;
+    CHECK_STATUS(ingle_rerank_create(client, request, &out), INGLE_OK);
+    CHECK(out && strstr(out, "\"results\":[{\"index\":1,") && strstr(out, "\"text\":\"Paris is the capital") &&
+              !strstr(out, "\"index\":2"),
+          "%s", out ? out : "(null)");
+    ingle_string_free(out);
+    out = NULL;
+    CHECK_STATUS(ingle_call(client, "rerank.create", request, &out), INGLE_OK);
+    CHECK(out && strstr(out, "\"results\":[{\"index\":1,"), "%s", out ? out : "(null)");
+    ingle_string_free(out);
+    out = NULL;
+    CHECK_STATUS(ingle_rerank_create(client, "{\"model\":\"" EMBEDDING_MODEL "\",\"query\":\"France\","
+                                             "\"texts\":[\"Bananas\",\"Paris, France\"]}", &out),
+                 INGLE_OK);
+    CHECK(out && out[0] == '[' && strstr(out, "{\"index\":1,\"score\":") && !strstr(out, "\"text\""),
+          "TEI's shape: %s", out ? out : "(null)");
+    ingle_string_free(out);
+    out = (char *)"not touched";
+    CHECK_STATUS(ingle_rerank_create(client, "{\"model\":\"" EMBEDDING_MODEL "\",\"query\":\"q\",\"documents\":[\"a\",7]}",
+                                     &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(out == NULL, "out_json must be NULL on failure");
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"documents[1]\""), "%s", ingle_last_error_json());
+    CHECK_STATUS(ingle_rerank_create(client, NULL, &out), INGLE_ERROR_NULL_ARGUMENT);
+}
+
 /* Four threads stream at once on the one client; the last error is per thread. */
 typedef struct {
     int index;
@@ -662,6 +695,7 @@ static const Test tests[] = {
     {"hostile_input", test_hostile_input},
     {"four_threads", test_four_threads},
     {"embeddings", test_embeddings},
+    {"rerank", test_rerank},
     {"models_pull", test_models_pull},
 };
 

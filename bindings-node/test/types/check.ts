@@ -192,3 +192,12 @@ export async function checkResponses(client: OpenAI): Promise<void> {
   await client.responses.delete(response.id);
   void [counted, text, item, final, city, again, page];
 }
+
+// rerank: typed params and results.
+async function rerank(client: OpenAI) {
+  const r = await client.rerank.create({ model: 'm', query: 'q', documents: ['a', { text: 'b' }], top_n: 1 });
+  const first: number = r.results[0].relevance_score;
+  const text: string | undefined = r.results[0].document?.text;
+  return [first, text];
+}
+void rerank;

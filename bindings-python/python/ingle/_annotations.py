@@ -138,6 +138,13 @@ class Parameter:
     ChatMessages = _annotation(
         "chat_messages", "The chat messages (``messages``); also found by its type hint.")
     Prompt = _annotation("prompt", "The text to continue (``completions``' ``prompt``).")
+    RerankQuery = _annotation("rerank_query", "The query documents are ranked against (``str``).")
+    RerankDocuments = _annotation(
+        "rerank_documents", "The documents to rank (``list[str]``).")
+    RerankScores = _annotation(
+        "rerank_scores",
+        "One relevance score per document, higher is more relevant (an output ``list[float]``);"
+        " with ``RerankQuery`` and ``RerankDocuments`` it makes the predictor serve ``rerank``.")
     MaxTokens = _annotation("max_tokens", "``max_tokens`` / ``max_completion_tokens`` (int).")
     Temperature = _annotation("temperature", "``temperature`` (float).")
     TopP = _annotation("top_p", "``top_p`` (float).")

@@ -37,6 +37,7 @@ from .types import (
     Prediction,
     PullProgress,
     PullResult,
+    RerankResponse,
     SyncPage,
 )
 
@@ -101,6 +102,17 @@ class Embeddings(_Resource):
         without copying through lists."""
         body = _arguments.body(params)
         return CreateEmbeddingResponse._from_matrix(*self._native.embeddings_create(body))
+
+
+class Rerank(_Resource):
+    def create(self, **params: Any) -> RerankResponse:
+        """``model``, ``query``, ``documents`` (strings, or dicts with a ``text``), ``top_n``,
+        ``return_documents`` (default True): the documents ranked by relevance to the query,
+        most relevant first (Jina's and Cohere's rerank shape). An embedding model scores by
+        cosine similarity; a predictor annotated ``RerankQuery``, ``RerankDocuments`` and
+        ``RerankScores`` scores itself."""
+        body = _arguments.body(params)
+        return RerankResponse.construct(json.loads(self._native.call("rerank.create", body)))  # type: ignore[return-value]
 
 
 class Models(_Resource):
@@ -229,6 +241,7 @@ class OpenAI:
         self.responses = Responses(self._native)
         self.completions = Completions(self._native)
         self.embeddings = Embeddings(self._native)
+        self.rerank = Rerank(self._native)
         self.audio = Audio(self._native)
         self.models = Models(self._native)
         self.predictions = Predictions(self._native)
@@ -343,6 +356,14 @@ class AsyncPredictions(_Resource):
         return AsyncStream(native, Prediction)
 
 
+class AsyncRerank(_Resource):
+    async def create(self, **params: Any) -> RerankResponse:
+        """`Rerank.create`, run in a worker thread."""
+        body = _arguments.body(params)
+        text = await _cancellable(self._native.call, "rerank.create", body)
+        return RerankResponse.construct(json.loads(text))  # type: ignore[return-value]
+
+
 class AsyncOpenAI:
     """`OpenAI` for asyncio: the same methods, awaited. The engine works in worker threads, so
     the event loop keeps running."""
@@ -364,6 +385,7 @@ class AsyncOpenAI:
         self.responses = AsyncResponses(self._native)
         self.completions = AsyncCompletions(self._native)
         self.embeddings = AsyncEmbeddings(self._native)
+        self.rerank = AsyncRerank(self._native)
         self.audio = AsyncAudio(self._native)
         self.models = AsyncModels(self._native)
         self.predictions = AsyncPredictions(self._native)

@@ -39,6 +39,10 @@ __all__ = [
     "Embedding",
     "EmbeddingUsage",
     "CreateEmbeddingResponse",
+    "RerankDocument",
+    "RerankResult",
+    "RerankUsage",
+    "RerankResponse",
     "TranscriptionUsage",
     "Transcription",
     "TranscriptionSegment",
@@ -395,6 +399,37 @@ class Embedding(BaseModel):
 class EmbeddingUsage(BaseModel):
     prompt_tokens: int
     total_tokens: int
+
+
+class RerankDocument(BaseModel):
+    text: str
+
+
+class RerankResult(BaseModel):
+    """One ranked document: ``index`` in the request's ``documents``, ``relevance_score``
+    (an embedding model's cosine similarity, from -1 to 1, or a reranking predictor's score),
+    and ``document`` unless ``return_documents=False``."""
+
+    index: int
+    relevance_score: float
+    document: Optional[RerankDocument]
+    _nested = {"document": RerankDocument}
+
+
+class RerankUsage(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class RerankResponse(BaseModel):
+    """What ``client.rerank.create`` returns, in Jina's and Cohere's shape: ``results`` most
+    relevant first."""
+
+    id: str
+    model: str
+    results: List[RerankResult]
+    usage: RerankUsage
+    _nested = {"results": RerankResult, "usage": RerankUsage}
 
 
 class CreateEmbeddingResponse(BaseModel):
