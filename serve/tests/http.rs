@@ -98,6 +98,7 @@ fn health_models_and_openapi() {
         "/chat/completions",
         "/completions",
         "/embeddings",
+        "/rerank",
         "/audio/speech",
         "/audio/transcriptions",
         "/audio/translations",
@@ -183,6 +184,47 @@ fn completions_and_embeddings() {
     assert_eq!(
         e.json()["data"][1]["embedding"].as_array().unwrap().len(),
         384
+    );
+}
+
+/// Rerank where each kind of client looks for it: `/v1/rerank` (Jina's shape, llama.cpp's
+/// server), `/v2/rerank` (Cohere's), `/rerank` (text-embeddings-inference's with `texts`, Jina's
+/// without).
+#[test]
+fn rerank_at_each_clients_path() {
+    let server = TestServer::default();
+    let documents = r#"["Bananas are yellow.", "Paris is the capital of France."]"#;
+    let jina = format!(
+        r#"{{"model": "@local/all-minilm-l6-v2", "query": "capital of France", "documents": {documents}}}"#
+    );
+    for path in ["/v1/rerank", "/v2/rerank", "/rerank"] {
+        let r = server.post_json(path, &jina);
+        assert_eq!(r.status, 200, "{path}: {}", r.body);
+        let json = r.json();
+        assert_eq!(json["results"][0]["index"], 1, "{path}: {}", r.body);
+        assert_eq!(
+            json["results"][0]["document"]["text"],
+            "Paris is the capital of France."
+        );
+    }
+    let tei = server.post_json(
+        "/rerank",
+        &format!(
+            r#"{{"model": "@local/all-minilm-l6-v2", "query": "capital of France", "texts": {documents}, "return_text": true}}"#
+        ),
+    );
+    assert_eq!(tei.status, 200, "{}", tei.body);
+    let json = tei.json();
+    assert_eq!(json[0]["index"], 1, "{}", tei.body);
+    assert_eq!(json[0]["text"], "Paris is the capital of France.");
+    assert!(json[0]["score"].as_f64().unwrap() > json[1]["score"].as_f64().unwrap());
+    let bad = server.post_json(
+        "/v2/rerank",
+        r#"{"model": "@local/all-minilm-l6-v2", "query": "q", "documents": "one"}"#,
+    );
+    assert_eq!(
+        (bad.status, bad.error()["param"].as_str()),
+        (400, Some("documents"))
     );
 }
 
