@@ -114,3 +114,36 @@ def test_embeddings():
     query = embeddings.embed_query("Where did the kitten sit?")
     assert len(docs) == 2 and all(len(v) == 384 for v in docs + [query])
     assert cosine(query, docs[0]) > cosine(query, docs[1]) + 0.1
+
+
+RERANK_QUERY = "What is the capital of France?"
+RERANK_DOCUMENTS = ["Berlin is the capital of Germany.",
+                    "Paris is the capital and largest city of France.",
+                    "Bananas are rich in potassium."]
+
+
+@pytest.mark.client("LangChain", "langchain-cohere", "`CohereRerank(base_url=...).compress_documents`")
+def test_cohere_rerank():
+    from langchain_cohere import CohereRerank
+    from langchain_core.documents import Document
+
+    reranker = CohereRerank(model=MINILM, base_url=URL.removesuffix("/v1"), cohere_api_key=KEY,
+                            top_n=2)
+    ranked = reranker.compress_documents([Document(page_content=d) for d in RERANK_DOCUMENTS],
+                                         RERANK_QUERY)
+    assert [d.page_content for d in ranked] == [RERANK_DOCUMENTS[1], RERANK_DOCUMENTS[0]]
+    assert ranked[0].metadata["relevance_score"] > ranked[1].metadata["relevance_score"]
+
+
+@pytest.mark.client("LangChain", "langchain-community", "`JinaRerank` (its `JINA_API_URL` set to ingle's `/v1/rerank`)")
+def test_jina_rerank(monkeypatch):
+    from langchain_community.document_compressors import jina_rerank
+    from langchain_core.documents import Document
+
+    # JinaRerank has no base URL argument: the module's URL constant is read at each call.
+    monkeypatch.setattr(jina_rerank, "JINA_API_URL", f"{URL}/rerank")
+    reranker = jina_rerank.JinaRerank(model=MINILM, jina_api_key=KEY, top_n=1)
+    ranked = reranker.compress_documents([Document(page_content=d) for d in RERANK_DOCUMENTS],
+                                         RERANK_QUERY)
+    assert [d.page_content for d in ranked] == [RERANK_DOCUMENTS[1]]
+

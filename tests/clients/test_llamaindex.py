@@ -12,7 +12,7 @@ from llama_index.core.llms import ChatMessage
 from llama_index.core.tools import FunctionTool
 from llama_index.llms.openai_like import OpenAILike
 
-from common import (CAPITAL, EXTENSIONS, KEY, QWEN, SENTENCE, SMALL_QWEN, TIMEOUT, URL,
+from common import (CAPITAL, EXTENSIONS, KEY, MINILM, QWEN, SENTENCE, SMALL_QWEN, TIMEOUT, URL,
                     WEATHER_QUESTION, get_weather, is_paris)
 
 
@@ -131,3 +131,36 @@ def test_function_agent_answers():
     if ("sunny" not in answer and "21" not in answer) or '"name"' in answer:
         raise NoAnswer(str(response))
     assert [name for name, _ in calls] == ["find_home", "get_city_weather"], calls
+
+
+RERANK_QUERY = "What is the capital of France?"
+RERANK_DOCUMENTS = ["Berlin is the capital of Germany.",
+                    "Paris is the capital and largest city of France.",
+                    "Bananas are rich in potassium."]
+
+
+def rerank_nodes():
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    return [NodeWithScore(node=TextNode(text=d)) for d in RERANK_DOCUMENTS]
+
+
+@pytest.mark.client("LlamaIndex", "llama-index-postprocessor-tei-rerank", "`TextEmbeddingInference(base_url=...)` (TEI's `/rerank`, no model: the default embedding model)")
+def test_tei_rerank():
+    from llama_index.postprocessor.tei_rerank import TextEmbeddingInference
+
+    reranker = TextEmbeddingInference(base_url=URL.removesuffix("/v1"), top_n=2,
+                                      auth_token=f"Bearer {KEY}")
+    ranked = reranker.postprocess_nodes(rerank_nodes(), query_str=RERANK_QUERY)
+    assert [n.node.get_content() for n in ranked] == [RERANK_DOCUMENTS[1], RERANK_DOCUMENTS[0]]
+
+
+@pytest.mark.client("LlamaIndex", "llama-index-postprocessor-cohere-rerank", "`CohereRerank(base_url=...)`")
+def test_cohere_rerank():
+    from llama_index.postprocessor.cohere_rerank import CohereRerank
+
+    reranker = CohereRerank(model=MINILM, api_key=KEY, base_url=URL.removesuffix("/v1"), top_n=1,
+                            max_retries=0)
+    ranked = reranker.postprocess_nodes(rerank_nodes(), query_str=RERANK_QUERY)
+    assert [n.node.get_content() for n in ranked] == [RERANK_DOCUMENTS[1]]
+

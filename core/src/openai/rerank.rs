@@ -41,7 +41,7 @@ pub struct RerankRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens_per_doc: Option<i64>,
     /// text-embeddings-inference's documents: the answer is then its bare list of
-    /// `{index, score, text?}`.
+    /// `{index, score, text?}`, and without `model` the default embedding model ranks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub texts: Option<Json>,
     /// TEI's: whether each result carries its text; default false.
@@ -277,12 +277,18 @@ impl Rerank {
                 format!("Unrecognized request argument supplied: {}", shown(field)),
             ));
         }
-        if request.model.is_empty() {
-            return Err(Error::invalid(
-                "model",
-                "Missing required parameter: `model`",
-            ));
-        }
+        // A text-embeddings-inference server serves one model, so its clients name none:
+        // theirs is the default embedding model here.
+        let model = match request.model.as_str() {
+            "" if request.is_tei() => crate::config::DEFAULT_EMBEDDING_MODEL,
+            "" => {
+                return Err(Error::invalid(
+                    "model",
+                    "Missing required parameter: `model`",
+                ))
+            }
+            model => model,
+        };
         let query = query_of(&request.query)?;
         let (documents, tei) = match (&request.documents, &request.texts) {
             (Some(documents), None) => (texts_of(documents, "documents", true)?, false),
@@ -322,10 +328,10 @@ impl Rerank {
         } else {
             request.return_documents.unwrap_or(true)
         };
-        let predictor = self.registry.get(&request.model)?;
+        let predictor = self.registry.get(model)?;
         let (scores, prompt_tokens) = match rerank_params(predictor.signature()) {
             Some(params) => self.scored_by(&predictor, params, &query, &documents, tei)?,
-            None => self.by_embeddings(&request.model, &query, &documents, tei)?,
+            None => self.by_embeddings(model, &query, &documents, tei)?,
         };
         let mut order: Vec<usize> = (0..documents.len()).collect();
         // Most relevant first; equal scores in the documents' order.
@@ -343,7 +349,7 @@ impl Rerank {
             .collect();
         Ok(RerankResponse {
             id: random_id("rerank-"),
-            model: request.model.clone(),
+            model: model.to_string(),
             results,
             usage: RerankUsage {
                 prompt_tokens,
