@@ -78,6 +78,13 @@ fn the_method_table_answers_jina_and_tei_shapes() {
     assert_eq!(list[0]["index"], 2);
     assert_eq!(list[0]["text"], DOCUMENTS[2]);
     assert!(list[0]["score"].as_f64().unwrap() > list[3]["score"].as_f64().unwrap());
+
+    // TEI's clients name no model (a TEI server has one): the default embedding model ranks.
+    let unnamed = serde_json::json!({"query": QUERY, "texts": DOCUMENTS});
+    let answer = method.call(client, &unnamed.to_string(), None).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&answer.into_text().unwrap()).unwrap();
+    assert_eq!(json[0]["index"], 2);
+    assert!(json[0].get("text").is_none(), "TEI's default: no text");
 }
 
 #[test]
