@@ -21,6 +21,8 @@ pub struct Client {
     pub responses: Responses,
     pub completions: Completions,
     pub embeddings: Embeddings,
+    /// Anthropic's Messages API, over the chat predictors.
+    pub messages: crate::anthropic::Messages,
     /// Documents ranked by relevance to a query (Jina's, Cohere's and TEI's rerank shapes).
     pub rerank: Rerank,
     pub audio: AudioApi,
@@ -40,6 +42,7 @@ impl Client {
         let chat = Chat::new(Arc::clone(&registry));
         Ok(Client {
             responses: Responses::new(chat.completions.clone(), &config.responses),
+            messages: crate::anthropic::Messages::new(chat.completions.clone()),
             chat,
             completions: Completions::new(Arc::clone(&registry)),
             embeddings: Embeddings::new(Arc::clone(&registry)),
@@ -69,6 +72,7 @@ impl Client {
         client.completions.cancel = cancel.clone();
         client.embeddings.cancel = cancel.clone();
         client.rerank = self.rerank.with_cancel(cancel);
+        client.messages = self.messages.with_cancel(cancel);
         client.audio = self.audio.with_cancel(cancel);
         client.predictions.cancel = cancel.clone();
         client

@@ -22,6 +22,7 @@
 // Without llama.cpp (the fuzz targets' build), its text helpers have no user.
 #![cfg_attr(not(feature = "llama"), allow(dead_code))]
 
+pub mod anthropic;
 pub mod audio;
 pub mod backends;
 pub mod chat;

@@ -1,4 +1,5 @@
-//! The API key: `Authorization: Bearer KEY` on every `/v1/...` request when `--api-key` is set.
+//! The API key: `Authorization: Bearer KEY` on every `/v1/...` request when `--api-key` is set
+//! (or `x-api-key: KEY`, as the `anthropic` SDKs send it).
 
 use crate::{error_response, AppState};
 use axum::extract::{Request, State};
@@ -16,11 +17,17 @@ pub(crate) async fn authorize(
     let Some(key) = &state.api_key else {
         return next.run(request).await;
     };
-    let given = request
-        .headers()
+    let headers = request.headers();
+    let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token);
+        .and_then(bearer_token)
+        .or_else(|| {
+            headers
+                .get("x-api-key")
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+        });
     if given.is_some_and(|given| same_secret(given, key)) {
         return next.run(request).await;
     }

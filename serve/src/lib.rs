@@ -23,6 +23,7 @@
 //!   Generation never waits on a socket: the engine produces into the request's own buffer
 //!   (bounded by its `max_tokens`) and frees its sequence when done, whatever the client reads.
 
+mod anthropic;
 mod auth;
 mod body;
 mod conn;
@@ -366,6 +367,7 @@ fn router(state: AppState, options: &Options) -> Router {
         .merge(v1)
         .fallback(unknown_route)
         .method_not_allowed_fallback(unknown_route)
+        .layer(middleware::from_fn(anthropic::error_shape))
         // Outside the routes, so a refused Host or Origin reaches none of them, and a CORS
         // preflight (OPTIONS) is answered for every route.
         .layer(middleware::from_fn_with_state(state.clone(), guard::check))

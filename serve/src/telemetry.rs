@@ -119,6 +119,7 @@ fn surface_of(path: &str) -> &'static str {
         "/completions" => "completions",
         "/embeddings" => "embeddings",
         "/rerank" | "/v2/rerank" => "rerank",
+        p if p.starts_with("/messages") => "messages",
         "/audio/speech" => "speech",
         "/audio/transcriptions" => "transcription",
         "/audio/translations" => "translation",

@@ -12,6 +12,7 @@
 //! (inputs hold tensors and raw audio), `models.pull` (a progress callback), the embedding
 //! matrix and speech samples that the bindings hand over as numbers.
 
+use crate::anthropic::MessagesRequest;
 use crate::error::{shown, Error, ErrorCode, Result};
 use crate::json_text::{to_json_text, JsonTextStream};
 use crate::openai::{
@@ -124,6 +125,8 @@ pub enum Request {
     Completion(CompletionRequest),
     Embedding(EmbeddingRequest),
     Rerank(RerankRequest),
+    /// An Anthropic Messages request.
+    Messages(MessagesRequest),
     Response(ResponseRequest),
     Speech(SpeechRequest),
     Transcription(TranscriptionRequest, TranscriptionAudio),
@@ -149,6 +152,7 @@ impl std::fmt::Debug for Request {
             Request::Completion(_) => "Completion",
             Request::Embedding(_) => "Embedding",
             Request::Rerank(_) => "Rerank",
+            Request::Messages(_) => "Messages",
             Request::Response(_) => "Response",
             Request::Speech(_) => "Speech",
             Request::Transcription(..) => "Transcription",
@@ -175,6 +179,7 @@ impl Request {
             Request::Completion(r) => Some(&r.model),
             Request::Embedding(r) => Some(&r.model),
             Request::Rerank(r) => Some(&r.model),
+            Request::Messages(r) => Some(&r.model),
             Request::Response(r) => Some(&r.model),
             Request::Speech(r) => Some(&r.model),
             Request::Transcription(r, _) => Some(&r.model),
@@ -189,6 +194,7 @@ impl Request {
             Request::Completion(r) => r.stream == Some(true),
             Request::Response(r) => r.stream,
             Request::Transcription(r, _) => r.stream == Some(true),
+            Request::Messages(r) => r.stream == Some(true),
             _ => false,
         }
     }

@@ -3,6 +3,7 @@
 use super::{
     json, mismatched, transcription, Answer, Gives, Method, Named, Request, Route, Takes, Verb,
 };
+use crate::anthropic::MessagesRequest;
 use crate::json_text::json_texts;
 use crate::openai::{
     ChatCompletionRequest, CompletionRequest, EmbeddingRequest, RerankRequest, ResponseRequest,
@@ -133,6 +134,57 @@ pub static METHODS: &[Method] = &[
         run: |client, request| match request {
             Request::Rerank(r) if r.is_tei() => json(&client.rerank.create(&r)?.into_tei()),
             Request::Rerank(r) => json(&client.rerank.create(&r)?),
+            _ => mismatched(),
+        },
+    },
+    Method {
+        name: "messages.create",
+        summary: "Create a message (Anthropic's Messages API, over the chat models)",
+        answer: "A `message`, or with `stream: true` its events (`message_start` ... `message_stop`)",
+        request: "MessagesRequest",
+        takes: Takes::Json,
+        gives: Gives::Json,
+        required: &["model", "messages", "max_tokens"],
+        route: post("/messages"),
+        optional: &[],
+        streamed_by: Some("messages.stream"),
+        parse: |json, _| Ok(Request::Messages(MessagesRequest::from_json(json)?)),
+        run: |client, request| match request {
+            Request::Messages(r) => json(&client.messages.create(&r)?),
+            _ => mismatched(),
+        },
+    },
+    Method {
+        name: "messages.stream",
+        summary: "Stream a message (Anthropic's stream events)",
+        answer: "`message_start`, `ping`, `content_block_start` / `_delta` / `_stop`, `message_delta`, `message_stop`",
+        request: "MessagesRequest",
+        takes: Takes::Json,
+        gives: Gives::NamedEvents,
+        required: &["model", "messages", "max_tokens"],
+        route: None,
+        optional: &[],
+        streamed_by: None,
+        parse: |json, _| Ok(Request::Messages(MessagesRequest::from_json(json)?)),
+        run: |client, request| match request {
+            Request::Messages(r) => Ok(Answer::Stream(json_texts(client.messages.stream(&r)?))),
+            _ => mismatched(),
+        },
+    },
+    Method {
+        name: "messages.count_tokens",
+        summary: "Count a message request's input tokens (Anthropic's)",
+        answer: "`{input_tokens}`",
+        request: "MessagesRequest",
+        takes: Takes::Json,
+        gives: Gives::Json,
+        required: &["model", "messages"],
+        route: post("/messages/count_tokens"),
+        optional: &[],
+        streamed_by: None,
+        parse: |json, _| Ok(Request::Messages(MessagesRequest::from_json(json)?)),
+        run: |client, request| match request {
+            Request::Messages(r) => json(&client.messages.count_tokens(&r)?),
             _ => mismatched(),
         },
     },

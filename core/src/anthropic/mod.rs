@@ -1,0 +1,148 @@
+//! Anthropic's Messages API (`client.messages`), over the chat predictors: a request read into
+//! a chat conversation (`request.rs`), the chat's answer written back as a message, its chunks
+//! as Anthropic's stream events (`stream.rs`). So every chat predictor, built-in or a user's,
+//! serves it with no code of its own, and clients built on the `anthropic` SDKs run on local
+//! models (docs/anthropic.md).
+
+mod request;
+mod stream;
+
+pub use request::MessagesRequest;
+pub use stream::{anthropic_error_type, MessageEvents};
+
+use crate::error::{Error, Result};
+use crate::openai::{ChatCompletion, ChatCompletions};
+use crate::predict::{random_id, Cancel, GenerationOption};
+use serde_json::{json, Value as Json};
+
+/// `client.messages`.
+#[derive(Clone)]
+pub struct Messages {
+    chat: ChatCompletions,
+}
+
+/// An OpenAI finish reason as Anthropic's `stop_reason`.
+fn stop_reason(finish_reason: &str) -> &'static str {
+    match finish_reason {
+        "length" => "max_tokens",
+        "tool_calls" => "tool_use",
+        _ => "end_turn",
+    }
+}
+
+/// A tool call's arguments as Anthropic's `input` object (`{}` when they are not one).
+fn tool_input(arguments: &str) -> Json {
+    match serde_json::from_str::<Json>(arguments) {
+        Ok(input @ Json::Object(_)) => input,
+        _ => json!({}),
+    }
+}
+
+impl Messages {
+    pub(crate) fn new(chat: ChatCompletions) -> Self {
+        Messages { chat }
+    }
+
+    /// This resource with its calls stopped by `cancel`.
+    pub(crate) fn with_cancel(&self, cancel: &Cancel) -> Self {
+        let mut messages = self.clone();
+        messages.chat.cancel = cancel.clone();
+        messages
+    }
+
+    /// `POST /v1/messages`: the assistant's message.
+    pub fn create(&self, request: &MessagesRequest) -> Result<Json> {
+        if request.stream == Some(true) {
+            return Err(Error::invalid(
+                "stream",
+                "`stream: true` was given to create(); call stream() instead",
+            ));
+        }
+        require_max_tokens(request)?;
+        let chat = request.to_chat(false)?;
+        let completion = self.chat.create(&chat)?;
+        Ok(message_of(completion, &request.model))
+    }
+
+    /// `POST /v1/messages` with `stream: true`: Anthropic's events, `message_start` to
+    /// `message_stop`. Dropping the stream stops generation.
+    pub fn stream(&self, request: &MessagesRequest) -> Result<MessageEvents> {
+        require_max_tokens(request)?;
+        let chat = request.to_chat(true)?;
+        let chunks = self.chat.stream(&chat)?;
+        Ok(MessageEvents::new(chunks, request.model.clone()))
+    }
+
+    /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, counted by the model itself by
+    /// reading the prompt and generating one token (as `responses.input_tokens`).
+    pub fn count_tokens(&self, request: &MessagesRequest) -> Result<Json> {
+        let mut chat = request.to_chat(false)?;
+        if self
+            .chat
+            .supports(&request.model, GenerationOption::MaxTokens)?
+        {
+            chat.max_tokens = Some(1);
+        }
+        let completion = self.chat.create(&chat)?;
+        let tokens = completion.usage.prompt_tokens;
+        if tokens == 0 {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "The model `{}` does not report how many tokens it reads (no usage), so its \
+                     input tokens cannot be counted",
+                    crate::error::shown(&request.model)
+                ),
+            ));
+        }
+        Ok(json!({ "input_tokens": tokens }))
+    }
+}
+
+/// `max_tokens`, which Anthropic requires of a message (not of a count).
+fn require_max_tokens(request: &MessagesRequest) -> Result<()> {
+    match request.max_tokens {
+        Some(_) => Ok(()),
+        None => Err(Error::invalid(
+            "max_tokens",
+            "Missing required parameter: `max_tokens`",
+        )),
+    }
+}
+
+/// A chat completion as Anthropic's message: its text, then a `tool_use` block per call.
+fn message_of(completion: ChatCompletion, model: &str) -> Json {
+    let mut content = Vec::new();
+    let mut reason = "end_turn";
+    if let Some(choice) = completion.choices.into_iter().next() {
+        reason = stop_reason(&choice.finish_reason);
+        let text = choice.message.content.unwrap_or_default();
+        if !text.is_empty() {
+            content.push(json!({"type": "text", "text": text}));
+        }
+        for call in choice.message.tool_calls.unwrap_or_default() {
+            content.push(json!({
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.function.name,
+                "input": tool_input(&call.function.arguments),
+            }));
+        }
+    }
+    let usage = &completion.usage;
+    json!({
+        "id": random_id("msg_"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": reason,
+        "stop_sequence": null,
+        "usage": {
+            "input_tokens": usage.prompt_tokens,
+            "output_tokens": usage.completion_tokens,
+            "cache_read_input_tokens": usage.prompt_tokens_details.as_ref().map_or(0, |d| d.cached_tokens),
+            "cache_creation_input_tokens": 0,
+        },
+    })
+}

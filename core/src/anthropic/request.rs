@@ -1,0 +1,602 @@
+//! An Anthropic Messages request read into a chat completion request: `system` first, each
+//! user message's `tool_result` blocks as `tool` messages, an assistant's `tool_use` blocks as
+//! its tool calls, `tools` as function tools, `tool_choice` and `stop_sequences` as their chat
+//! counterparts. What a local model cannot honour (images, documents, server tools, extended
+//! thinking) is an error naming the field.
+
+use crate::error::{shown, Error, Result};
+use crate::openai::{ChatCompletionRequest, OtherFields};
+use crate::value::Value;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value as Json};
+
+/// Most stop sequences the chat models take.
+const MAX_STOP_SEQUENCES: usize = crate::predict::MAX_STOP_SEQUENCES;
+
+/// A `POST /v1/messages` (or `/v1/messages/count_tokens`) request.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct MessagesRequest {
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub messages: Json,
+    /// Required by `messages.create`; `count_tokens` takes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<i64>,
+    /// A string, or text blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_sequences: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<i64>,
+    /// Accepted (`user_id`); nothing is done with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// `{"type": "disabled"}` only: the local models have no extended thinking to turn on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Json>,
+    /// Accepted; one tier here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<Json>,
+    /// Every other field: rejected by name.
+    #[serde(flatten)]
+    pub other: OtherFields,
+}
+
+fn type_name(json: &Json) -> &'static str {
+    Value::from(json.clone()).type_name()
+}
+
+fn invalid(param: impl Into<String>, message: impl Into<String>) -> Error {
+    Error::invalid(param, message)
+}
+
+/// The text of a `system` prompt or a `tool_result`'s content: a string or text blocks.
+fn text_of(value: &Json, at: &str) -> Result<String> {
+    match value {
+        Json::String(text) => Ok(text.clone()),
+        Json::Array(blocks) => {
+            let mut text = String::new();
+            for (j, block) in blocks.iter().enumerate() {
+                match (block.get("type").and_then(Json::as_str), block.get("text")) {
+                    (Some("text"), Some(Json::String(part))) => {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        text.push_str(part);
+                    }
+                    (Some("text"), _) => {
+                        return Err(invalid(
+                            format!("{at}[{j}].text"),
+                            format!("`{at}[{j}].text` must be a string"),
+                        ))
+                    }
+                    (kind, _) => return Err(unsupported_block(&format!("{at}[{j}]"), kind)),
+                }
+            }
+            Ok(text)
+        }
+        other => Err(invalid(
+            at,
+            format!(
+                "Invalid type for `{at}`: expected a string or text blocks, got {}",
+                type_name(other)
+            ),
+        )),
+    }
+}
+
+fn unsupported_block(at: &str, kind: Option<&str>) -> Error {
+    match kind {
+        Some(kind @ ("image" | "document" | "search_result" | "container_upload")) => invalid(
+            format!("{at}.type"),
+            format!(
+                "`{at}` is a{} {kind} block; ingle's chat models read text only",
+                if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "n"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        Some(kind) => invalid(
+            format!("{at}.type"),
+            format!(
+                "`{at}.type` '{}' is not a content block ingle can take here",
+                shown(kind)
+            ),
+        ),
+        None => invalid(format!("{at}.type"), format!("`{at}` needs a `type`")),
+    }
+}
+
+impl MessagesRequest {
+    /// Reads a request from JSON text, errors naming the field.
+    pub fn from_json(json: &str) -> Result<Self> {
+        crate::openai::from_json(json)
+    }
+
+    /// The chat conversation: `system`, then each message, its tool results as `tool` messages.
+    fn chat_messages(&self) -> Result<Vec<Json>> {
+        let mut chat = Vec::new();
+        if let Some(system) = self.system.as_ref().filter(|s| !s.is_null()) {
+            let text = text_of(system, "system")?;
+            if !text.is_empty() {
+                chat.push(json!({"role": "system", "content": text}));
+            }
+        }
+        let messages = match &self.messages {
+            Json::Array(messages) if !messages.is_empty() => messages,
+            Json::Array(_) => return Err(invalid("messages", "`messages` must not be empty")),
+            Json::Null => {
+                return Err(invalid(
+                    "messages",
+                    "Missing required parameter: `messages`",
+                ))
+            }
+            other => {
+                return Err(invalid(
+                    "messages",
+                    format!(
+                        "Invalid type for `messages`: expected an array, got {}",
+                        type_name(other)
+                    ),
+                ))
+            }
+        };
+        for (i, message) in messages.iter().enumerate() {
+            let at = format!("messages[{i}]");
+            let role = message.get("role").and_then(Json::as_str);
+            let content = message.get("content").unwrap_or(&Json::Null);
+            match role {
+                Some("user") => user_message(content, &at, &mut chat)?,
+                Some("assistant") => chat.push(assistant_message(content, &at)?),
+                Some(other) => {
+                    return Err(invalid(
+                        format!("{at}.role"),
+                        format!(
+                            "`{at}.role` must be \"user\" or \"assistant\", not '{}' (the system \
+                             prompt goes in `system`)",
+                            shown(other)
+                        ),
+                    ))
+                }
+                None => {
+                    return Err(invalid(
+                        format!("{at}.role"),
+                        format!("`{at}` needs a `role`"),
+                    ))
+                }
+            }
+        }
+        Ok(chat)
+    }
+
+    /// The request as a chat completion request; `stream`: with usage at the end.
+    pub(super) fn to_chat(&self, stream: bool) -> Result<ChatCompletionRequest> {
+        if let Some((field, _)) = self.other.iter().find(|(_, v)| !v.is_null()) {
+            return Err(invalid(
+                field,
+                format!("Unrecognized request argument supplied: {}", shown(field)),
+            ));
+        }
+        if self.model.is_empty() {
+            return Err(invalid("model", "Missing required parameter: `model`"));
+        }
+        match self.max_tokens {
+            Some(n) if n < 1 => {
+                return Err(invalid(
+                    "max_tokens",
+                    format!("Invalid value for `max_tokens`: {n}; it must be at least 1"),
+                ))
+            }
+            _ => {}
+        }
+        if let Some(thinking) = self.thinking.as_ref().filter(|t| !t.is_null()) {
+            if thinking.get("type").and_then(Json::as_str) != Some("disabled") {
+                return Err(invalid(
+                    "thinking",
+                    "Extended thinking is not available on ingle's local models; leave \
+                     `thinking` out or set it to {\"type\": \"disabled\"}",
+                ));
+            }
+        }
+        if let Some(metadata) = self
+            .metadata
+            .as_ref()
+            .filter(|m| !m.is_null() && !m.is_object())
+        {
+            return Err(invalid(
+                "metadata",
+                format!(
+                    "Invalid type for `metadata`: expected an object, got {}",
+                    type_name(metadata)
+                ),
+            ));
+        }
+        let mut chat = Map::new();
+        chat.insert("model".into(), json!(self.model));
+        chat.insert("messages".into(), Json::Array(self.chat_messages()?));
+        if let Some(n) = self.max_tokens {
+            chat.insert("max_tokens".into(), json!(n));
+        }
+        for (field, value) in [
+            ("temperature", self.temperature.map(Json::from)),
+            ("top_p", self.top_p.map(Json::from)),
+            ("top_k", self.top_k.map(Json::from)),
+        ] {
+            if let Some(value) = value {
+                chat.insert(field.into(), value);
+            }
+        }
+        if let Some(stop) = self.stop_sequences.as_ref().filter(|s| !s.is_null()) {
+            chat.insert("stop".into(), stop_sequences(stop)?);
+        }
+        let tools = match self.tools.as_ref().filter(|t| !t.is_null()) {
+            Some(tools) => tools_of(tools)?,
+            None => Vec::new(),
+        };
+        if let Some(choice) = self.tool_choice.as_ref().filter(|c| !c.is_null()) {
+            let (choice, parallel) = tool_choice(choice, !tools.is_empty())?;
+            if let Some(choice) = choice {
+                chat.insert("tool_choice".into(), choice);
+            }
+            if let Some(parallel) = parallel {
+                chat.insert("parallel_tool_calls".into(), json!(parallel));
+            }
+        }
+        if !tools.is_empty() {
+            chat.insert("tools".into(), Json::Array(tools));
+        }
+        if stream {
+            chat.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        ChatCompletionRequest::from_json(&Json::Object(chat).to_string())
+    }
+}
+
+/// A user message: its `tool_result` blocks become `tool` messages, its text one user message.
+fn user_message(content: &Json, at: &str, chat: &mut Vec<Json>) -> Result<()> {
+    let blocks = match content {
+        Json::String(text) => {
+            chat.push(json!({"role": "user", "content": text}));
+            return Ok(());
+        }
+        Json::Array(blocks) => blocks,
+        other => {
+            return Err(invalid(
+                format!("{at}.content"),
+                format!(
+                    "Invalid type for `{at}.content`: expected a string or content blocks, got {}",
+                    type_name(other)
+                ),
+            ))
+        }
+    };
+    let mut text = Vec::new();
+    for (j, block) in blocks.iter().enumerate() {
+        let here = format!("{at}.content[{j}]");
+        match block.get("type").and_then(Json::as_str) {
+            Some("text") => match block.get("text") {
+                Some(Json::String(part)) => text.push(part.clone()),
+                _ => {
+                    return Err(invalid(
+                        format!("{here}.text"),
+                        format!("`{here}.text` must be a string"),
+                    ))
+                }
+            },
+            Some("tool_result") => {
+                let id = block
+                    .get("tool_use_id")
+                    .and_then(Json::as_str)
+                    .filter(|id| !id.is_empty())
+                    .ok_or_else(|| {
+                        invalid(
+                            format!("{here}.tool_use_id"),
+                            format!("`{here}` needs the `tool_use_id` of the call it answers"),
+                        )
+                    })?;
+                let result = match block.get("content") {
+                    None | Some(Json::Null) => String::new(),
+                    Some(content) => text_of(content, &format!("{here}.content"))?,
+                };
+                let result = if block.get("is_error") == Some(&Json::Bool(true)) {
+                    format!("Error: {result}")
+                } else {
+                    result
+                };
+                chat.push(json!({"role": "tool", "tool_call_id": id, "content": result}));
+            }
+            kind => return Err(unsupported_block(&here, kind)),
+        }
+    }
+    if !text.is_empty() {
+        chat.push(json!({"role": "user", "content": text.join("\n")}));
+    }
+    Ok(())
+}
+
+/// An assistant message: its text, and its `tool_use` blocks as tool calls. Thinking blocks
+/// (of a conversation held with another model) are left out.
+fn assistant_message(content: &Json, at: &str) -> Result<Json> {
+    let blocks = match content {
+        Json::String(text) => return Ok(json!({"role": "assistant", "content": text})),
+        Json::Array(blocks) => blocks,
+        other => {
+            return Err(invalid(
+                format!("{at}.content"),
+                format!(
+                    "Invalid type for `{at}.content`: expected a string or content blocks, got {}",
+                    type_name(other)
+                ),
+            ))
+        }
+    };
+    let (mut text, mut calls) = (String::new(), Vec::new());
+    for (j, block) in blocks.iter().enumerate() {
+        let here = format!("{at}.content[{j}]");
+        match block.get("type").and_then(Json::as_str) {
+            Some("text") => match block.get("text") {
+                Some(Json::String(part)) => text.push_str(part),
+                _ => {
+                    return Err(invalid(
+                        format!("{here}.text"),
+                        format!("`{here}.text` must be a string"),
+                    ))
+                }
+            },
+            Some("tool_use") => {
+                let field = |name: &str| {
+                    block
+                        .get(name)
+                        .and_then(Json::as_str)
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| {
+                            invalid(
+                                format!("{here}.{name}"),
+                                format!("`{here}` needs a string `{name}`"),
+                            )
+                        })
+                };
+                let (id, name) = (field("id")?, field("name")?);
+                let input = match block.get("input") {
+                    Some(input @ Json::Object(_)) => input.to_string(),
+                    None | Some(Json::Null) => "{}".to_string(),
+                    Some(_) => {
+                        return Err(invalid(
+                            format!("{here}.input"),
+                            format!("`{here}.input` must be an object"),
+                        ))
+                    }
+                };
+                calls.push(json!({"id": id, "type": "function",
+                    "function": {"name": name, "arguments": input}}));
+            }
+            Some("thinking" | "redacted_thinking") => {}
+            kind => return Err(unsupported_block(&here, kind)),
+        }
+    }
+    let mut message = json!({"role": "assistant", "content": text});
+    if !calls.is_empty() {
+        // Calls alone: no content, as the OpenAI API writes such a turn.
+        if text.is_empty() {
+            message["content"] = Json::Null;
+        }
+        message["tool_calls"] = Json::Array(calls);
+    }
+    Ok(message)
+}
+
+fn stop_sequences(stop: &Json) -> Result<Json> {
+    let list = stop
+        .as_array()
+        .filter(|l| l.iter().all(Json::is_string))
+        .ok_or_else(|| {
+            invalid(
+                "stop_sequences",
+                "`stop_sequences` must be a list of strings",
+            )
+        })?;
+    if list.len() > MAX_STOP_SEQUENCES {
+        return Err(invalid(
+            "stop_sequences",
+            format!(
+                "`stop_sequences` holds {} sequences; the local models take at most \
+                 {MAX_STOP_SEQUENCES}",
+                list.len()
+            ),
+        ));
+    }
+    Ok(Json::Array(list.clone()))
+}
+
+/// Client tools as function tools. Anthropic's server tools (web search, code execution...)
+/// run on Anthropic's side; there is nothing here to run them.
+fn tools_of(tools: &Json) -> Result<Vec<Json>> {
+    let list = tools.as_array().ok_or_else(|| {
+        invalid(
+            "tools",
+            format!(
+                "Invalid type for `tools`: expected an array, got {}",
+                type_name(tools)
+            ),
+        )
+    })?;
+    list.iter()
+        .enumerate()
+        .map(|(i, tool)| {
+            let at = format!("tools[{i}]");
+            match tool.get("type").and_then(Json::as_str) {
+                None | Some("custom") => {}
+                Some(kind) => {
+                    return Err(invalid(
+                        format!("{at}.type"),
+                        format!(
+                            "`{at}` is Anthropic's server tool '{}', which runs on Anthropic's \
+                             side; ingle calls client tools (`name`, `description`, \
+                             `input_schema`)",
+                            shown(kind)
+                        ),
+                    ))
+                }
+            }
+            let name = tool.get("name").and_then(Json::as_str).ok_or_else(|| {
+                invalid(
+                    format!("{at}.name"),
+                    format!("`{at}` needs a string `name`"),
+                )
+            })?;
+            let schema = match tool.get("input_schema") {
+                Some(schema @ Json::Object(_)) => schema.clone(),
+                _ => {
+                    return Err(invalid(
+                        format!("{at}.input_schema"),
+                        format!("`{at}.input_schema` must be a JSON schema object"),
+                    ))
+                }
+            };
+            let mut function = json!({"name": name, "parameters": schema});
+            if let Some(description) = tool.get("description").and_then(Json::as_str) {
+                function["description"] = json!(description);
+            }
+            Ok(json!({"type": "function", "function": function}))
+        })
+        .collect()
+}
+
+/// `tool_choice` as the chat's, and `parallel_tool_calls` from `disable_parallel_tool_use`.
+fn tool_choice(choice: &Json, has_tools: bool) -> Result<(Option<Json>, Option<bool>)> {
+    let parallel = match choice.get("disable_parallel_tool_use") {
+        Some(Json::Bool(disable)) => Some(!disable),
+        _ => None,
+    };
+    let kind = choice.get("type").and_then(Json::as_str);
+    let chat = match kind {
+        Some("auto") => Some(json!("auto")),
+        Some("none") => Some(json!("none")),
+        Some("any") => Some(json!("required")),
+        Some("tool") => {
+            let name = choice.get("name").and_then(Json::as_str).ok_or_else(|| {
+                invalid(
+                    "tool_choice.name",
+                    "`tool_choice` of type tool needs `name`",
+                )
+            })?;
+            Some(json!({"type": "function", "function": {"name": name}}))
+        }
+        _ => {
+            return Err(invalid(
+                "tool_choice.type",
+                "`tool_choice.type` must be \"auto\", \"any\", \"tool\" or \"none\"",
+            ))
+        }
+    };
+    if !has_tools && matches!(kind, Some("any" | "tool")) {
+        return Err(invalid(
+            "tool_choice",
+            "`tool_choice` asks for a tool call, but no `tools` were given",
+        ));
+    }
+    // Without tools, the chat takes no tool choice at all.
+    Ok((chat.filter(|_| has_tools), parallel.filter(|_| has_tools)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(json: Json) -> Result<ChatCompletionRequest> {
+        MessagesRequest::from_json(&json.to_string())?.to_chat(false)
+    }
+
+    #[test]
+    fn a_conversation_with_tools_becomes_chat() {
+        let chat = read(json!({
+            "model": "m", "max_tokens": 10, "system": [{"type": "text", "text": "Be brief."}],
+            "messages": [
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Let me look."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"},
+                    {"type": "text", "text": "And tomorrow?"}]}],
+            "tools": [{"name": "get_weather", "description": "Weather.",
+                       "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+            "tool_choice": {"type": "any", "disable_parallel_tool_use": true},
+            "stop_sequences": ["\n\n"], "metadata": {"user_id": "u"},
+        }))
+        .unwrap();
+        let json = serde_json::to_value(&chat).unwrap();
+        let roles: Vec<&str> = json["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["system", "user", "assistant", "tool", "user"]);
+        assert_eq!(
+            json["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            "{\"city\":\"Paris\"}"
+        );
+        assert_eq!(json["messages"][3]["tool_call_id"], "toolu_1");
+        assert_eq!(json["tool_choice"], "required");
+        assert_eq!(json["parallel_tool_calls"], false);
+        assert_eq!(json["tools"][0]["function"]["parameters"]["type"], "object");
+        assert_eq!(json["max_tokens"], 10);
+    }
+
+    #[test]
+    fn what_cannot_be_honoured_is_refused_by_name() {
+        let base = |extra: Json| {
+            let mut request = json!({"model": "m", "max_tokens": 5,
+                "messages": [{"role": "user", "content": "Hi"}]});
+            for (k, v) in extra.as_object().unwrap() {
+                request[k] = v.clone();
+            }
+            read(request).unwrap_err().param.unwrap()
+        };
+        assert_eq!(
+            base(json!({"thinking": {"type": "enabled", "budget_tokens": 1024}})),
+            "thinking"
+        );
+        assert_eq!(
+            base(json!({"tools": [{"type": "web_search_20250305", "name": "web_search"}]})),
+            "tools[0].type"
+        );
+        assert_eq!(
+            base(json!({"messages": [{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}]}]})),
+            "messages[0].content[0].type"
+        );
+        assert_eq!(
+            base(json!({"messages": [{"role": "system", "content": "x"}]})),
+            "messages[0].role"
+        );
+        assert_eq!(base(json!({"messages": []})), "messages");
+        assert_eq!(
+            base(json!({"stop_sequences": ["a", "b", "c", "d", "e"]})),
+            "stop_sequences"
+        );
+        assert_eq!(base(json!({"tool_choice": {"type": "any"}})), "tool_choice");
+        assert_eq!(base(json!({"max_tokens": 0})), "max_tokens");
+        assert_eq!(base(json!({"container": "x"})), "container");
+        assert_eq!(
+            base(json!({"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "content": "x"}]}]})),
+            "messages[0].content[0].tool_use_id"
+        );
+    }
+}
