@@ -33,6 +33,12 @@ def test_an_embedding_model_ranks_paris_first(client):
     assert [(x.index, x.document) for x in top.results] == [(2, None)]
 
 
+def test_tei_shape_is_a_list_of_dicts(client):
+    r = client.rerank.create(query=QUERY, texts=DOCUMENTS, return_text=True)
+    assert [x["index"] for x in r][0] == 2 and r[0]["text"] == DOCUMENTS[2]
+    assert set(r[0]) == {"index", "score", "text"}
+
+
 def test_async_rerank():
     async def main():
         aclient = ingle.AsyncOpenAI()

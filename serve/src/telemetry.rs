@@ -240,7 +240,11 @@ pub(crate) async fn observe(
             status: CLIENT_LEFT,
             started,
             method: request.method().to_string(),
-            path: request.uri().path().to_string(),
+            // As the routes were nested under `/v1`, so that log queries keep working.
+            path: {
+                let path = request.uri().path();
+                path.strip_prefix("/v1").unwrap_or(path).to_string()
+            },
             id,
             stream: false,
             made: None,

@@ -337,6 +337,17 @@ fn an_api_key_is_required_when_set() {
     );
     assert_eq!(basic.status, 401);
     assert_eq!(server.request("GET", "/health", &[], b"").status, 200);
+    // The routes outside `/v1` that alias a method are behind the key too.
+    for path in ["/rerank", "/v2/rerank"] {
+        assert_eq!(server.post_json(path, "{}").status, 401, "{path}");
+    }
+    // Anthropic's SDKs send `x-api-key`; Anthropic's routes answer in Anthropic's shape.
+    let keyed = server.request("GET", "/v1/models", &[("x-api-key", "sekret")], b"");
+    assert_eq!(keyed.status, 200);
+    let refused = server.post_json("/v1/messages", "{}");
+    assert_eq!(refused.status, 401);
+    assert_eq!(refused.json()["type"], "error");
+    assert_eq!(refused.json()["error"]["type"], "authentication_error");
 }
 
 /// Starts a 1500-token chat completion (over 10 s of generation here) and returns its

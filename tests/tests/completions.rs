@@ -338,8 +338,26 @@ fn predictions_and_completions_reach_the_engine_alike() {
             }),
         ),
     ];
-    for (prediction, completion) in pairs {
+    // Pinned as the engine worded them before both doors shared the code.
+    let expected = [
+        (
+            "logit_bias.05",
+            "`logit_bias` key '05' is not a token id of this model (0 to ",
+        ),
+        ("stop", "`stop` may hold at most 4 sequences"),
+        (
+            "top_k",
+            "Invalid value for `top_k`: -1 is out of range; it must be between 0 and 4294967295",
+        ),
+    ];
+    for ((prediction, completion), (param, message)) in pairs.into_iter().zip(expected) {
         assert_eq!(prediction.kind, ErrorKind::InvalidRequest);
+        assert_eq!(prediction.param.as_deref(), Some(param));
+        assert!(
+            prediction.message.starts_with(message),
+            "{}",
+            prediction.message
+        );
         assert_eq!(
             (prediction.param, prediction.message),
             (completion.param, completion.message)

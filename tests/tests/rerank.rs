@@ -53,6 +53,30 @@ fn an_embedding_model_ranks_the_paris_document_first() {
     assert!(top.results.iter().all(|r| r.document.is_none()));
 }
 
+/// More documents than the embedder takes in one call: embedded in batches, all scored.
+#[test]
+fn more_documents_than_one_embedding_batch() {
+    let mut documents: Vec<String> = (0..2100).map(|i| format!("Note number {i}.")).collect();
+    documents[2077] = DOCUMENTS[2].to_string();
+    let response = shared()
+        .rerank
+        .create(&RerankRequest {
+            top_n: Some(3),
+            ..RerankRequest::new(EMBEDDING_MODEL, QUERY, documents)
+        })
+        .unwrap();
+    assert_eq!(response.results[0].index, 2077, "{:?}", response.results);
+    let error = shared()
+        .rerank
+        .create(&RerankRequest::new(
+            EMBEDDING_MODEL,
+            QUERY,
+            vec![String::new(); ingle::openai::MAX_RERANK_DOCUMENTS + 1],
+        ))
+        .unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("documents"));
+}
+
 #[test]
 fn the_method_table_answers_jina_and_tei_shapes() {
     let client = shared();

@@ -104,15 +104,23 @@ class Embeddings(_Resource):
         return CreateEmbeddingResponse._from_matrix(*self._native.embeddings_create(body))
 
 
+def _reranked(text: str) -> Any:
+    """A ranking: a RerankResponse, or for a request with ``texts`` (text-embeddings-inference's
+    shape) its bare list of ``{"index", "score", "text"}`` dicts."""
+    answer = json.loads(text)
+    return answer if isinstance(answer, list) else RerankResponse.construct(answer)
+
+
 class Rerank(_Resource):
     def create(self, **params: Any) -> RerankResponse:
         """``model``, ``query``, ``documents`` (strings, or dicts with a ``text``), ``top_n``,
         ``return_documents`` (default True): the documents ranked by relevance to the query,
         most relevant first (Jina's and Cohere's rerank shape). An embedding model scores by
         cosine similarity; a predictor annotated ``RerankQuery``, ``RerankDocuments`` and
-        ``RerankScores`` scores itself."""
+        ``RerankScores`` scores itself. With ``texts`` instead of ``documents``
+        (text-embeddings-inference's shape) the answer is its list of dicts."""
         body = _arguments.body(params)
-        return RerankResponse.construct(json.loads(self._native.call("rerank.create", body)))  # type: ignore[return-value]
+        return _reranked(self._native.call("rerank.create", body))
 
 
 class Models(_Resource):
@@ -361,7 +369,7 @@ class AsyncRerank(_Resource):
         """`Rerank.create`, run in a worker thread."""
         body = _arguments.body(params)
         text = await _cancellable(self._native.call, "rerank.create", body)
-        return RerankResponse.construct(json.loads(text))  # type: ignore[return-value]
+        return _reranked(text)
 
 
 class AsyncOpenAI:

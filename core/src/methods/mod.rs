@@ -178,7 +178,7 @@ impl Request {
             Request::Chat(r) => Some(&r.model),
             Request::Completion(r) => Some(&r.model),
             Request::Embedding(r) => Some(&r.model),
-            Request::Rerank(r) => Some(&r.model),
+            Request::Rerank(r) => Some(r.model_name()),
             Request::Messages(r) => Some(&r.model),
             Request::Response(r) => Some(&r.model),
             Request::Speech(r) => Some(&r.model),

@@ -20,6 +20,9 @@ use std::sync::Arc;
 /// Most documents one request may rank.
 pub const MAX_RERANK_DOCUMENTS: usize = 10_000;
 
+/// Texts per embeddings call of a bi-encoder ranking (the built-in embedder's most).
+const EMBEDDING_BATCH: usize = 2048;
+
 /// A rerank request: Jina's and Cohere's fields (`documents`, `top_n`, `return_documents`), or
 /// text-embeddings-inference's (`texts`, `return_text`, `raw_scores`, `truncate`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -87,6 +90,15 @@ impl RerankRequest {
     /// Whether it is text-embeddings-inference's (`texts`), answered with its bare list.
     pub fn is_tei(&self) -> bool {
         self.texts.is_some() && self.documents.is_none()
+    }
+
+    /// The model that ranks: the one named, or for TEI's shape without one (a TEI server
+    /// serves one model, so its clients name none) the default embedding model.
+    pub fn model_name(&self) -> &str {
+        match self.model.as_str() {
+            "" if self.is_tei() => crate::config::DEFAULT_EMBEDDING_MODEL,
+            model => model,
+        }
     }
 }
 
@@ -246,7 +258,8 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let norm = |v: &[f32]| v.iter().map(|x| *x as f64 * *x as f64).sum::<f64>().sqrt();
     let norms = norm(a) * norm(b);
     if norms > 0.0 {
-        dot / norms
+        // Rounding may take identical texts a hair past 1.
+        (dot / norms).clamp(-1.0, 1.0)
     } else {
         0.0
     }
@@ -277,18 +290,13 @@ impl Rerank {
                 format!("Unrecognized request argument supplied: {}", shown(field)),
             ));
         }
-        // A text-embeddings-inference server serves one model, so its clients name none:
-        // theirs is the default embedding model here.
-        let model = match request.model.as_str() {
-            "" if request.is_tei() => crate::config::DEFAULT_EMBEDDING_MODEL,
-            "" => {
-                return Err(Error::invalid(
-                    "model",
-                    "Missing required parameter: `model`",
-                ))
-            }
-            model => model,
-        };
+        let model = request.model_name();
+        if model.is_empty() && request.texts.is_none() {
+            return Err(Error::invalid(
+                "model",
+                "Missing required parameter: `model`",
+            ));
+        }
         let query = query_of(&request.query)?;
         let (documents, tei) = match (&request.documents, &request.texts) {
             (Some(documents), None) => (texts_of(documents, "documents", true)?, false),
@@ -314,7 +322,9 @@ impl Rerank {
                     format!("Invalid value for `top_n`: {n}; it must be at least 1"),
                 ))
             }
-            Some(n) => (n as usize).min(documents.len()),
+            Some(n) => usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .min(documents.len()),
             None => documents.len(),
         };
         if let Some(n) = request.max_tokens_per_doc.filter(|&n| n < 1) {
@@ -412,7 +422,8 @@ impl Rerank {
         Ok((scores, 0))
     }
 
-    /// An embedding model as a bi-encoder: each document's cosine similarity to the query.
+    /// An embedding model as a bi-encoder: each document's cosine similarity to the query,
+    /// the documents embedded in batches the embedder takes (the query with the first).
     fn by_embeddings(
         &self,
         model: &str,
@@ -420,46 +431,71 @@ impl Rerank {
         documents: &[String],
         tei: bool,
     ) -> Result<(Vec<f64>, u32)> {
-        let mut texts = Vec::with_capacity(documents.len() + 1);
-        texts.push(query.to_string());
-        texts.extend(documents.iter().cloned());
-        let request = EmbeddingRequest::new(model, EmbeddingInput::Many(texts));
         let field = if tei { "texts" } else { "documents" };
-        let matrix = self.embeddings.create_matrix(&request).map_err(|mut e| {
-            // The embeddings' `input[0]` is the query, `input[i]` the document i - 1.
-            if let Some(param) = e.param.as_deref() {
-                let renamed = match param
-                    .strip_prefix("input[")
-                    .and_then(|rest| rest.strip_suffix(']'))
-                    .and_then(|i| i.parse::<usize>().ok())
-                {
-                    Some(0) => Some("query".to_string()),
-                    Some(i) => Some(format!("{field}[{}]", i - 1)),
-                    None if param == "input" => Some(field.to_string()),
-                    None => None,
-                };
-                if let Some(renamed) = renamed {
-                    e.message = e
-                        .message
-                        .replace(&format!("`{param}`"), &format!("`{renamed}`"));
-                    e.param = Some(renamed);
-                }
+        let mut query_row: Option<Vec<f32>> = None;
+        let (mut scores, mut tokens) = (Vec::with_capacity(documents.len()), 0u32);
+        let mut start = 0;
+        while start < documents.len() {
+            // The first batch carries the query: one text fewer of the documents.
+            let room = EMBEDDING_BATCH - usize::from(query_row.is_none());
+            let end = (start + room).min(documents.len());
+            let mut texts = Vec::with_capacity(end - start + 1);
+            if query_row.is_none() {
+                texts.push(query.to_string());
             }
-            if e.message.contains("cannot serve embeddings") {
-                e.message = e.message.replace(
-                    "cannot serve embeddings",
-                    "cannot serve rerank (neither annotated for it, RerankQuery, \
-                     RerankDocuments and RerankScores, nor an embedding model)",
-                );
+            texts.extend(documents[start..end].iter().cloned());
+            let offset = usize::from(query_row.is_none());
+            let request = EmbeddingRequest::new(model, EmbeddingInput::Many(texts.clone()));
+            let matrix = self
+                .embeddings
+                .create_matrix(&request)
+                .map_err(|e| in_rerank_terms(e, field, offset, start))?;
+            if matrix.rows != texts.len() {
+                return Err(Error::internal(format!(
+                    "The model `{}` gave {} embeddings for {} texts",
+                    shown(model),
+                    matrix.rows,
+                    texts.len()
+                )));
             }
-            e
-        })?;
-        let query = matrix.row(0);
-        let scores = (1..matrix.rows)
-            .map(|i| cosine(query, matrix.row(i)))
-            .collect();
-        Ok((scores, matrix.prompt_tokens))
+            tokens = tokens.saturating_add(matrix.prompt_tokens);
+            let query_row = query_row.get_or_insert_with(|| matrix.row(0).to_vec());
+            scores.extend((offset..matrix.rows).map(|i| cosine(query_row, matrix.row(i))));
+            start = end;
+        }
+        Ok((scores, tokens))
     }
+}
+
+/// An embeddings error in the rerank request's terms: a batch's `input[i]` is the query (the
+/// first batch's `input[0]`) or the document `start + i - offset`.
+fn in_rerank_terms(mut e: Error, field: &str, offset: usize, start: usize) -> Error {
+    if let Some(param) = e.param.as_deref() {
+        let renamed = match param
+            .strip_prefix("input[")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .and_then(|i| i.parse::<usize>().ok())
+        {
+            Some(i) if i < offset => Some("query".to_string()),
+            Some(i) => Some(format!("{field}[{}]", start + i - offset)),
+            None if param == "input" => Some(field.to_string()),
+            None => None,
+        };
+        if let Some(renamed) = renamed {
+            e.message = e
+                .message
+                .replace(&format!("`{param}`"), &format!("`{renamed}`"));
+            e.param = Some(renamed);
+        }
+    }
+    if e.message.contains("cannot serve embeddings") {
+        e.message = e.message.replace(
+            "cannot serve embeddings",
+            "cannot serve rerank (neither annotated for it, RerankQuery, RerankDocuments and \
+             RerankScores, nor an embedding model)",
+        );
+    }
+    e
 }
 
 /// Rerank (claimed by any of its annotations): a required `RerankQuery` string and a required

@@ -413,7 +413,7 @@ impl GenerationRequest {
 
     /// Reads a prediction's inputs, named as a built-in text engine's signature names them
     /// (`backends::llama::signature`, already checked against it), into a request.
-    pub fn from_inputs(inputs: &Inputs) -> Result<Self> {
+    pub(crate) fn from_inputs(inputs: &Inputs) -> Result<Self> {
         let get = |name: &str| inputs.get(name).filter(|v| !v.is_null());
         let input =
             match (get("messages"), get("prompt")) {
