@@ -46,9 +46,26 @@ pub struct MessagesRequest {
     /// `{"type": "disabled"}` only: the local models have no extended thinking to turn on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Json>,
-    /// Accepted; one tier here.
+    /// `format` (`{"type": "json_schema", "schema"}`): the reply is JSON of that schema,
+    /// enforced by a grammar; `effort` is accepted (a local model has one effort).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_config: Option<Json>,
+    /// Accepted; nothing here to choose: one tier, one speed, one place, one workspace,
+    /// the prompt cache always on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_tier: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inference_geo: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_profile_id: Option<Json>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_id: Option<Json>,
     /// Every other field: rejected by name.
     #[serde(flatten)]
     pub other: OtherFields,
@@ -259,6 +276,11 @@ impl MessagesRequest {
         if !tools.is_empty() {
             chat.insert("tools".into(), Json::Array(tools));
         }
+        if let Some(config) = self.output_config.as_ref().filter(|c| !c.is_null()) {
+            if let Some(format) = output_format(config)? {
+                chat.insert("response_format".into(), format);
+            }
+        }
         if stream {
             chat.insert("stream_options".into(), json!({"include_usage": true}));
         }
@@ -397,6 +419,44 @@ fn assistant_message(content: &Json, at: &str) -> Result<Json> {
         message["tool_calls"] = Json::Array(calls);
     }
     Ok(message)
+}
+
+/// `output_config.format` as the chat's `response_format`.
+fn output_format(config: &Json) -> Result<Option<Json>> {
+    let Json::Object(config) = config else {
+        return Err(invalid(
+            "output_config",
+            "`output_config` must be an object",
+        ));
+    };
+    if let Some(key) = config
+        .keys()
+        .find(|k| !["effort", "format"].contains(&k.as_str()))
+    {
+        return Err(invalid(
+            format!("output_config.{}", shown(key)),
+            format!(
+                "Unrecognized request argument supplied: output_config.{}",
+                shown(key)
+            ),
+        ));
+    }
+    let Some(format) = config.get("format").filter(|f| !f.is_null()) else {
+        return Ok(None);
+    };
+    match (
+        format.get("type").and_then(Json::as_str),
+        format.get("schema"),
+    ) {
+        (Some("json_schema"), Some(schema @ Json::Object(_))) => Ok(Some(json!({
+            "type": "json_schema",
+            "json_schema": {"name": "output", "schema": schema},
+        }))),
+        _ => Err(invalid(
+            "output_config.format",
+            "`output_config.format` must be {\"type\": \"json_schema\", \"schema\": {...}}",
+        )),
+    }
 }
 
 fn stop_sequences(stop: &Json) -> Result<Json> {
