@@ -17,10 +17,19 @@ import { embed, generateObject, generateText, stepCountIs, streamText, tool } fr
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI, OpenAIEmbeddings } from '@langchain/openai';
+import Anthropic from '@anthropic-ai/sdk';
 
 globalThis.AI_SDK_LOG_WARNINGS = false; // the generateObject deprecation: the issue asks for it by name
 const require = createRequire(import.meta.url);
-const version = (name) => JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')).version;
+// A package whose `exports` hide its package.json (@anthropic-ai/sdk) is read where npm put it.
+const manifest = (name) => {
+  try {
+    return require.resolve(`${name}/package.json`);
+  } catch {
+    return join(import.meta.dirname, '..', 'node_modules', name, 'package.json');
+  }
+};
+const version = (name) => JSON.parse(readFileSync(manifest(name), 'utf8')).version;
 
 const baseURL = process.env.INGLE_SERVE_URL;
 const apiKey = process.env.INGLE_SERVE_KEY;
@@ -51,6 +60,58 @@ function row(framework, pkg, call, fn) {
     }
   });
 }
+
+// --- Anthropic SDK (the Messages API) -------------------------------------------------------
+
+const anthropic = new Anthropic({ baseURL: baseURL.replace(/\/v1$/, ''), apiKey, maxRetries: 0 });
+const WEATHER_TOOL = {
+  name: 'get_weather', description: 'Get the current weather in a city.',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+row('Anthropic SDK', '@anthropic-ai/sdk', '`messages.create`', async () => {
+  const message = await anthropic.messages.create({
+    model: SMOL, max_tokens: 16, temperature: 0, messages: [{ role: 'user', content: FRANCE }],
+  });
+  assert.equal(message.type, 'message');
+  assert.match(message.content[0].text, /Paris/);
+  assert.ok(message.usage.input_tokens > 0 && message.usage.output_tokens > 0);
+});
+
+row('Anthropic SDK', '@anthropic-ai/sdk', '`messages.stream` (`on("text")`, `finalMessage()`)', async () => {
+  const pieces = [];
+  const stream = anthropic.messages.stream({
+    model: SMOL, max_tokens: 24, temperature: 0, system: 'Answer in a short sentence.',
+    messages: [{ role: 'user', content: FRANCE }],
+  }).on('text', (text) => pieces.push(text));
+  const final = await stream.finalMessage();
+  assert.ok(pieces.length > 1);
+  assert.equal(pieces.join(''), final.content[0].text);
+  assert.match(final.content[0].text, /Paris/);
+});
+
+row('Anthropic SDK', '@anthropic-ai/sdk', '`messages.create({ tools })` over two turns', async () => {
+  const question = { role: 'user', content: PARIS_WEATHER };
+  const first = await anthropic.messages.create({
+    model: QWEN, max_tokens: 64, temperature: 0, tools: [WEATHER_TOOL], tool_choice: { type: 'any' },
+    messages: [question],
+  });
+  assert.equal(first.stop_reason, 'tool_use');
+  const call = first.content.find((b) => b.type === 'tool_use');
+  assert.match(call.input.city, /Paris/i);
+  const second = await anthropic.messages.create({
+    model: QWEN, max_tokens: 48, temperature: 0, tools: [WEATHER_TOOL],
+    messages: [question, { role: 'assistant', content: first.content }, {
+      role: 'user', content: [
+        { type: 'tool_result', tool_use_id: call.id, content: 'The weather in Paris is sunny, 21 degrees celsius.' },
+        // Qwen 0.5B answers a bare tool result by calling again; asked, it answers.
+        { type: 'text', text: 'Thanks. So, what is the weather in Paris? Answer in plain words.' },
+      ],
+    }],
+  });
+  const text = second.content.filter((b) => b.type === 'text').map((b) => b.text).join('').toLowerCase();
+  assert.ok(text.includes('sunny') || text.includes('21'), text);
+});
 
 // --- Vercel AI SDK ------------------------------------------------------------------------
 
