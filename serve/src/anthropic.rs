@@ -45,9 +45,13 @@ pub(crate) async fn error_shape(request: Request, next: Next) -> Response {
         return response;
     }
     let (parts, body) = response.into_parts();
-    // An error object is small; anything larger is passed on as it is.
+    // An error object is small (serve's are a few hundred bytes); a body that cannot be read
+    // whole is answered as the status alone, Anthropic-shaped.
     let Ok(bytes) = axum::body::to_bytes(body, 1 << 20).await else {
-        return (parts.status, "").into_response();
+        let json = serde_json::json!({"type": "error", "error": {
+            "type": error_type(parts.status.as_u16()), "message": "The request failed",
+        }});
+        return (parts.status, axum::Json(json)).into_response();
     };
     let message = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()

@@ -18,19 +18,23 @@ pub(crate) async fn authorize(
         return next.run(request).await;
     };
     let headers = request.headers();
-    let given = headers
+    let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token)
-        .or_else(|| {
-            headers
-                .get("x-api-key")
-                .and_then(|v| v.to_str().ok())
-                .map(str::trim)
-        });
-    if given.is_some_and(|given| same_secret(given, key)) {
+        .and_then(bearer_token);
+    let x_api_key = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim);
+    // The anthropic SDKs may send both (`ANTHROPIC_AUTH_TOKEN` beside the key): either will do.
+    if [bearer, x_api_key]
+        .into_iter()
+        .flatten()
+        .any(|given| same_secret(given, key))
+    {
         return next.run(request).await;
     }
+    let given = bearer.or(x_api_key);
     let message = match given {
         None => "You didn't provide an API key. Send it as `Authorization: Bearer KEY` (the key given to `ingle serve --api-key`).",
         Some(_) => "Incorrect API key provided.",

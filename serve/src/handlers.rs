@@ -67,6 +67,9 @@ async fn handle(state: AppState, method: &'static Method, request: Request) -> R
             .await
         }
         Gives::Chunks => streamed(state, Framing::Done, run).await,
+        Gives::NamedEvents if method.name.starts_with("messages.") => {
+            streamed(state, Framing::Anthropic, run).await
+        }
         Gives::NamedEvents => streamed(state, Framing::Named, run).await,
         Gives::Events => streamed(state, Framing::Typed, run).await,
         Gives::Audio => {

@@ -64,6 +64,9 @@ pub(crate) enum Framing {
     Typed,
     /// `event: {type}` and `data: {event}` per event, ending with the last (Responses).
     Named,
+    /// As `Named`, with a failure as Anthropic's `event: error` (the Messages API): the
+    /// `anthropic` SDKs skip an event without a name.
+    Anthropic,
 }
 
 /// Starts a stream on the blocking pool and answers with Server-Sent Events, framed as
@@ -206,6 +209,13 @@ fn produce(
     made: &AtomicBool,
 ) {
     let error_event = |error: &Error| {
+        if framing == Framing::Anthropic {
+            let json = serde_json::json!({"type": "error", "error": {
+                "type": ingle::anthropic::anthropic_error_type(error),
+                "message": error.message,
+            }});
+            return Event::default().event("error").data(json.to_string());
+        }
         let mut json = error.to_openai();
         if let Some(id) = &request_id {
             json["error"]["request_id"] = serde_json::Value::String(id.clone());
@@ -213,7 +223,7 @@ fn produce(
         Event::default().data(json.to_string())
     };
     let event = |json: String| {
-        let named = (framing == Framing::Named)
+        let named = matches!(framing, Framing::Named | Framing::Anthropic)
             .then(|| serde_json::from_str::<serde_json::Value>(&json).ok())
             .flatten()
             .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string));

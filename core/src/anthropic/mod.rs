@@ -129,7 +129,6 @@ fn message_of(completion: ChatCompletion, model: &str) -> Json {
             }));
         }
     }
-    let usage = &completion.usage;
     json!({
         "id": random_id("msg_"),
         "type": "message",
@@ -138,11 +137,6 @@ fn message_of(completion: ChatCompletion, model: &str) -> Json {
         "content": content,
         "stop_reason": reason,
         "stop_sequence": null,
-        "usage": {
-            "input_tokens": usage.prompt_tokens,
-            "output_tokens": usage.completion_tokens,
-            "cache_read_input_tokens": usage.prompt_tokens_details.as_ref().map_or(0, |d| d.cached_tokens),
-            "cache_creation_input_tokens": 0,
-        },
+        "usage": stream::anthropic_usage(&completion.usage),
     })
 }

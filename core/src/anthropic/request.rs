@@ -172,8 +172,18 @@ impl MessagesRequest {
                 ))
             }
         };
+        let last = messages.len() - 1;
         for (i, message) in messages.iter().enumerate() {
             let at = format!("messages[{i}]");
+            if i == last && message.get("role").and_then(Json::as_str) == Some("assistant") {
+                return Err(invalid(
+                    format!("{at}.role"),
+                    format!(
+                        "`{at}` is an assistant message: continuing a prefilled reply is not \
+                         supported by ingle; end the conversation with a user message"
+                    ),
+                ));
+            }
             let role = message.get("role").and_then(Json::as_str);
             let content = message.get("content").unwrap_or(&Json::Null);
             match role {
@@ -306,6 +316,12 @@ fn user_message(content: &Json, at: &str, chat: &mut Vec<Json>) -> Result<()> {
             ))
         }
     };
+    if blocks.is_empty() {
+        return Err(invalid(
+            format!("{at}.content"),
+            format!("`{at}.content` must not be empty"),
+        ));
+    }
     let mut text = Vec::new();
     for (j, block) in blocks.iter().enumerate() {
         let here = format!("{at}.content[{j}]");
@@ -469,6 +485,12 @@ fn stop_sequences(stop: &Json) -> Result<Json> {
                 "`stop_sequences` must be a list of strings",
             )
         })?;
+    if list.iter().any(|s| s.as_str() == Some("")) {
+        return Err(invalid(
+            "stop_sequences",
+            "`stop_sequences` must not hold an empty string",
+        ));
+    }
     if list.len() > MAX_STOP_SEQUENCES {
         return Err(invalid(
             "stop_sequences",
@@ -512,12 +534,21 @@ fn tools_of(tools: &Json) -> Result<Vec<Json>> {
                     ))
                 }
             }
-            let name = tool.get("name").and_then(Json::as_str).ok_or_else(|| {
-                invalid(
-                    format!("{at}.name"),
-                    format!("`{at}` needs a string `name`"),
-                )
-            })?;
+            let name = tool
+                .get("name")
+                .and_then(Json::as_str)
+                .filter(|name| {
+                    (1..=64).contains(&name.len())
+                        && name
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                })
+                .ok_or_else(|| {
+                    invalid(
+                        format!("{at}.name"),
+                        format!("`{at}.name` must be 1 to 64 letters, digits, underscores or dashes"),
+                    )
+                })?;
             let schema = match tool.get("input_schema") {
                 Some(schema @ Json::Object(_)) => schema.clone(),
                 _ => {
@@ -653,6 +684,20 @@ mod tests {
         assert_eq!(base(json!({"tool_choice": {"type": "any"}})), "tool_choice");
         assert_eq!(base(json!({"max_tokens": 0})), "max_tokens");
         assert_eq!(base(json!({"container": "x"})), "container");
+        assert_eq!(base(json!({"stop_sequences": [""]})), "stop_sequences");
+        assert_eq!(
+            base(json!({"tools": [{"name": "bad name", "input_schema": {}}]})),
+            "tools[0].name"
+        );
+        assert_eq!(
+            base(json!({"messages": [{"role": "user", "content": []}]})),
+            "messages[0].content"
+        );
+        assert_eq!(
+            base(json!({"messages": [{"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": "{"}]})),
+            "messages[1].role"
+        );
         assert_eq!(
             base(json!({"messages": [{"role": "user", "content": [
             {"type": "tool_result", "content": "x"}]}]})),

@@ -32,6 +32,22 @@ pub struct MessageEvents {
     pending: VecDeque<Json>,
 }
 
+/// Token counts as Anthropic reports them: `input_tokens` leaves out the prompt tokens read
+/// from the prompt cache, which are `cache_read_input_tokens` (their sum is the prompt).
+pub(super) fn anthropic_usage(usage: &crate::openai::Usage) -> Json {
+    let cached = usage
+        .prompt_tokens_details
+        .as_ref()
+        .map_or(0, |d| d.cached_tokens)
+        .min(usage.prompt_tokens);
+    json!({
+        "input_tokens": usage.prompt_tokens - cached,
+        "output_tokens": usage.completion_tokens,
+        "cache_read_input_tokens": cached,
+        "cache_creation_input_tokens": 0,
+    })
+}
+
 /// An error as Anthropic's `error` event (and body).
 pub(crate) fn error_event(error: &crate::Error) -> Json {
     json!({"type": "error", "error": {"type": anthropic_error_type(error), "message": error.message}})
@@ -44,6 +60,7 @@ pub fn anthropic_error_type(error: &crate::Error) -> &'static str {
         401 => "authentication_error",
         403 => "permission_error",
         404 => "not_found_error",
+        408 => "timeout_error",
         413 => "request_too_large",
         429 => "rate_limit_error",
         503 | 529 => "overloaded_error",
@@ -134,7 +151,7 @@ impl MessageEvents {
             self.pending.push_back(json!({
                 "type": "message_delta",
                 "delta": {"stop_reason": self.stop_reason, "stop_sequence": null},
-                "usage": {"input_tokens": usage.prompt_tokens, "output_tokens": usage.completion_tokens},
+                "usage": anthropic_usage(&usage),
             }));
             self.pending.push_back(json!({"type": "message_stop"}));
             self.chunks = None;
