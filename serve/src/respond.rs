@@ -210,10 +210,7 @@ fn produce(
 ) {
     let error_event = |error: &Error| {
         if framing == Framing::Anthropic {
-            let json = serde_json::json!({"type": "error", "error": {
-                "type": ingle::anthropic::anthropic_error_type(error),
-                "message": error.message,
-            }});
+            let json = ingle::anthropic::error_event(error);
             return Event::default().event("error").data(json.to_string());
         }
         let mut json = error.to_openai();

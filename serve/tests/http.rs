@@ -431,7 +431,32 @@ fn shutdown_ends_in_flight_streams_with_an_error_event() {
     let stream = start_story(&server, true);
     let mut reader = BufReader::new(stream);
     assert_eq!(read_events(&mut reader, 2).len(), 2);
+    // The same story through Anthropic's Messages API, whose SDKs read only named events.
+    let mut message = server.connect();
+    let body = format!(
+        r#"{{"model": "{MODEL}", "max_tokens": 1500, "temperature": 0, "stream": true, "messages": [{{"role": "user", "content": "Write a very long story about a dragon."}}]}}"#
+    );
+    let json = [("Content-Type", "application/json")];
+    send(&mut message, "POST", "/v1/messages", &json, body.as_bytes());
+    let mut message = BufReader::new(message);
+    assert_eq!(read_events(&mut message, 4).len(), 4);
     let took = server.shutdown();
+    let mut rest = String::new();
+    message.read_to_string(&mut rest).unwrap();
+    let named = rest
+        .rsplit_once("event: error\ndata: ")
+        .unwrap_or_else(|| panic!("no `event: error` after shutdown: {rest:?}"))
+        .1;
+    let error: serde_json::Value = serde_json::from_str(named.lines().next().unwrap()).unwrap();
+    assert_eq!(error["type"], "error", "{rest}");
+    assert_eq!(error["error"]["type"], "overloaded_error", "{rest}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("shutting down"),
+        "{rest}"
+    );
     let mut rest = String::new();
     reader.read_to_string(&mut rest).unwrap();
     // Chunked transfer: the last event is the last `data:` line (the `0` chunk follows it).

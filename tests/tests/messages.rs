@@ -66,7 +66,10 @@ fn a_message_and_its_stream_agree() {
     );
 
     // Anthropic's `input_tokens` leaves out what the prompt cache read: the prompt is the sum.
-    let prompt = input_tokens + message["usage"]["cache_read_input_tokens"].as_u64().unwrap();
+    let prompt = input_tokens
+        + message["usage"]["cache_read_input_tokens"]
+            .as_u64()
+            .unwrap();
     let counted = call("messages.count_tokens", &capital()).unwrap();
     assert_eq!(counted, json!({ "input_tokens": prompt }));
 }

@@ -8,11 +8,11 @@ mod request;
 mod stream;
 
 pub use request::MessagesRequest;
-pub use stream::{anthropic_error_type, MessageEvents};
+pub use stream::{anthropic_error_type, error_event, MessageEvents};
 
 use crate::error::{Error, Result};
 use crate::openai::{ChatCompletion, ChatCompletions};
-use crate::predict::{random_id, Cancel, GenerationOption};
+use crate::predict::{random_id, Cancel};
 use serde_json::{json, Value as Json};
 
 /// `client.messages`.
@@ -76,25 +76,7 @@ impl Messages {
     /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, counted by the model itself by
     /// reading the prompt and generating one token (as `responses.input_tokens`).
     pub fn count_tokens(&self, request: &MessagesRequest) -> Result<Json> {
-        let mut chat = request.to_chat(false)?;
-        if self
-            .chat
-            .supports(&request.model, GenerationOption::MaxTokens)?
-        {
-            chat.max_tokens = Some(1);
-        }
-        let completion = self.chat.create(&chat)?;
-        let tokens = completion.usage.prompt_tokens;
-        if tokens == 0 {
-            return Err(Error::invalid(
-                "model",
-                format!(
-                    "The model `{}` does not report how many tokens it reads (no usage), so its \
-                     input tokens cannot be counted",
-                    crate::error::shown(&request.model)
-                ),
-            ));
-        }
+        let tokens = self.chat.count_input_tokens(&request.to_chat(false)?)?;
         Ok(json!({ "input_tokens": tokens }))
     }
 }

@@ -546,7 +546,9 @@ fn tools_of(tools: &Json) -> Result<Vec<Json>> {
                 .ok_or_else(|| {
                     invalid(
                         format!("{at}.name"),
-                        format!("`{at}.name` must be 1 to 64 letters, digits, underscores or dashes"),
+                        format!(
+                            "`{at}.name` must be 1 to 64 letters, digits, underscores or dashes"
+                        ),
                     )
                 })?;
             let schema = match tool.get("input_schema") {

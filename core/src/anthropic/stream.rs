@@ -49,12 +49,16 @@ pub(super) fn anthropic_usage(usage: &crate::openai::Usage) -> Json {
 }
 
 /// An error as Anthropic's `error` event (and body).
-pub(crate) fn error_event(error: &crate::Error) -> Json {
+pub fn error_event(error: &crate::Error) -> Json {
     json!({"type": "error", "error": {"type": anthropic_error_type(error), "message": error.message}})
 }
 
 /// The Anthropic error type of an error.
 pub fn anthropic_error_type(error: &crate::Error) -> &'static str {
+    // A server going away is Anthropic's "overloaded": the SDKs retry it elsewhere.
+    if error.code == Some(crate::ErrorCode::ServerShutdown) {
+        return "overloaded_error";
+    }
     match error.kind.http_status() {
         400 | 422 => "invalid_request_error",
         401 => "authentication_error",

@@ -23,7 +23,7 @@ use crate::error::{shown, Error, ErrorKind, Result};
 use crate::openai::chat::ChatCompletions;
 use crate::openai::common::next_unless_stopped;
 use crate::openai::types::{ChatCompletionRequest, ChatMessage, StreamOptions};
-use crate::predict::{random_id, unix_now, GenerationOption};
+use crate::predict::{random_id, unix_now};
 use request::{chat_messages, chat_response_format, chat_tool_choice};
 use serde_json::{json, Value as Json};
 use std::collections::VecDeque;
@@ -86,6 +86,54 @@ impl Responses {
             // A store that cannot open says so before anything is generated.
             self.store.open()?;
         }
+        let (chat, conversation) = self.chat_request(request)?;
+        let chunks = self.chat.stream(&chat).map_err(in_responses_terms)?;
+        let response = json!({
+            "id": random_id("resp_"),
+            "object": "response",
+            "created_at": unix_now(),
+            "status": "in_progress",
+            "completed_at": null,
+            "access_programs": null,
+            "background": false,
+            "error": null,
+            "incomplete_details": null,
+            "instructions": request.instructions,
+            "max_output_tokens": request.max_output_tokens,
+            "max_tool_calls": null,
+            "model": request.model,
+            "output": [],
+            "parallel_tool_calls": request.parallel_tool_calls.unwrap_or(true),
+            "previous_response_id": request.previous_response_id,
+            "reasoning": {"effort": null, "summary": null},
+            "service_tier": "default",
+            "store": request.store,
+            "temperature": request.temperature,
+            "text": {"format": request.format, "verbosity": "medium"},
+            "tool_choice": request.tool_choice.clone().unwrap_or(json!("auto")),
+            "tools": request.tools.iter().map(echoed_tool).collect::<Vec<_>>(),
+            "top_logprobs": 0,
+            "top_p": request.top_p,
+            "truncation": "disabled",
+            "usage": null,
+            "user": request.user,
+            "metadata": request.metadata,
+        });
+        let mut pending = VecDeque::new();
+        pending.push_back(json!({"type": "response.created", "response": response}));
+        pending.push_back(json!({"type": "response.in_progress", "response": response}));
+        let keep = request
+            .store
+            .then(|| (self.clone(), request.input.clone(), conversation));
+        Ok(ResponseStream::new(chunks, response, pending, keep))
+    }
+
+    /// The chat request `request` is, with the conversation it continues (the stored one of
+    /// `previous_response_id`, then `input`).
+    fn chat_request(
+        &self,
+        request: &ResponseRequest,
+    ) -> Result<(ChatCompletionRequest, Vec<ChatMessage>)> {
         let mut conversation = Vec::new();
         if let Some(previous) = &request.previous_response_id {
             let stored = self.store.get(previous)?.ok_or_else(|| {
@@ -144,45 +192,7 @@ impl Responses {
             user: request.user.clone(),
             ..ChatCompletionRequest::new(request.model.clone(), messages)
         };
-        let chunks = self.chat.stream(&chat).map_err(in_responses_terms)?;
-        let response = json!({
-            "id": random_id("resp_"),
-            "object": "response",
-            "created_at": unix_now(),
-            "status": "in_progress",
-            "completed_at": null,
-            "access_programs": null,
-            "background": false,
-            "error": null,
-            "incomplete_details": null,
-            "instructions": request.instructions,
-            "max_output_tokens": request.max_output_tokens,
-            "max_tool_calls": null,
-            "model": request.model,
-            "output": [],
-            "parallel_tool_calls": request.parallel_tool_calls.unwrap_or(true),
-            "previous_response_id": request.previous_response_id,
-            "reasoning": {"effort": null, "summary": null},
-            "service_tier": "default",
-            "store": request.store,
-            "temperature": request.temperature,
-            "text": {"format": request.format, "verbosity": "medium"},
-            "tool_choice": request.tool_choice.clone().unwrap_or(json!("auto")),
-            "tools": request.tools.iter().map(echoed_tool).collect::<Vec<_>>(),
-            "top_logprobs": 0,
-            "top_p": request.top_p,
-            "truncation": "disabled",
-            "usage": null,
-            "user": request.user,
-            "metadata": request.metadata,
-        });
-        let mut pending = VecDeque::new();
-        pending.push_back(json!({"type": "response.created", "response": response}));
-        pending.push_back(json!({"type": "response.in_progress", "response": response}));
-        let keep = request
-            .store
-            .then(|| (self.clone(), request.input.clone(), conversation));
-        Ok(ResponseStream::new(chunks, response, pending, keep))
+        Ok((chat, conversation))
     }
 
     /// `POST /v1/responses/input_tokens`: how many input tokens `request` would take, its
@@ -192,29 +202,11 @@ impl Responses {
     /// chat predictor that reports usage, and the prompt is left in the prompt cache for the
     /// request that follows. A predictor that reports no usage is an error naming `model`.
     pub fn input_tokens(&self, request: &ResponseRequest) -> Result<Json> {
-        // One token is enough, where the predictor takes a limit (a user's may not).
-        let one = self
+        let (chat, _) = self.chat_request(request)?;
+        let tokens = self
             .chat
-            .supports(&request.model, GenerationOption::MaxTokens)?
-            .then_some(1);
-        let counting = ResponseRequest {
-            store: false,
-            stream: false,
-            max_output_tokens: one.or(request.max_output_tokens),
-            ..request.clone()
-        };
-        let response = self.create(&counting)?;
-        let tokens = response["usage"]["input_tokens"].as_u64().unwrap_or(0);
-        if tokens == 0 {
-            return Err(Error::invalid(
-                "model",
-                format!(
-                    "The model `{}` does not report how many tokens it reads (no usage), so its \
-                     input tokens cannot be counted",
-                    shown(&request.model)
-                ),
-            ));
-        }
+            .count_input_tokens(&chat)
+            .map_err(in_responses_terms)?;
         Ok(json!({"object": "response.input_tokens", "input_tokens": tokens}))
     }
 
