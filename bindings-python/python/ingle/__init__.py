@@ -13,6 +13,7 @@ _add_cuda_wheels_to_search_path()  # before the native module starts llama.cpp
 from . import types
 from ._arguments import NOT_GIVEN
 from ._client import AsyncOpenAI, AsyncStream, OpenAI, Stream
+from ._anthropic import Anthropic, AsyncAnthropic
 from ._exceptions import (
     APIError,
     APIStatusError,
@@ -49,6 +50,8 @@ __all__ = [
     "system_info",
     "OpenAI",
     "AsyncOpenAI",
+    "Anthropic",
+    "AsyncAnthropic",
     "Stream",
     "AsyncStream",
     "HttpxBinaryResponseContent",

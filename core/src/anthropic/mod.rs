@@ -11,8 +11,8 @@ pub use request::MessagesRequest;
 pub use stream::{anthropic_error_type, error_event, MessageEvents};
 
 use crate::error::{Error, Result};
-use crate::openai::{ChatCompletion, ChatCompletions};
-use crate::predict::{random_id, Cancel};
+use crate::openai::{ChatCompletion, ChatCompletionRequest, ChatCompletions};
+use crate::predict::{random_id, Cancel, GenerationOption};
 use serde_json::{json, Value as Json};
 
 /// `client.messages`.
@@ -59,7 +59,7 @@ impl Messages {
             ));
         }
         require_max_tokens(request)?;
-        let chat = request.to_chat(false)?;
+        let chat = self.chat_request(request, false)?;
         let completion = self.chat.create(&chat)?;
         Ok(message_of(completion, &request.model))
     }
@@ -68,9 +68,27 @@ impl Messages {
     /// `message_stop`. Dropping the stream stops generation.
     pub fn stream(&self, request: &MessagesRequest) -> Result<MessageEvents> {
         require_max_tokens(request)?;
-        let chat = request.to_chat(true)?;
+        let chat = self.chat_request(request, true)?;
         let chunks = self.chat.stream(&chat)?;
         Ok(MessageEvents::new(chunks, request.model.clone()))
+    }
+
+    /// The chat request of `request`. Anthropic requires `max_tokens` of every message, so a
+    /// chat predictor that takes no limit (a user's may not) is not refused for it: it stops
+    /// where it stops, as it does for chat completions without `max_tokens`.
+    fn chat_request(
+        &self,
+        request: &MessagesRequest,
+        stream: bool,
+    ) -> Result<ChatCompletionRequest> {
+        let mut chat = request.to_chat(stream)?;
+        if !self
+            .chat
+            .supports(&request.model, GenerationOption::MaxTokens)?
+        {
+            chat.max_tokens = None;
+        }
+        Ok(chat)
     }
 
     /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, counted by the model itself by

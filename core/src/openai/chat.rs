@@ -46,17 +46,22 @@ impl Chat {
 }
 
 impl ChatCompletions {
+    /// Whether `model`'s predictor takes the generation option `option` (loading it if needed).
+    pub(crate) fn supports(&self, model: &str, option: GenerationOption) -> Result<bool> {
+        let predictor = self.registry.get(model)?;
+        Ok(predictor
+            .signature()
+            .input_annotated(&Annotation::Generation(option))
+            .is_some())
+    }
+
     /// How many tokens `request`'s prompt takes, counted by the model itself: it reads the
     /// prompt and generates one token (where the predictor takes a limit; a user's may not), so
     /// the count is exact for every chat predictor that reports usage, and the prompt is left
     /// in the prompt cache for the request that follows. A predictor that reports no usage is
     /// an error naming `model`. (`responses.input_tokens` and `messages.count_tokens`.)
     pub(crate) fn count_input_tokens(&self, request: &ChatCompletionRequest) -> Result<u32> {
-        let predictor = self.registry.get(&request.model)?;
-        let takes_limit = predictor
-            .signature()
-            .input_annotated(&Annotation::Generation(GenerationOption::MaxTokens))
-            .is_some();
+        let takes_limit = self.supports(&request.model, GenerationOption::MaxTokens)?;
         let counting = ChatCompletionRequest {
             max_tokens: if takes_limit {
                 Some(1)

@@ -1,0 +1,413 @@
+"""``Anthropic`` and ``AsyncAnthropic``: the ``anthropic`` client's Messages API over the
+in-process engine (``messages.create``, ``messages.stream`` with its helpers,
+``messages.count_tokens``), on every chat model, users' predictors included.
+
+Only conversion happens here, as in ``_client``: keyword arguments become Anthropic's JSON
+request, the core (``core/src/anthropic``) maps it onto chat completions, and its JSON becomes
+``ingle.types.anthropic`` objects. Errors are ingle's exceptions (named as the anthropic
+package's: ``BadRequestError``, ``NotFoundError``, ``InternalServerError``) with Anthropic's
+error object as their ``body``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Sequence, Union
+
+from . import _arguments, _exceptions, _predictors
+from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
+from ._client import Predictors, _native_client
+from .types.anthropic import ContentBlock, Message, MessageStreamEvent, MessageTokensCount
+
+__all__ = ["Anthropic", "AsyncAnthropic", "MessageStream", "AsyncMessageStream"]
+
+# Anthropic's error types by HTTP status (its API's table; the core's for the same errors).
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    503: "overloaded_error",
+    529: "overloaded_error",
+}
+_STATUSES = {kind: status for status, kind in _ERROR_TYPES.items() if status != 503}
+
+
+def _in_anthropic_terms(error: _exceptions.APIStatusError) -> _exceptions.APIStatusError:
+    """``error`` with Anthropic's error object as its body (``{"type": "error", "error":
+    {"type", "message"}}``) and its type as ``type``; its class and ``param`` are kept."""
+    kind = _ERROR_TYPES.get(error.status_code, "api_error")
+    error.type = kind
+    error.body = {"type": "error", "error": {"type": kind, "message": error.message}}
+    return error
+
+
+@contextlib.contextmanager
+def _anthropic_errors() -> Iterator[None]:
+    try:
+        yield
+    except _exceptions.APIStatusError as error:
+        raise _in_anthropic_terms(error) from None
+
+
+def _raised(event: Dict[str, Any]) -> _exceptions.APIStatusError:
+    """The exception for an ``error`` event (a failure after the stream began), as the
+    anthropic client raises it."""
+    error = event.get("error") or {}
+    kind = error.get("type") or "api_error"
+    message = error.get("message") or "The stream failed"
+    status = _STATUSES.get(kind, 500)
+    cls = {400: _exceptions.BadRequestError, 404: _exceptions.NotFoundError}.get(
+        status, _exceptions.InternalServerError
+    )
+    return cls(message, status_code=status, body=event, type=kind)
+
+
+class _Events(Stream[MessageStreamEvent]):
+    """The raw events of ``create(stream=True)``, as the anthropic client gives them: ``ping``
+    left out, an ``error`` event raised."""
+
+    def __next__(self) -> MessageStreamEvent:
+        with _anthropic_errors():
+            event = super().__next__()
+            while event.type == "ping":
+                event = super().__next__()
+        if event.type == "error":
+            self.close()
+            raise _raised(event.model_dump())
+        return event
+
+
+class _AsyncEvents(AsyncStream[MessageStreamEvent]):
+    async def __anext__(self) -> MessageStreamEvent:
+        with _anthropic_errors():
+            event = await super().__anext__()
+            while event.type == "ping":
+                event = await super().__anext__()
+        if event.type == "error":
+            await self.close()
+            raise _raised(event.model_dump())
+        return event
+
+
+class _Snapshot:
+    """The message as the events so far make it (the anthropic client's ``accumulate_event``
+    and ``build_events``): the events the helper gives for each raw one."""
+
+    def __init__(self) -> None:
+        self.message: Optional[Message] = None
+        self._json: Dict[int, str] = {}
+
+    def events(self, event: MessageStreamEvent) -> List[MessageStreamEvent]:
+        if event.type == "message_start":
+            self.message = Message.construct(event.message.model_dump())  # type: ignore[union-attr]
+            return [event]
+        message = self.message
+        if message is None or event.type not in (
+            "content_block_start", "content_block_delta", "content_block_stop",
+            "message_delta", "message_stop",
+        ):
+            return [event]
+        if event.type == "content_block_start":
+            message.content.append(ContentBlock.construct(event.content_block.model_dump()))  # type: ignore[union-attr, arg-type]
+            return [event]
+        if event.type == "message_delta":
+            message.stop_reason = event.delta.stop_reason  # type: ignore[union-attr]
+            message.stop_sequence = event.delta.stop_sequence  # type: ignore[union-attr]
+            for name, value in (event.usage.model_dump() if event.usage else {}).items():
+                if value is not None:
+                    setattr(message.usage, name, value)
+            return [event]
+        if event.type == "message_stop":
+            return [MessageStreamEvent(type="message_stop", message=message)]
+        block = message.content[event.index]  # type: ignore[index]
+        if event.type == "content_block_stop":
+            return [MessageStreamEvent(type="content_block_stop", index=event.index, content_block=block)]
+        delta = event.delta
+        if delta.type == "text_delta" and block.type == "text":  # type: ignore[union-attr]
+            block.text = (block.text or "") + delta.text  # type: ignore[union-attr]
+            return [event, MessageStreamEvent(type="text", text=delta.text, snapshot=block.text)]  # type: ignore[union-attr]
+        if delta.type == "input_json_delta" and block.type == "tool_use":  # type: ignore[union-attr]
+            buffer = self._json.get(event.index, "") + (delta.partial_json or "")  # type: ignore[union-attr, arg-type]
+            self._json[event.index] = buffer  # type: ignore[index]
+            try:  # the input so far, once what has come parses (the client reads partial JSON)
+                block.input = json.loads(buffer)
+            except ValueError:
+                pass
+            return [event, MessageStreamEvent(type="input_json", partial_json=delta.partial_json, snapshot=block.input)]  # type: ignore[union-attr]
+        return [event]
+
+
+def _final_text(message: Message) -> str:
+    texts = [block.text or "" for block in message.content if block.type == "text"]
+    if not texts:
+        kinds = ",".join(block.type for block in message.content)
+        raise RuntimeError(
+            ".get_final_text() can only be called when the API returns a `text` content block.\n"
+            f"The API returned {kinds} content block type(s) that you can access by calling "
+            "get_final_message().content"
+        )
+    return "".join(texts)
+
+
+class MessageStream:
+    """What ``with client.messages.stream(...) as stream`` gives, as the anthropic client's:
+    iterate the events (with the helper's ``text`` and ``input_json`` ones), or ``text_stream``;
+    then ``get_final_message()`` / ``get_final_text()``. Leaving early stops generation."""
+
+    def __init__(self, events: _Events) -> None:
+        self._events = events
+        self._snapshot = _Snapshot()
+        self._done = False
+        self._iterator = self._stream()
+        self.text_stream: Iterator[str] = self._text()
+
+    def _stream(self) -> Iterator[MessageStreamEvent]:
+        for raw in self._events:
+            yield from self._snapshot.events(raw)
+        self._done = True
+
+    def __next__(self) -> MessageStreamEvent:
+        return next(self._iterator)
+
+    def __iter__(self) -> Iterator[MessageStreamEvent]:
+        yield from self._iterator
+
+    def _text(self) -> Iterator[str]:
+        for event in self:
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":  # type: ignore[union-attr]
+                yield event.delta.text  # type: ignore[union-attr, misc]
+
+    def until_done(self) -> None:
+        for _ in self:
+            pass
+
+    @property
+    def current_message_snapshot(self) -> Message:
+        assert self._snapshot.message is not None, "no message_start yet"
+        return self._snapshot.message
+
+    def get_final_message(self) -> Message:
+        """The whole message, once the stream has been read to its end."""
+        if not self._done:
+            self.until_done()
+        return self.current_message_snapshot
+
+    def get_final_text(self) -> str:
+        """The text blocks of the final message, joined."""
+        return _final_text(self.get_final_message())
+
+    def close(self) -> None:
+        self._events.close()
+
+    def __enter__(self) -> "MessageStream":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AsyncMessageStream:
+    """The async twin of `MessageStream`: ``async with``, ``async for``, ``text_stream``,
+    ``await get_final_message()``."""
+
+    def __init__(self, events: _AsyncEvents) -> None:
+        self._events = events
+        self._snapshot = _Snapshot()
+        self._done = False
+        self._iterator = self._stream()
+        self.text_stream: AsyncIterator[str] = self._text()
+
+    async def _stream(self) -> AsyncIterator[MessageStreamEvent]:
+        async for raw in self._events:
+            for event in self._snapshot.events(raw):
+                yield event
+        self._done = True
+
+    async def __anext__(self) -> MessageStreamEvent:
+        return await self._iterator.__anext__()
+
+    async def __aiter__(self) -> AsyncIterator[MessageStreamEvent]:
+        async for event in self._iterator:
+            yield event
+
+    async def _text(self) -> AsyncIterator[str]:
+        async for event in self:
+            if event.type == "content_block_delta" and event.delta.type == "text_delta":  # type: ignore[union-attr]
+                yield event.delta.text  # type: ignore[union-attr, misc]
+
+    async def until_done(self) -> None:
+        async for _ in self:
+            pass
+
+    @property
+    def current_message_snapshot(self) -> Message:
+        assert self._snapshot.message is not None, "no message_start yet"
+        return self._snapshot.message
+
+    async def get_final_message(self) -> Message:
+        if not self._done:
+            await self.until_done()
+        return self.current_message_snapshot
+
+    async def get_final_text(self) -> str:
+        return _final_text(await self.get_final_message())
+
+    async def close(self) -> None:
+        await self._events.close()
+
+    async def __aenter__(self) -> "AsyncMessageStream":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class _MessageStreamManager:
+    """``with client.messages.stream(...) as stream``: the stream starts on entry."""
+
+    def __init__(self, native: Any, body: str) -> None:
+        self._native = native
+        self._body = body
+        self._stream: Optional[MessageStream] = None
+
+    def __enter__(self) -> MessageStream:
+        with _anthropic_errors():
+            native = self._native.stream("messages.stream", self._body)
+        self._stream = MessageStream(_Events(native, MessageStreamEvent))
+        return self._stream
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._stream is not None:
+            self._stream.close()
+
+
+class _AsyncMessageStreamManager:
+    def __init__(self, native: Any, body: str) -> None:
+        self._native = native
+        self._body = body
+        self._stream: Optional[AsyncMessageStream] = None
+
+    async def __aenter__(self) -> AsyncMessageStream:
+        with _anthropic_errors():
+            native = await _in_thread(self._native.stream, "messages.stream", self._body)
+        self._stream = AsyncMessageStream(_AsyncEvents(native, MessageStreamEvent))
+        return self._stream
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._stream is not None:
+            await self._stream.close()
+
+
+def _body(params: Dict[str, Any]) -> str:
+    params.pop("stream", None)
+    params.pop("betas", None)  # the beta header of the anthropic client: nothing to turn on here
+    return _arguments.body(params)
+
+
+class Messages(_Resource):
+    def create(self, *, stream: bool = False, **params: Any) -> Union[Message, Stream[MessageStreamEvent]]:
+        """``model``, ``max_tokens``, ``messages`` (text, ``tool_use`` and ``tool_result``
+        blocks), ``system``, ``tools``, ``tool_choice``, ``stop_sequences``, ``temperature``,
+        ``top_p``, ``top_k``, ``metadata``, ``output_config``; ``stream=True`` gives the raw
+        events (see docs/anthropic.md)."""
+        streamed = _arguments.stream_flag(stream)
+        body = _body(params)
+        with _anthropic_errors():
+            if streamed:
+                return _Events(self._native.stream("messages.stream", body), MessageStreamEvent)
+            return Message.construct(json.loads(self._native.call("messages.create", body)))  # type: ignore[return-value]
+
+    def stream(self, **params: Any) -> _MessageStreamManager:
+        """``create`` streamed, as a context manager giving a `MessageStream`."""
+        return _MessageStreamManager(self._native, _body(params))
+
+    def count_tokens(self, **params: Any) -> MessageTokensCount:
+        """How many input tokens ``create(**params)`` would take, read by the model itself."""
+        with _anthropic_errors():
+            text = self._native.call("messages.count_tokens", _body(params))
+        return MessageTokensCount.construct(json.loads(text))  # type: ignore[return-value]
+
+
+class AsyncMessages(_Resource):
+    async def create(
+        self, *, stream: bool = False, **params: Any
+    ) -> Union[Message, AsyncStream[MessageStreamEvent]]:
+        streamed = _arguments.stream_flag(stream)
+        body = _body(params)
+        with _anthropic_errors():
+            if streamed:
+                native = await _in_thread(self._native.stream, "messages.stream", body)
+                return _AsyncEvents(native, MessageStreamEvent)
+            text = await _cancellable(self._native.call, "messages.create", body)
+        return Message.construct(json.loads(text))  # type: ignore[return-value]
+
+    def stream(self, **params: Any) -> _AsyncMessageStreamManager:
+        return _AsyncMessageStreamManager(self._native, _body(params))
+
+    async def count_tokens(self, **params: Any) -> MessageTokensCount:
+        with _anthropic_errors():
+            text = await _cancellable(self._native.call, "messages.count_tokens", _body(params))
+        return MessageTokensCount.construct(json.loads(text))  # type: ignore[return-value]
+
+
+class Anthropic:
+    """Anthropic's Messages API on the models of this process (``ingle.OpenAI``'s config and
+    predictors). The anthropic client's connection arguments (``api_key``, ``base_url``,
+    ``timeout``, ...) are accepted and ignored, so existing code runs unchanged."""
+
+    base_url: None = None
+
+    def __init__(
+        self,
+        *,
+        config: Any = None,
+        models_dir: Any = None,
+        predictors: Sequence["_predictors.Predictor"] = (),
+        **anthropic_arguments: Any,
+    ) -> None:
+        self._native = _native_client(config, models_dir)
+        self.predictors = Predictors(self._native)
+        self.predictors.register(*predictors)
+        self.messages = Messages(self._native)
+
+    def close(self) -> None:
+        """Nothing to release early: models are freed with the last client that uses them."""
+
+    def __enter__(self) -> "Anthropic":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class AsyncAnthropic:
+    """`Anthropic` for asyncio: the same methods, awaited, the engine in worker threads."""
+
+    base_url: None = None
+
+    def __init__(
+        self,
+        *,
+        config: Any = None,
+        models_dir: Any = None,
+        predictors: Sequence["_predictors.Predictor"] = (),
+        **anthropic_arguments: Any,
+    ) -> None:
+        self._native = _native_client(config, models_dir)
+        self.predictors = Predictors(self._native)
+        self.predictors.register(*predictors)
+        self.messages = AsyncMessages(self._native)
+
+    async def close(self) -> None:
+        """Nothing to release early."""
+
+    async def __aenter__(self) -> "AsyncAnthropic":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
