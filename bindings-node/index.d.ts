@@ -10,6 +10,7 @@ import type {
   ResponseStreamEvent,
 } from './responses';
 export * from './responses';
+export * from './anthropic';
 import type { Metrics } from './metrics';
 export * from './metrics';
 import type { SystemInfo } from './system';

@@ -20,6 +20,8 @@ const {
 const { Stream, abortable, create, abortableStart, speechResponse } = require('./streams.js');
 const { FILE_KINDS, audioRequest } = require('./uploads.js');
 const { Responses, ResponseStream } = require('./responses.js');
+const { openClient } = require('./client.js');
+const { Anthropic } = require('./anthropic.js');
 
 class ChatCompletions {
   constructor(native) {
@@ -346,35 +348,7 @@ function tensorDtype(data) {
  * options (`apiKey`, `baseURL`, `timeout`, ...) are accepted and ignored. */
 class OpenAI {
   constructor(options = {}) {
-    if (!isObject(options)) throw badOption(`new OpenAI(options): options must be an object, not ${describe(options)}`);
-    let { config = null, modelsDir = null } = options;
-    // The config itself, as an object: JSON for the engine (a string is a path or TOML text).
-    if (isObject(config)) {
-      try {
-        config = toJson(config, 'config');
-      } catch (e) {
-        throw badOption(`new OpenAI(options): options.config cannot be written as JSON (${e.message})`);
-      }
-    }
-    for (const [name, value] of [['config', config], ['modelsDir', modelsDir]]) {
-      if (value !== null && typeof value !== 'string') {
-        throw badOption(`new OpenAI(options): options.${name} must be a path string, not ${describe(value)}${name === 'config' ? ' (or TOML text, or an object)' : ''}`);
-      }
-      if (typeof value === 'string' && lonelySurrogate(value)) {
-        throw badOption(`new OpenAI(options): options.${name} contains a lone UTF-16 surrogate (half of a character)`);
-      }
-    }
-    this._native = callSync(() => new NativeClient(config, modelsDir));
-    const native = this._native;
-    /** Serve functions of your own: `client.predictors.register(predictor({ tag, ... }, fn))`. */
-    this.predictors = {
-      register(...predictors) {
-        for (const p of predictors) register(native, p);
-      },
-    };
-    const { predictors = [] } = options;
-    if (!Array.isArray(predictors)) throw badOption(`new OpenAI(options): options.predictors must be an array, not ${describe(predictors)}`);
-    this.predictors.register(...predictors);
+    openClient(this, options, 'OpenAI');
     this.chat = { completions: new ChatCompletions(this._native) };
     this.responses = new Responses(this._native);
     this.completions = new Completions(this._native);
@@ -401,6 +375,7 @@ module.exports.OpenAI = OpenAI;
 module.exports.default = OpenAI;
 module.exports.Stream = Stream;
 module.exports.ResponseStream = ResponseStream;
+module.exports.Anthropic = Anthropic;
 module.exports.OpenAIError = OpenAIError;
 module.exports.APIError = APIError;
 module.exports.BadRequestError = BadRequestError;

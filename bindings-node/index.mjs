@@ -4,6 +4,7 @@ import ingle from './index.js';
 export default ingle;
 export const {
   OpenAI,
+  Anthropic,
   Stream,
   ResponseStream,
   OpenAIError,

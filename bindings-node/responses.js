@@ -9,7 +9,7 @@ const {
 const {
   requestOptions, requestBody, stringArgument, badRequest, describe, isObject, toJson,
 } = require('./request.js');
-const { Stream, abortable, create } = require('./streams.js');
+const { EventStream, abortable, create } = require('./streams.js');
 
 /** `output_text` on a response, as openai's client adds it: the text of every output message. */
 function withOutputText(response) {
@@ -51,98 +51,11 @@ function parsed(response, format) {
 /** `client.responses.stream(...)`: the events, as an async iterable and as `on(type, listener)`
  * ('event' for every one, 'end', 'error'); `finalResponse()` resolves to the last response;
  * `abort()` (or `controller.abort()`, or `options.signal`) stops generation. */
-class ResponseStream {
-  constructor(start) {
-    this.controller = new AbortController();
-    this._listeners = new Map();
-    this._queue = [];
-    this._waiting = null;
-    this._ended = false;
-    this._error = null;
-    this._final = null;
-    this._iterated = false;
-    this._done = this._pump(start);
-    this._done.catch(() => {}); // reported by done(), finalResponse() and the iteration
-  }
-
-  async _pump(start) {
-    try {
-      const stream = await start;
-      const onAbort = () => stream.controller.abort();
-      this.controller.signal.addEventListener('abort', onAbort);
-      if (this.controller.signal.aborted) onAbort(); // aborted while the stream was starting
-      try {
-        for await (const event of stream) {
-          if (event.response) this._final = event.response;
-          this._push({ event });
-          this._emit('event', event);
-          this._emit(event.type, event);
-        }
-      } finally {
-        this.controller.signal.removeEventListener('abort', onAbort);
-      }
-      if (this.controller.signal.aborted) throw new APIUserAbortError();
-    } catch (error) {
-      this._error = error;
-      this._push({ error });
-      this._emit('error', error);
-      throw error;
-    } finally {
-      this._ended = true;
-      this._push(null);
-      this._emit('end');
-    }
-  }
-
-  _push(entry) {
-    if (this._waiting) {
-      const resolve = this._waiting;
-      this._waiting = null;
-      resolve(entry);
-    } else {
-      this._queue.push(entry);
-    }
-  }
-
-  _emit(type, value) {
-    for (const listener of [...(this._listeners.get(type) || [])]) {
-      try {
-        listener.fn(value);
-      } catch (error) {
-        queueMicrotask(() => { throw error; }); // as an EventEmitter's listener would
-      }
-      if (listener.once) this.off(type, listener.fn);
-    }
-  }
-
-  on(type, fn) {
-    if (typeof fn !== 'function') throw new OpenAIError(`on(${type}, listener): the listener must be a function, not ${describe(fn)}`);
-    if (!this._listeners.has(type)) this._listeners.set(type, []);
-    this._listeners.get(type).push({ fn, once: false });
-    return this;
-  }
-
-  once(type, fn) {
-    this.on(type, fn);
-    const list = this._listeners.get(type);
-    list[list.length - 1].once = true;
-    return this;
-  }
-
-  off(type, fn) {
-    const list = this._listeners.get(type) || [];
-    const at = list.findIndex((listener) => listener.fn === fn);
-    if (at >= 0) list.splice(at, 1);
-    return this;
-  }
-
-  abort() {
-    this.controller.abort();
-  }
-
-  /** Resolves once the stream has ended (rejects with its error). */
-  async done() {
-    await this._done;
+class ResponseStream extends EventStream {
+  _handle(event) {
+    if (event.response) this._final = event.response;
+    this._emit('event', event);
+    this._emit(event.type, event);
   }
 
   /** The whole response: `response.completed`'s (or `.incomplete`'s). A failed one rejects. */
@@ -158,23 +71,6 @@ class ResponseStream {
       throw code === 'invalid_prompt' ? new BadRequestError(400, error, message) : new InternalServerError(500, error, message);
     }
     return this._final;
-  }
-
-  async *[Symbol.asyncIterator]() {
-    if (this._iterated) throw new OpenAIError('Cannot iterate over a consumed stream');
-    this._iterated = true;
-    try {
-      for (;;) {
-        const entry = this._queue.length
-          ? this._queue.shift()
-          : await new Promise((resolve) => { this._waiting = resolve; });
-        if (entry === null) return;
-        if (entry.error) throw entry.error;
-        yield entry.event;
-      }
-    } finally {
-      if (!this._ended) this.abort(); // `break`: stop generating
-    }
   }
 }
 

@@ -17,6 +17,7 @@ class Stream {
     this._signal = signal;
     this._shape = shape; // what each parsed item goes through (Responses: output_text)
     this._iterated = false;
+    this.convertError = null; // what an engine error becomes (Anthropic's shape), if not itself
   }
 
   async *[Symbol.asyncIterator]() {
@@ -29,10 +30,13 @@ class Stream {
     try {
       for (;;) {
         for (const s of signals) checkSignal(s);
-        const text = await call(() => native.next());
+        const text = await call(() => native.next()).catch((error) => {
+          throw this.convertError ? this.convertError(error) : error;
+        });
         for (const s of signals) checkSignal(s);
         if (text === null) return;
-        yield this._shape ? this._shape(JSON.parse(text)) : JSON.parse(text);
+        const item = this._shape ? this._shape(JSON.parse(text)) : JSON.parse(text);
+        if (item !== undefined) yield item; // a shape may leave an event out (Anthropic's ping)
       }
     } finally {
       native.close();
@@ -157,4 +161,124 @@ function speechResponse(native, signal) {
   return new Response(body, { status: 200, headers: { 'content-type': native.contentType } });
 }
 
-module.exports = { Stream, abortable, create, abortableStart, speechResponse };
+/** The base of the stream helpers (`responses.stream`, Anthropic's `messages.stream`): the events
+ * of a Stream as an async iterable and as `on(type, listener)` ('end', 'error', and what the
+ * subclass's `_handle(event)` emits); `abort()` (or `controller.abort()`, or `options.signal`)
+ * stops generation; `done()` resolves when it has ended. */
+class EventStream {
+  constructor(start) {
+    this.controller = new AbortController();
+    this._listeners = new Map();
+    this._queue = [];
+    this._waiting = null;
+    this._ended = false;
+    this._error = null;
+    this._final = null;
+    this._iterated = false;
+    this._done = this._pump(start);
+    this._done.catch(() => {}); // reported by done(), finalResponse() and the iteration
+  }
+
+  /** What an event emits (the subclass's). */
+  _handle(event) {
+    this._emit(event.type, event);
+  }
+
+  async _pump(start) {
+    try {
+      const stream = await start;
+      const onAbort = () => stream.controller.abort();
+      this.controller.signal.addEventListener('abort', onAbort);
+      if (this.controller.signal.aborted) onAbort(); // aborted while the stream was starting
+      try {
+        this._emit('connect');
+        for await (const event of stream) {
+          this._push({ event });
+          this._handle(event);
+        }
+      } finally {
+        this.controller.signal.removeEventListener('abort', onAbort);
+      }
+      if (this.controller.signal.aborted) throw new APIUserAbortError();
+    } catch (error) {
+      this._error = error;
+      this._push({ error });
+      this._emit('error', error);
+      throw error;
+    } finally {
+      this._ended = true;
+      this._push(null);
+      this._emit('end');
+    }
+  }
+
+  _push(entry) {
+    if (this._waiting) {
+      const resolve = this._waiting;
+      this._waiting = null;
+      resolve(entry);
+    } else {
+      this._queue.push(entry);
+    }
+  }
+
+  _emit(type, ...args) {
+    for (const listener of [...(this._listeners.get(type) || [])]) {
+      try {
+        listener.fn(...args);
+      } catch (error) {
+        queueMicrotask(() => { throw error; }); // as an EventEmitter's listener would
+      }
+      if (listener.once) this.off(type, listener.fn);
+    }
+  }
+
+  on(type, fn) {
+    if (typeof fn !== 'function') throw new OpenAIError(`on(${type}, listener): the listener must be a function, not ${describe(fn)}`);
+    if (!this._listeners.has(type)) this._listeners.set(type, []);
+    this._listeners.get(type).push({ fn, once: false });
+    return this;
+  }
+
+  once(type, fn) {
+    this.on(type, fn);
+    const list = this._listeners.get(type);
+    list[list.length - 1].once = true;
+    return this;
+  }
+
+  off(type, fn) {
+    const list = this._listeners.get(type) || [];
+    const at = list.findIndex((listener) => listener.fn === fn);
+    if (at >= 0) list.splice(at, 1);
+    return this;
+  }
+
+  abort() {
+    this.controller.abort();
+  }
+
+  /** Resolves once the stream has ended (rejects with its error). */
+  async done() {
+    await this._done;
+  }
+
+  async *[Symbol.asyncIterator]() {
+    if (this._iterated) throw new OpenAIError('Cannot iterate over a consumed stream');
+    this._iterated = true;
+    try {
+      for (;;) {
+        const entry = this._queue.length
+          ? this._queue.shift()
+          : await new Promise((resolve) => { this._waiting = resolve; });
+        if (entry === null) return;
+        if (entry.error) throw entry.error;
+        yield entry.event;
+      }
+    } finally {
+      if (!this._ended) this.abort(); // `break`: stop generating
+    }
+  }
+}
+
+module.exports = { Stream, EventStream, abortable, create, abortableStart, speechResponse };

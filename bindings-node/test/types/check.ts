@@ -1,5 +1,5 @@
 // Compiled with `tsc --noEmit`: ingle's results must be assignable to the openai package's types.
-import OpenAI, { Parameter, beta, predictor } from 'ingle';
+import OpenAI, { Anthropic, Parameter, beta, predictor } from 'ingle';
 import type { PullProgress, PullResult } from 'ingle';
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
 import type { Completion } from 'openai/resources/completions';
@@ -25,6 +25,12 @@ import type {
 } from 'openai/resources/responses/responses';
 import type { ResponseItemList as OpenAIResponseItemList } from 'openai/resources/responses/input-items';
 import type { InputTokenCountResponse } from 'openai/resources/responses/input-tokens';
+import type {
+  Message as AnthropicSdkMessage,
+  MessageTokensCount as AnthropicSdkTokensCount,
+  TextBlock as AnthropicSdkTextBlock,
+  Usage as AnthropicSdkUsage,
+} from '@anthropic-ai/sdk/resources/messages/messages';
 import { toFile } from 'openai';
 import { createReadStream } from 'node:fs';
 
@@ -201,3 +207,29 @@ async function rerank(client: OpenAI) {
   return [first, text];
 }
 void rerank;
+
+// Anthropic: ingle's messages have the @anthropic-ai/sdk types' fields that a local model gives
+// (the SDK's server-side fields, such as `container`, `caller` or `inference_geo`, it does not).
+async function anthropicMessages() {
+  const claude = new Anthropic({ apiKey: 'ignored' });
+  const body = { model: 'm', max_tokens: 8, messages: [{ role: 'user' as const, content: 'Hi' }] };
+  const m = await claude.messages.create(body);
+  const fields: Pick<AnthropicSdkMessage, 'id' | 'type' | 'role' | 'stop_reason' | 'stop_sequence'> = m;
+  const usage: Pick<AnthropicSdkUsage, 'input_tokens' | 'output_tokens' | 'cache_read_input_tokens' | 'cache_creation_input_tokens'> = m.usage;
+  const block = m.content[0];
+  if (block.type === 'text') {
+    const text: AnthropicSdkTextBlock = block;
+    void text;
+  }
+  const raw = await claude.messages.create({ ...body, stream: true });
+  for await (const event of raw) {
+    if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') void event.delta.text.length;
+  }
+  const counted: AnthropicSdkTokensCount = await claude.messages.countTokens({ model: 'm', messages: body.messages });
+  const stream = claude.messages.stream(body);
+  stream.on('text', (delta, snapshot) => void (delta.length + snapshot.length));
+  const final = await stream.finalMessage();
+  const text: string = await stream.finalText();
+  return [fields, usage, counted, final, text];
+}
+void anthropicMessages;
