@@ -210,8 +210,9 @@ impl MessagesRequest {
         Ok(chat)
     }
 
-    /// The request as a chat completion request; `stream`: with usage at the end.
-    pub(super) fn to_chat(&self, stream: bool) -> Result<ChatCompletionRequest> {
+    /// The request as the chat completion request it maps onto, checked (each error names the
+    /// field in Anthropic's terms); `stream`: with usage at the end.
+    pub fn to_chat(&self, stream: bool) -> Result<ChatCompletionRequest> {
         if let Some((field, _)) = self.other.iter().find(|(_, v)| !v.is_null()) {
             return Err(invalid(
                 field,

@@ -28,8 +28,8 @@ pub use completions::{CompletionStream, Completions};
 pub use embeddings::*;
 pub use models::Models;
 pub use rerank::{
-    Rerank, RerankDocument, RerankRequest, RerankResponse, RerankResult, RerankUsage,
-    TeiRerankResult, MAX_RERANK_DOCUMENTS,
+    CheckedRerank, Rerank, RerankDocument, RerankRequest, RerankResponse, RerankResult,
+    RerankUsage, TeiRerankResult, MAX_RERANK_DOCUMENTS,
 };
 pub use responses::{ResponseRequest, ResponseStream, Responses};
 pub use speech::*;

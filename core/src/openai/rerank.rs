@@ -63,6 +63,20 @@ pub struct RerankRequest {
     pub other: OtherFields,
 }
 
+/// A rerank request as [`RerankRequest::check`] finds it.
+#[derive(Debug)]
+pub struct CheckedRerank<'a> {
+    /// The model (the default embedding model for a TEI request without one).
+    pub model: &'a str,
+    pub query: String,
+    pub documents: Vec<String>,
+    /// Whether the request is text-embeddings-inference's (`texts`), answered in its shape.
+    pub tei: bool,
+    /// How many results to return (at most the documents').
+    pub top_n: usize,
+    pub return_documents: bool,
+}
+
 impl RerankRequest {
     pub fn new(
         model: impl Into<String>,
@@ -99,6 +113,73 @@ impl RerankRequest {
             "" if self.is_tei() => crate::config::DEFAULT_EMBEDDING_MODEL,
             model => model,
         }
+    }
+
+    /// The request checked: every field's type and range, the documents' texts. What
+    /// `rerank.create` does before it scores; each error names its field.
+    pub fn check(&self) -> Result<CheckedRerank<'_>> {
+        if let Some((field, _)) = self.other.iter().find(|(_, v)| !v.is_null()) {
+            return Err(Error::invalid(
+                field,
+                format!("Unrecognized request argument supplied: {}", shown(field)),
+            ));
+        }
+        let model = self.model_name();
+        if model.is_empty() && self.texts.is_none() {
+            return Err(Error::invalid(
+                "model",
+                "Missing required parameter: `model`",
+            ));
+        }
+        let query = query_of(&self.query)?;
+        let (documents, tei) = match (&self.documents, &self.texts) {
+            (Some(documents), None) => (texts_of(documents, "documents", true)?, false),
+            (None, Some(texts)) => (texts_of(texts, "texts", false)?, true),
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "texts",
+                    "Give `documents` (Jina's and Cohere's name) or `texts` \
+                     (text-embeddings-inference's), not both",
+                ))
+            }
+            (None, None) => {
+                return Err(Error::invalid(
+                    "documents",
+                    "Missing required parameter: `documents`",
+                ))
+            }
+        };
+        let top_n = match self.top_n {
+            Some(n) if n < 1 => {
+                return Err(Error::invalid(
+                    "top_n",
+                    format!("Invalid value for `top_n`: {n}; it must be at least 1"),
+                ))
+            }
+            Some(n) => usize::try_from(n)
+                .unwrap_or(usize::MAX)
+                .min(documents.len()),
+            None => documents.len(),
+        };
+        if let Some(n) = self.max_tokens_per_doc.filter(|&n| n < 1) {
+            return Err(Error::invalid(
+                "max_tokens_per_doc",
+                format!("Invalid value for `max_tokens_per_doc`: {n}; it must be at least 1"),
+            ));
+        }
+        let return_documents = if tei {
+            self.return_text.unwrap_or(false)
+        } else {
+            self.return_documents.unwrap_or(true)
+        };
+        Ok(CheckedRerank {
+            model,
+            query,
+            documents,
+            tei,
+            top_n,
+            return_documents,
+        })
     }
 }
 
@@ -284,60 +365,14 @@ impl Rerank {
 
     /// Ranks the request's documents by their relevance to its query, most relevant first.
     pub fn create(&self, request: &RerankRequest) -> Result<RerankResponse> {
-        if let Some((field, _)) = request.other.iter().find(|(_, v)| !v.is_null()) {
-            return Err(Error::invalid(
-                field,
-                format!("Unrecognized request argument supplied: {}", shown(field)),
-            ));
-        }
-        let model = request.model_name();
-        if model.is_empty() && request.texts.is_none() {
-            return Err(Error::invalid(
-                "model",
-                "Missing required parameter: `model`",
-            ));
-        }
-        let query = query_of(&request.query)?;
-        let (documents, tei) = match (&request.documents, &request.texts) {
-            (Some(documents), None) => (texts_of(documents, "documents", true)?, false),
-            (None, Some(texts)) => (texts_of(texts, "texts", false)?, true),
-            (Some(_), Some(_)) => {
-                return Err(Error::invalid(
-                    "texts",
-                    "Give `documents` (Jina's and Cohere's name) or `texts` \
-                     (text-embeddings-inference's), not both",
-                ))
-            }
-            (None, None) => {
-                return Err(Error::invalid(
-                    "documents",
-                    "Missing required parameter: `documents`",
-                ))
-            }
-        };
-        let top_n = match request.top_n {
-            Some(n) if n < 1 => {
-                return Err(Error::invalid(
-                    "top_n",
-                    format!("Invalid value for `top_n`: {n}; it must be at least 1"),
-                ))
-            }
-            Some(n) => usize::try_from(n)
-                .unwrap_or(usize::MAX)
-                .min(documents.len()),
-            None => documents.len(),
-        };
-        if let Some(n) = request.max_tokens_per_doc.filter(|&n| n < 1) {
-            return Err(Error::invalid(
-                "max_tokens_per_doc",
-                format!("Invalid value for `max_tokens_per_doc`: {n}; it must be at least 1"),
-            ));
-        }
-        let return_documents = if tei {
-            request.return_text.unwrap_or(false)
-        } else {
-            request.return_documents.unwrap_or(true)
-        };
+        let CheckedRerank {
+            model,
+            query,
+            documents,
+            tei,
+            top_n,
+            return_documents,
+        } = request.check()?;
         let predictor = self.registry.get(model)?;
         let (scores, prompt_tokens) = match rerank_params(predictor.signature()) {
             Some(params) => self.scored_by(&predictor, params, &query, &documents, tei)?,
