@@ -2,7 +2,7 @@
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::openai::{AudioApi, Chat, Completions, Embeddings, Models, Rerank, Responses};
+use crate::openai::{AudioApi, Chat, Completions, Embeddings, Images, Models, Rerank, Responses};
 use crate::predict::{
     last_prediction, Annotation, Cancel, Inputs, Logs, Metrics, Prediction, PredictionStream,
     Predictor, Signature,
@@ -25,6 +25,8 @@ pub struct Client {
     pub messages: crate::anthropic::Messages,
     /// Documents ranked by relevance to a query (Jina's, Cohere's and TEI's rerank shapes).
     pub rerank: Rerank,
+    /// Images made by predictors annotated for it (`ImageWidth`, `ImageHeight`, `ImageCount`).
+    pub images: Images,
     pub audio: AudioApi,
     pub models: Models,
     pub predictions: Predictions,
@@ -50,6 +52,7 @@ impl Client {
                 Arc::clone(&registry),
                 Embeddings::new(Arc::clone(&registry)),
             ),
+            images: Images::new(Arc::clone(&registry)),
             audio: AudioApi::new(Arc::clone(&registry)),
             models: Models::new(Arc::clone(&registry)),
             predictions: Predictions {
@@ -72,6 +75,7 @@ impl Client {
         client.completions.cancel = cancel.clone();
         client.embeddings.cancel = cancel.clone();
         client.rerank = self.rerank.with_cancel(cancel);
+        client.images.cancel = cancel.clone();
         client.messages = self.messages.with_cancel(cancel);
         client.audio = self.audio.with_cancel(cancel);
         client.predictions.cancel = cancel.clone();

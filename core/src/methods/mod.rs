@@ -16,8 +16,9 @@ use crate::anthropic::MessagesRequest;
 use crate::error::{shown, Error, ErrorCode, Result};
 use crate::json_text::{to_json_text, JsonTextStream};
 use crate::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, RerankRequest, ResponseRequest,
-    SpeechRequest, SpeechStream, TranscriptionAudio, TranscriptionRequest,
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, ImageGenerateRequest,
+    RerankRequest, ResponseRequest, SpeechRequest, SpeechStream, TranscriptionAudio,
+    TranscriptionRequest,
 };
 use crate::Client;
 use serde_json::{Map, Value as Json};
@@ -125,6 +126,7 @@ pub enum Request {
     Completion(CompletionRequest),
     Embedding(EmbeddingRequest),
     Rerank(RerankRequest),
+    Images(ImageGenerateRequest),
     /// An Anthropic Messages request.
     Messages(MessagesRequest),
     Response(ResponseRequest),
@@ -152,6 +154,7 @@ impl std::fmt::Debug for Request {
             Request::Completion(_) => "Completion",
             Request::Embedding(_) => "Embedding",
             Request::Rerank(_) => "Rerank",
+            Request::Images(_) => "Images",
             Request::Messages(_) => "Messages",
             Request::Response(_) => "Response",
             Request::Speech(_) => "Speech",
@@ -179,6 +182,7 @@ impl Request {
             Request::Completion(r) => Some(&r.model),
             Request::Embedding(r) => Some(&r.model),
             Request::Rerank(r) => Some(r.model_name()),
+            Request::Images(r) => Some(&r.model),
             Request::Messages(r) => Some(&r.model),
             Request::Response(r) => Some(&r.model),
             Request::Speech(r) => Some(&r.model),
@@ -195,6 +199,7 @@ impl Request {
             Request::Response(r) => r.stream,
             Request::Transcription(r, _) => r.stream == Some(true),
             Request::Messages(r) => r.stream == Some(true),
+            Request::Images(r) => r.stream == Some(true),
             _ => false,
         }
     }

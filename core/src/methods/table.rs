@@ -6,8 +6,8 @@ use super::{
 use crate::anthropic::MessagesRequest;
 use crate::json_text::json_texts;
 use crate::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, RerankRequest, ResponseRequest,
-    SpeechRequest,
+    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, ImageGenerateRequest,
+    RerankRequest, ResponseRequest, SpeechRequest,
 };
 
 const fn post(path: &'static str) -> Option<Route> {
@@ -112,6 +112,40 @@ pub static METHODS: &[Method] = &[
         parse: |json, _| Ok(Request::Embedding(EmbeddingRequest::from_json(json)?)),
         run: |client, request| match request {
             Request::Embedding(r) => json(&client.embeddings.create(&r)?),
+            _ => mismatched(),
+        },
+    },
+    Method {
+        name: "images.generate",
+        summary: "Make images from a prompt (predictors annotated ImageWidth, ImageHeight, ImageCount)",
+        answer: "An `ImagesResponse`: `{created, data: [{b64_json}], background, output_format, quality, size}`; with `stream: true`, `image_generation.partial_image` and `image_generation.completed` events",
+        request: "ImageGenerateRequest",
+        takes: Takes::Json,
+        gives: Gives::Json,
+        required: &["model", "prompt"],
+        route: post("/images/generations"),
+        optional: &[],
+        streamed_by: Some("images.stream"),
+        parse: |json, _| Ok(Request::Images(ImageGenerateRequest::from_json(json)?)),
+        run: |client, request| match request {
+            Request::Images(r) => json(&client.images.generate(&r)?),
+            _ => mismatched(),
+        },
+    },
+    Method {
+        name: "images.stream",
+        summary: "Stream image generation events (partial images, then each completed image)",
+        answer: "`image_generation.partial_image` ... `image_generation.completed` events",
+        request: "ImageGenerateRequest",
+        takes: Takes::Json,
+        gives: Gives::NamedEvents,
+        required: &["model", "prompt"],
+        route: None,
+        optional: &[],
+        streamed_by: None,
+        parse: |json, _| Ok(Request::Images(ImageGenerateRequest::from_json(json)?)),
+        run: |client, request| match request {
+            Request::Images(r) => Ok(Answer::Stream(json_texts(client.images.stream(&r)?))),
             _ => mismatched(),
         },
     },

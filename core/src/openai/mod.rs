@@ -12,6 +12,7 @@ mod common;
 mod completions;
 mod embeddings;
 mod generation;
+mod images;
 mod models;
 mod rerank;
 mod responses;
@@ -26,6 +27,10 @@ mod types;
 pub use chat::{Chat, ChatCompletionStream, ChatCompletions};
 pub use completions::{CompletionStream, Completions};
 pub use embeddings::*;
+pub use images::{
+    CheckedImages, ImageEvents, ImageGenerateRequest, Images, OutputFormat, MAX_IMAGES,
+    MAX_IMAGE_PIXELS, MAX_PARTIAL_IMAGES,
+};
 pub use models::Models;
 pub use rerank::{
     CheckedRerank, Rerank, RerankDocument, RerankRequest, RerankResponse, RerankResult,
@@ -58,5 +63,6 @@ pub fn check_predictor(tag: &str, signature: &Signature) -> Result<()> {
     speech::rules(tag, signature)?;
     transcription::rules(tag, signature)?;
     rerank::rules(tag, signature)?;
+    images::rules(tag, signature)?;
     Ok(())
 }

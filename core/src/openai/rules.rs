@@ -159,6 +159,9 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                 | Annotation::FinishReason
                 | Annotation::RerankQuery => Some(T::String),
                 Annotation::TranscriptionWordTimestamps => Some(T::Bool),
+                Annotation::ImageWidth | Annotation::ImageHeight | Annotation::ImageCount => {
+                    Some(T::Int)
+                }
                 Annotation::TranscriptionSegment | Annotation::Usage => Some(T::Dict),
                 Annotation::ToolCalls | Annotation::TokenLogprobs => Some(T::List),
                 Annotation::ChatMessages
@@ -191,6 +194,9 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                     | Annotation::Generation(_)
                     | Annotation::RerankQuery
                     | Annotation::RerankDocuments
+                    | Annotation::ImageWidth
+                    | Annotation::ImageHeight
+                    | Annotation::ImageCount
             );
             let output_only = matches!(
                 p.annotation,

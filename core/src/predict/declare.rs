@@ -451,6 +451,9 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "rerank_query" => simple(Annotation::RerankQuery),
         "rerank_documents" => simple(Annotation::RerankDocuments),
         "rerank_scores" => simple(Annotation::RerankScores),
+        "image_width" => simple(Annotation::ImageWidth),
+        "image_height" => simple(Annotation::ImageHeight),
+        "image_count" => simple(Annotation::ImageCount),
         other => Err(Error::invalid(
             format!("{path}.type"),
             format!(
@@ -462,7 +465,8 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
                  temperature, top_p, seed, stop, frequency_penalty, presence_penalty, top_k, \
                  min_p, repetition_penalty, chat_template_kwargs, tools, \
                  tool_choice, parallel_tool_calls, allow_repeated_tool_calls, response_format, logprobs, logit_bias, \
-                 tool_calls, token_logprobs, rerank_query, rerank_documents, rerank_scores",
+                 tool_calls, token_logprobs, rerank_query, rerank_documents, rerank_scores, \
+                 image_width, image_height, image_count",
                 shown(other)
             ),
         )),

@@ -104,6 +104,13 @@ pub enum Annotation {
     RerankDocuments,
     /// One relevance score per document, higher is more relevant (output, list of numbers).
     RerankScores,
+    /// The width in pixels of the images to make (input, int; Muna's `ImageWidth`).
+    ImageWidth,
+    /// The height in pixels of the images to make (input, int; Muna's `ImageHeight`).
+    ImageHeight,
+    /// How many images to make (input, int; Muna's `ImageCount`). With `ImageWidth` or
+    /// `ImageHeight` it makes a predictor serve `images.generate`.
+    ImageCount,
 }
 
 /// One input or output of a predictor.
