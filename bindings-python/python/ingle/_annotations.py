@@ -145,6 +145,15 @@ class Parameter:
         "rerank_scores",
         "One relevance score per document, higher is more relevant (an output ``list[float]``);"
         " with ``RerankQuery`` and ``RerankDocuments`` it makes the predictor serve ``rerank``.")
+    ImageWidth = _annotation(
+        "image_width", "The width in pixels of the images to make (``int``, from ``size``).")
+    ImageHeight = _annotation(
+        "image_height", "The height in pixels of the images to make (``int``, from ``size``).")
+    ImageCount = _annotation(
+        "image_count",
+        "How many images to make (``int``, ``n``); with ``ImageWidth`` or ``ImageHeight`` it "
+        "makes the predictor serve ``images.generate``: a ``str`` prompt in, ``(H, W, C)`` uint8 "
+        "arrays out (C = 1, 3 or 4; a list of them, or an ``(N, H, W, C)`` array).")
     MaxTokens = _annotation("max_tokens", "``max_tokens`` / ``max_completion_tokens`` (int).")
     Temperature = _annotation("temperature", "``temperature`` (float).")
     TopP = _annotation("top_p", "``top_p`` (float).")

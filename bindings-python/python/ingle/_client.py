@@ -32,6 +32,8 @@ from .types import (
     ChatCompletionChunk,
     Completion,
     CreateEmbeddingResponse,
+    ImageGenStreamEvent,
+    ImagesResponse,
     Model,
     ParsedChatCompletion,
     Prediction,
@@ -121,6 +123,21 @@ class Rerank(_Resource):
         (text-embeddings-inference's shape) the answer is its list of dicts."""
         body = _arguments.body(params)
         return _reranked(self._native.call("rerank.create", body))
+
+
+class Images(_Resource):
+    def generate(
+        self, *, stream: bool = False, **params: Any
+    ) -> Union[ImagesResponse, Stream[ImageGenStreamEvent]]:
+        """``model``, ``prompt``, ``n``, ``size`` (``"WIDTHxHEIGHT"`` or ``"auto"``),
+        ``output_format`` (png, jpeg, webp), ``output_compression``, ``background``,
+        ``quality``, ``partial_images``: images made by a predictor annotated ``ImageWidth``,
+        ``ImageHeight`` or ``ImageCount``, as ``b64_json``. ``stream=True`` gives its
+        ``image_generation.partial_image`` and ``image_generation.completed`` events."""
+        body = _arguments.body(params)
+        if _arguments.stream_flag(stream):
+            return Stream(self._native.stream("images.stream", body), ImageGenStreamEvent)
+        return ImagesResponse.construct(json.loads(self._native.call("images.generate", body)))  # type: ignore[return-value]
 
 
 class Models(_Resource):
@@ -250,6 +267,7 @@ class OpenAI:
         self.completions = Completions(self._native)
         self.embeddings = Embeddings(self._native)
         self.rerank = Rerank(self._native)
+        self.images = Images(self._native)
         self.audio = Audio(self._native)
         self.models = Models(self._native)
         self.predictions = Predictions(self._native)
@@ -372,6 +390,19 @@ class AsyncRerank(_Resource):
         return _reranked(text)
 
 
+class AsyncImages(_Resource):
+    async def generate(
+        self, *, stream: bool = False, **params: Any
+    ) -> Union[ImagesResponse, AsyncStream[ImageGenStreamEvent]]:
+        """`Images.generate`, the predictor run in a worker thread."""
+        body = _arguments.body(params)
+        if _arguments.stream_flag(stream):
+            native = await _in_thread(self._native.stream, "images.stream", body)
+            return AsyncStream(native, ImageGenStreamEvent)
+        text = await _cancellable(self._native.call, "images.generate", body)
+        return ImagesResponse.construct(json.loads(text))  # type: ignore[return-value]
+
+
 class AsyncOpenAI:
     """`OpenAI` for asyncio: the same methods, awaited. The engine works in worker threads, so
     the event loop keeps running."""
@@ -394,6 +425,7 @@ class AsyncOpenAI:
         self.completions = AsyncCompletions(self._native)
         self.embeddings = AsyncEmbeddings(self._native)
         self.rerank = AsyncRerank(self._native)
+        self.images = AsyncImages(self._native)
         self.audio = AsyncAudio(self._native)
         self.models = AsyncModels(self._native)
         self.predictions = AsyncPredictions(self._native)

@@ -121,7 +121,10 @@ def _describe_type(param: _Param, hint: Any, annotation: Optional[_Annotation], 
             dtype = dtype or "float32"
         param.json["type"] = "tensor"
         param.to_python = _array_of
-        param.from_python = lambda v, what: _raw_tensor(v, what, dtype)
+        if output:  # a list of arrays of one shape is their stack (images.generate's n images)
+            param.from_python = lambda v, what: _raw_tensor(_stacked(v, what), what, dtype)
+        else:
+            param.from_python = lambda v, what: _raw_tensor(v, what, dtype)
         return
     if hint in _SCALARS:
         param.json["type"] = _SCALARS[hint]
@@ -169,6 +172,21 @@ def _describe_type(param: _Param, hint: Any, annotation: Optional[_Annotation], 
     raise TypeError(
         f"has the type {_name(hint)}; predictor parameters are str, int, float, bool, list, "
         "dict, Literal, Enum, numpy.ndarray or ingle's chat types")
+
+
+def _stacked(value: Any, what: str) -> Any:
+    """``value``; a list (or tuple) of NumPy arrays of one shape and dtype as one array."""
+    if not isinstance(value, (list, tuple)) or not value:
+        return value
+    import numpy as np
+
+    if not all(isinstance(a, np.ndarray) for a in value):
+        return value
+    if len({(a.shape, a.dtype) for a in value}) != 1:
+        shapes = ", ".join(f"{a.shape} {a.dtype}" for a in value[:4])
+        raise _OutputError(f"{what} is a list of arrays of different shapes or dtypes ({shapes}); "
+                           "a list of arrays must be of one shape and dtype")
+    return np.stack(value)
 
 
 def _float_out(value: Any, what: str) -> Any:

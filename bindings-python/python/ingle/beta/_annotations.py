@@ -19,6 +19,9 @@ class Annotations:
     ``EmbeddingDims``            ``Parameter.EmbeddingDims`` (``dimensions``; ``max`` left
                                  out is the parameter's default)
     ``FrequencyPenalty``         ``Parameter.FrequencyPenalty``
+    ``ImageCount``               ``Parameter.ImageCount`` (``n``)
+    ``ImageHeight``              ``Parameter.ImageHeight`` (``size``'s height)
+    ``ImageWidth``               ``Parameter.ImageWidth`` (``size``'s width)
     ``MaxOutputTokens``          ``Parameter.MaxTokens`` (``max_tokens`` /
                                  ``max_completion_tokens``)
     ``PresencePenalty``          ``Parameter.PresencePenalty``
@@ -100,6 +103,24 @@ class Annotations:
     # Muna's newer names for the same two.
     TopP = SamplingProbability
     Temperature = SamplingTemperature
+
+    @staticmethod
+    def ImageWidth(*, description: str = "", min: Optional[int] = None,
+                   max: Optional[int] = None) -> _Annotation:
+        """The width in pixels of the images to make (``size``): an ``int``."""
+        return Parameter.ImageWidth(description, min=min, max=max)
+
+    @staticmethod
+    def ImageHeight(*, description: str = "", min: Optional[int] = None,
+                    max: Optional[int] = None) -> _Annotation:
+        """The height in pixels of the images to make (``size``): an ``int``."""
+        return Parameter.ImageHeight(description, min=min, max=max)
+
+    @staticmethod
+    def ImageCount(*, description: str = "", min: Optional[int] = None,
+                   max: Optional[int] = None) -> _Annotation:
+        """How many images to make (``n``): an ``int``."""
+        return Parameter.ImageCount(description, min=min, max=max)
 
     @staticmethod
     def Seed(*, description: str = "") -> _Annotation:

@@ -77,6 +77,9 @@ __all__ = [
     "ResponseStreamEvent",
     "ResponseInputItemList",
     "ResponseDeleted",
+    "Image",
+    "ImagesResponse",
+    "ImageGenStreamEvent",
 ]
 
 
@@ -763,3 +766,6 @@ class ResponseDeleted(BaseModel):
     id: str
     object: str
     deleted: bool
+
+
+from .images import Image, ImageGenStreamEvent, ImagesResponse  # noqa: E402  (they need BaseModel)

@@ -375,7 +375,8 @@ struct Run {
     model: String,
     checked: CheckedImages,
     background: Option<String>,
-    quality: String,
+    /// The `quality` asked for.
+    quality: Option<String>,
 }
 
 impl Images {
@@ -413,7 +414,8 @@ impl Images {
             "data": data,
             "background": background_of(&run.background, first),
             "output_format": run.checked.format.name(),
-            "quality": run.quality,
+            // The openai types' levels only ("auto", "standard" and "hd" are not reported).
+            "quality": run.quality.as_deref().filter(|q| ["low", "medium", "high"].contains(q)),
             "size": format!("{}x{}", first.width, first.height),
         }))
     }
@@ -475,7 +477,7 @@ impl Images {
             model,
             checked,
             background: request.background.clone(),
-            quality: request.quality.clone().unwrap_or_else(|| "auto".into()),
+            quality: request.quality.clone(),
         })
     }
 }
@@ -520,7 +522,12 @@ impl ImageEvents {
             "background": background_of(&self.run.background, image),
             "created_at": unix_now(),
             "output_format": self.run.checked.format.name(),
-            "quality": self.run.quality,
+            "quality": self
+                .run
+                .quality
+                .as_deref()
+                .filter(|q| ["low", "medium", "high"].contains(q))
+                .unwrap_or("auto"),
             "size": format!("{}x{}", image.width, image.height),
         })
     }
