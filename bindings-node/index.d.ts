@@ -167,6 +167,62 @@ export interface Embedding<F extends EmbeddingEncoding = 'float'> {
   object: 'embedding';
 }
 
+export interface ImageGenerateParams {
+  model: string;
+  prompt: string;
+  /** 1 to 10; the predictor's ImageCount. */
+  n?: number | null;
+  /** 'WIDTHxHEIGHT' (each side 1 to 4096) or 'auto' (the predictor's defaults). */
+  size?: string | null;
+  /** Only 'b64_json': ingle keeps no files to link to. */
+  response_format?: 'b64_json' | null;
+  output_format?: 'png' | 'jpeg' | 'webp' | null;
+  /** JPEG quality, 0 to 100. */
+  output_compression?: number | null;
+  background?: 'transparent' | 'opaque' | 'auto' | null;
+  quality?: 'low' | 'medium' | 'high' | 'auto' | 'standard' | 'hd' | null;
+  /** 0 to 3. */
+  partial_images?: number | null;
+  moderation?: 'low' | 'auto' | null;
+  style?: 'vivid' | 'natural' | null;
+  user?: string;
+  stream?: boolean | null;
+}
+export interface ImageGenerateParamsNonStreaming extends ImageGenerateParams {
+  stream?: false | null;
+}
+export interface ImageGenerateParamsStreaming extends ImageGenerateParams {
+  stream: true;
+}
+
+export interface ImagesResponse {
+  created: number;
+  /** Each image, its encoded file in base64. */
+  data: Array<{ b64_json: string }>;
+  background: 'transparent' | 'opaque';
+  output_format: 'png' | 'jpeg' | 'webp';
+  /** The `quality` asked for, when it is one of these. */
+  quality?: 'low' | 'medium' | 'high';
+  /** 'WIDTHxHEIGHT' of the first image. */
+  size: string;
+}
+
+interface ImageGenEventFields {
+  b64_json: string;
+  background: 'transparent' | 'opaque';
+  created_at: number;
+  output_format: 'png' | 'jpeg' | 'webp';
+  quality: 'low' | 'medium' | 'high' | 'auto';
+  size: string;
+}
+export type ImageGenStreamEvent =
+  | (ImageGenEventFields & { type: 'image_generation.partial_image'; partial_image_index: number })
+  | (ImageGenEventFields & {
+    type: 'image_generation.completed';
+    /** Predictors count no tokens: all zero. */
+    usage: { input_tokens: number; output_tokens: number; total_tokens: number; input_tokens_details: { image_tokens: number; text_tokens: number } };
+  });
+
 export interface RerankCreateParams {
   model: string;
   query: string;
@@ -459,6 +515,14 @@ export declare class OpenAI {
     /** Documents ranked by relevance to the query (Jina's and Cohere's rerank shape). */
     create(body: RerankCreateParams, options?: RequestOptions | null): Promise<RerankResponse>;
   };
+  images: {
+    /** Images made by a predictor annotated ImageWidth, ImageHeight or ImageCount, each as
+     * `b64_json`; `stream: true`: its `image_generation.partial_image` events (a generator's
+     * yields before its last, up to `partial_images`), then `image_generation.completed`. */
+    generate(body: ImageGenerateParamsNonStreaming, options?: RequestOptions | null): Promise<ImagesResponse>;
+    generate(body: ImageGenerateParamsStreaming, options?: RequestOptions | null): Promise<Stream<ImageGenStreamEvent>>;
+    generate(body: ImageGenerateParams, options?: RequestOptions | null): Promise<ImagesResponse | Stream<ImageGenStreamEvent>>;
+  };
   audio: {
     speech: {
       /** Resolves, once the first sentence is synthesised, to a fetch `Response` (as openai's
@@ -646,6 +710,12 @@ export declare const Parameter: {
   RerankQuery: Annotated;
   RerankDocuments: Annotated;
   RerankScores: Annotated;
+  /** Images: the width and height in pixels (`size`) and how many (`n`), integers; with a
+   * string prompt in and `{ data: Uint8Array, shape: [H, W, C] }` images out (C = 1, 3 or 4;
+   * `[N, H, W, C]`, or a list of them) the predictor serves `images.generate`. */
+  ImageWidth: Annotated;
+  ImageHeight: Annotated;
+  ImageCount: Annotated;
 };
 
 /** Muna's names for the annotations of `Parameter` (`muna.beta.Annotations`), so that a
@@ -660,6 +730,9 @@ export declare const beta: {
     readonly AudioVoice: Annotated<{ voices: string[] }>;
     readonly EmbeddingDims: Annotated<{ max?: number; min?: number }>;
     readonly FrequencyPenalty: Annotated;
+    readonly ImageCount: Annotated;
+    readonly ImageHeight: Annotated;
+    readonly ImageWidth: Annotated;
     readonly MaxOutputTokens: Annotated;
     readonly PresencePenalty: Annotated;
     readonly ReasoningEffort: Annotated;

@@ -90,6 +90,23 @@ class Embeddings {
   }
 }
 
+class Images {
+  constructor(native) {
+    this._native = native;
+  }
+
+  /** `body`: `model`, `prompt`, `n`, `size` ('WIDTHxHEIGHT' or 'auto'), `output_format` ('png',
+   * 'jpeg', 'webp'), `output_compression`, `background`, `quality`, `partial_images`, `stream`.
+   * Images made by a predictor annotated ImageWidth, ImageHeight or ImageCount, as `b64_json`;
+   * `stream: true` gives a Stream of `image_generation.partial_image` and
+   * `image_generation.completed` events. */
+  generate(body, options) {
+    const native = this._native;
+    return create('images.generate', (json) => native.stream('images.stream', json),
+      (json, cancel) => native.call('images.generate', json, cancel), body, options);
+  }
+}
+
 class Rerank {
   constructor(native) {
     this._native = native;
@@ -354,6 +371,7 @@ class OpenAI {
     this.completions = new Completions(this._native);
     this.embeddings = new Embeddings(this._native);
     this.rerank = new Rerank(this._native);
+    this.images = new Images(this._native);
     this.audio = {
       speech: new Speech(this._native),
       transcriptions: new Transcriptions(this._native),

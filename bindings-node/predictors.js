@@ -69,6 +69,11 @@ const ANNOTATIONS = {
   RerankQuery: ['rerank_query', 'string'],
   RerankDocuments: ['rerank_documents', 'array'],
   RerankScores: ['rerank_scores', 'array'],
+  ImageWidth: ['image_width', 'integer'],
+  ImageHeight: ['image_height', 'integer'],
+  // With ImageWidth or ImageHeight: the predictor serves images.generate (a string prompt in,
+  // { data: Uint8Array, shape: [H, W, C] } images out, C = 1, 3 or 4; [N, H, W, C] or a list).
+  ImageCount: ['image_count', 'integer'],
 };
 
 /** `Parameter.AudioVoice({ name: 'voice', description, voices: ['low', 'high'] })`: one input or
@@ -93,6 +98,9 @@ const BETA_ANNOTATIONS = {
   AudioVoice: 'AudioVoice',
   EmbeddingDims: 'EmbeddingDims',
   FrequencyPenalty: 'FrequencyPenalty',
+  ImageCount: 'ImageCount',
+  ImageHeight: 'ImageHeight',
+  ImageWidth: 'ImageWidth',
   MaxOutputTokens: 'MaxTokens',
   PresencePenalty: 'PresencePenalty',
   ResponseFormat: 'ResponseFormat',
@@ -350,7 +358,21 @@ function toEngine(value, output, buffers) {
   if (output.type === 'tensor') {
     let data;
     let shape;
-    if (Array.isArray(value)) { // rows: Float32Array or number[] each
+    const isTensor = (v) => v && ArrayBuffer.isView(v.data) && Array.isArray(v.shape);
+    if (Array.isArray(value) && value.length && value.every(isTensor)) {
+      // A list of tensors of one shape and type is their stack (images.generate's n images).
+      const [first] = value;
+      const same = (t) => t.data.constructor === first.data.constructor
+        && t.shape.length === first.shape.length && t.shape.every((d, i) => d === first.shape[i]);
+      if (!value.every(same)) throw new OutputError(`${what} is a list of tensors of different shapes or types; a list of tensors must be of one shape and type`);
+      data = new first.data.constructor(value.reduce((n, t) => n + t.data.length, 0));
+      let at = 0;
+      for (const t of value) {
+        data.set(t.data, at);
+        at += t.data.length;
+      }
+      shape = [value.length, ...first.shape];
+    } else if (Array.isArray(value)) { // rows: Float32Array or number[] each
       const width = value.length ? value[0].length : 0;
       data = new Float32Array(value.length * width);
       value.forEach((row, i) => {

@@ -31,6 +31,10 @@ import type {
   TextBlock as AnthropicSdkTextBlock,
   Usage as AnthropicSdkUsage,
 } from '@anthropic-ai/sdk/resources/messages/messages';
+import type {
+  ImagesResponse as OpenAIImagesResponse,
+  ImageGenStreamEvent as OpenAIImageGenStreamEvent,
+} from 'openai/resources/images';
 import { toFile } from 'openai';
 import { createReadStream } from 'node:fs';
 
@@ -233,3 +237,15 @@ async function anthropicMessages() {
   return [fields, usage, counted, final, text];
 }
 void anthropicMessages;
+
+// images: ingle's answers are openai's ImagesResponse and ImageGenStreamEvent.
+async function images(client: OpenAI) {
+  const r: OpenAIImagesResponse = await client.images.generate({ model: 'm', prompt: 'red', size: '16x16', n: 2 });
+  const stream = await client.images.generate({ model: 'm', prompt: 'red', stream: true, partial_images: 2 });
+  for await (const event of stream) {
+    const e: OpenAIImageGenStreamEvent = event;
+    void e;
+  }
+  return r;
+}
+void images;

@@ -409,15 +409,21 @@ impl Images {
             data.push(json!({"b64_json": base64::engine::general_purpose::STANDARD.encode(bytes)}));
         }
         let first = pixels.first().ok_or_else(|| nothing(&run.model))?;
-        Ok(json!({
+        let mut response = json!({
             "created": unix_now(),
             "data": data,
             "background": background_of(&run.background, first),
             "output_format": run.checked.format.name(),
-            // The openai types' levels only ("auto", "standard" and "hd" are not reported).
-            "quality": run.quality.as_deref().filter(|q| ["low", "medium", "high"].contains(q)),
             "size": format!("{}x{}", first.width, first.height),
-        }))
+        });
+        // The openai types' levels only ("auto", "standard" and "hd" are not reported).
+        if let Some(quality) = run
+            .quality
+            .filter(|q| ["low", "medium", "high"].contains(&q.as_str()))
+        {
+            response["quality"] = json!(quality);
+        }
+        Ok(response)
     }
 
     /// The events of `request`: `image_generation.partial_image` per partial image, then
