@@ -156,7 +156,8 @@ pub static METHODS: &[Method] = &[
         request: "RerankRequest",
         takes: Takes::Json,
         gives: Gives::Json,
-        required: &["model", "query", "documents"],
+        // `documents` (or TEI's `texts`) and `model` (but for TEI's shape) are required too.
+        required: &["query"],
         route: Some(Route {
             verb: Verb::Post,
             path: "/rerank",
