@@ -1,13 +1,19 @@
 // Types of `Anthropic`, ingle's in-process twin of the `@anthropic-ai/sdk` client's Messages API.
 // The response types have the shapes of the SDK's (`Message`, `RawMessageStreamEvent`,
 // `MessageTokensCount`), so values can be assigned to them; test/types checks that with tsc.
-import type { ClientOptions, RequestOptions, Stream } from './index';
+import type {
+  ClientOptions, RequestOptions, Stream, OpenAIError, APIError, BadRequestError, NotFoundError,
+  InternalServerError, APIUserAbortError,
+} from './index';
 
 export interface AnthropicTextBlock {
   type: 'text';
   text: string;
   citations: null;
 }
+
+/** The base of ingle's errors, by the SDK's name. */
+export declare const AnthropicError: typeof OpenAIError;
 
 export interface AnthropicToolUseBlock {
   type: 'tool_use';
@@ -111,7 +117,11 @@ export declare class MessageStream implements AsyncIterable<AnthropicRawMessageS
   on(type: 'message' | 'finalMessage', listener: (message: AnthropicMessage) => void): this;
   on(type: 'streamEvent', listener: (event: AnthropicRawMessageStreamEvent, snapshot: AnthropicMessage) => void): this;
   on(type: 'connect' | 'end', listener: () => void): this;
+  /** A failure; with neither an 'error' listener nor anyone awaiting the stream, an unhandled
+   * rejection (as the SDK's). */
   on(type: 'error', listener: (error: Error) => void): this;
+  /** `abort()`, `controller.abort()` or the request's `signal`. */
+  on(type: 'abort', listener: (error: APIUserAbortError) => void): this;
   once(type: string, listener: (...args: any[]) => void): this;
   off(type: string, listener: (...args: any[]) => void): this;
   done(): Promise<void>;
@@ -126,6 +136,13 @@ export declare class MessageStream implements AsyncIterable<AnthropicRawMessageS
  * whose `error` is Anthropic's error object, `{ type: 'error', error: { type, message } }`. */
 export declare class Anthropic {
   constructor(options?: ClientOptions);
+  /** The SDK's error classes, ingle's of the same names (`err instanceof Anthropic.APIError`). */
+  static AnthropicError: typeof OpenAIError;
+  static APIError: typeof APIError;
+  static BadRequestError: typeof BadRequestError;
+  static NotFoundError: typeof NotFoundError;
+  static InternalServerError: typeof InternalServerError;
+  static APIUserAbortError: typeof APIUserAbortError;
   predictors: { register(...predictors: unknown[]): void };
   messages: {
     create(body: MessageCreateParamsNonStreaming, options?: RequestOptions | null): Promise<AnthropicMessage>;

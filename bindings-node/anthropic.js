@@ -7,7 +7,7 @@
 // `error` is Anthropic's error object, `{ type: 'error', error: { type, message } }`.
 
 const {
-  OpenAIError, APIError, BadRequestError, NotFoundError, InternalServerError,
+  OpenAIError, APIError, BadRequestError, NotFoundError, InternalServerError, APIUserAbortError,
 } = require('./errors.js');
 const { requestOptions, requestBody, badRequest, describe, isObject, toJson } = require('./request.js');
 const { EventStream, abortable, create } = require('./streams.js');
@@ -125,7 +125,7 @@ class MessageStream extends EventStream {
 
   /** The whole message, once the stream has ended. */
   async finalMessage() {
-    await this._done;
+    await this._awaited();
     if (!this._message || this._message.stop_reason === null) {
       throw new OpenAIError('stream ended without producing a Message with role=assistant');
     }
@@ -180,9 +180,11 @@ class Messages {
   /** How many input tokens `create(body)` would take, read by the model itself:
    * `{ input_tokens }`. */
   async countTokens(body, options) {
-    const { signal } = requestOptions(options, 'messages.countTokens');
-    const json = toJson(requestBody(withoutStream(body, 'messages.countTokens'), 'messages.countTokens'));
-    return JSON.parse(await anthropicCall(() => abortable((cancel) => this._native.call('messages.count_tokens', json, cancel), signal)));
+    return JSON.parse(await anthropicCall(() => {
+      const { signal } = requestOptions(options, 'messages.countTokens');
+      const json = toJson(requestBody(withoutStream(body, 'messages.countTokens'), 'messages.countTokens'));
+      return abortable((cancel) => this._native.call('messages.count_tokens', json, cancel), signal);
+    }));
   }
 }
 
@@ -195,5 +197,11 @@ class Anthropic {
     this.messages = new Messages(this._native);
   }
 }
+
+// The SDK's error classes as statics (`err instanceof Anthropic.APIError`): ingle's, of the
+// same names; `AnthropicError` is the base of them all.
+Object.assign(Anthropic, {
+  AnthropicError: OpenAIError, APIError, BadRequestError, NotFoundError, InternalServerError, APIUserAbortError,
+});
 
 module.exports = { Anthropic, MessageStream };

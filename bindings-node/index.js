@@ -5,23 +5,23 @@
 // objects with exactly the OpenAI shape.
 
 const os = require('os');
-const { NativeClient, NativeCancel, version, systemInfo: nativeSystemInfo } = require('./native.js');
+const { NativeCancel, version, systemInfo: nativeSystemInfo } = require('./native.js');
 const {
-  Parameter, Annotations, predictor, register, PredictorDefinitionError, predictionSignal,
+  Parameter, Annotations, predictor, PredictorDefinitionError, predictionSignal,
 } = require('./predictors.js');
 const {
   OpenAIError, APIError, BadRequestError, NotFoundError, InternalServerError, APIUserAbortError, call,
   callSync,
 } = require('./errors.js');
 const {
-  badRequest, badOption, describe, isObject, lonelySurrogate, toJson, requestBody, requestOptions,
+  badRequest, badOption, describe, isObject, toJson, requestBody, requestOptions,
   stringArgument, checkSignal,
 } = require('./request.js');
 const { Stream, abortable, create, abortableStart, speechResponse } = require('./streams.js');
 const { FILE_KINDS, audioRequest } = require('./uploads.js');
 const { Responses, ResponseStream } = require('./responses.js');
 const { openClient } = require('./client.js');
-const { Anthropic } = require('./anthropic.js');
+const { Anthropic, MessageStream } = require('./anthropic.js');
 
 class ChatCompletions {
   constructor(native) {
@@ -394,6 +394,8 @@ module.exports.default = OpenAI;
 module.exports.Stream = Stream;
 module.exports.ResponseStream = ResponseStream;
 module.exports.Anthropic = Anthropic;
+module.exports.MessageStream = MessageStream;
+module.exports.AnthropicError = OpenAIError;
 module.exports.OpenAIError = OpenAIError;
 module.exports.APIError = APIError;
 module.exports.BadRequestError = BadRequestError;

@@ -5,6 +5,8 @@ export default ingle;
 export const {
   OpenAI,
   Anthropic,
+  MessageStream,
+  AnthropicError,
   Stream,
   ResponseStream,
   OpenAIError,

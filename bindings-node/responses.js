@@ -4,7 +4,7 @@
 // parse(), and the stored responses: retrieve, delete, inputItems.list.
 
 const {
-  OpenAIError, APIUserAbortError, InternalServerError, BadRequestError, call,
+  OpenAIError, InternalServerError, BadRequestError, call,
 } = require('./errors.js');
 const {
   requestOptions, requestBody, stringArgument, badRequest, describe, isObject, toJson,
@@ -60,7 +60,7 @@ class ResponseStream extends EventStream {
 
   /** The whole response: `response.completed`'s (or `.incomplete`'s). A failed one rejects. */
   async finalResponse() {
-    await this._done;
+    await this._awaited();
     if (!this._final || this._final.status === 'in_progress') {
       throw new OpenAIError('The stream ended without a response.completed event');
     }

@@ -175,8 +175,15 @@ class EventStream {
     this._error = null;
     this._final = null;
     this._iterated = false;
+    this._catching = false; // whether someone awaits the stream's end
     this._done = this._pump(start);
-    this._done.catch(() => {}); // reported by done(), finalResponse() and the iteration
+    this._done.catch(() => {}); // reported by done(), the final result and the iteration
+  }
+
+  /** The stream's end, for someone who awaits it (its errors are theirs, then). */
+  _awaited() {
+    this._catching = true;
+    return this._done;
   }
 
   /** What an event emits (the subclass's). */
@@ -203,7 +210,12 @@ class EventStream {
     } catch (error) {
       this._error = error;
       this._push({ error });
-      this._emit('error', error);
+      // As the SDKs' streams: an abort is 'abort', a failure 'error'; with neither a listener
+      // nor anyone awaiting the stream (done(), the final result, iteration), the error is
+      // an unhandled rejection rather than lost.
+      const type = error instanceof APIUserAbortError ? 'abort' : 'error';
+      if (!this._catching && !(this._listeners.get(type) || []).length) Promise.reject(error);
+      this._emit(type, error);
       throw error;
     } finally {
       this._ended = true;
@@ -260,10 +272,11 @@ class EventStream {
 
   /** Resolves once the stream has ended (rejects with its error). */
   async done() {
-    await this._done;
+    await this._awaited();
   }
 
   async *[Symbol.asyncIterator]() {
+    this._catching = true;
     if (this._iterated) throw new OpenAIError('Cannot iterate over a consumed stream');
     this._iterated = true;
     try {

@@ -3,7 +3,9 @@
 // stream helper, tools over two turns, countTokens, Anthropic-shaped errors, a user's predictor.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { Anthropic, OpenAI, BadRequestError, NotFoundError, Parameter, predictor } = require('..');
+const {
+  Anthropic, OpenAI, BadRequestError, NotFoundError, InternalServerError, APIUserAbortError, Parameter, predictor,
+} = require('..');
 
 const model = '@local/smollm2-135m-instruct';
 const qwen = '@local/qwen2.5-coder-0.5b-instruct'; // SmolLM's template has no place for tools
@@ -122,8 +124,11 @@ test('aborting the stream helper stops generation', async () => {
     model, max_tokens: 1500, messages: [{ role: 'user', content: 'Write a very long story about a dragon.' }],
   });
   let seen = 0;
+  let aborted = null;
   stream.on('text', () => { seen += 1; if (seen === 5) stream.abort(); });
-  await assert.rejects(stream.done());
+  stream.on('abort', (error) => { aborted = error; });
+  await assert.rejects(stream.done(), (error) => error instanceof APIUserAbortError);
+  assert.ok(aborted instanceof APIUserAbortError, "'abort', as the SDK emits it");
   const metrics = new OpenAI();
   for (let i = 0; i < 500; i += 1) {
     const m = await metrics.metrics(model);
@@ -143,4 +148,40 @@ test("a user's chat predictor serves messages", async () => {
     messages: [{ role: 'user', content: [{ type: 'text', text: 'one' }, { type: 'text', text: 'two' }] }],
   });
   assert.deepEqual((await stream.finalText()).split(/\s+/).filter(Boolean), ['one', 'two']);
+});
+
+const failing = predictor({
+  tag: '@test/anthropic-fails',
+  inputs: [Parameter.ChatMessages({ name: 'messages' })],
+}, function* failsMidway() {
+  yield 'Hello ';
+  throw new Error('the predictor broke');
+});
+
+test('a failure after the stream began rejects as the SDK does, Anthropic-shaped', async () => {
+  const claude = new Anthropic({ predictors: [failing] });
+  const body = { model: '@test/anthropic-fails', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] };
+  const texts = [];
+  const stream = claude.messages.stream(body);
+  stream.on('text', (text) => texts.push(text));
+  await assert.rejects(stream.finalMessage(), (error) => {
+    assert.ok(error instanceof InternalServerError && error instanceof Anthropic.APIError);
+    assert.equal(error.error.type, 'error');
+    assert.match(error.error.error.message, /broke/);
+    return true;
+  });
+  assert.deepEqual(texts, ['Hello ']);
+  const raw = await claude.messages.create({ ...body, stream: true });
+  await assert.rejects((async () => { for await (const event of raw) void event; })(), InternalServerError);
+});
+
+test('argument errors are Anthropic-shaped; the SDK names are there', async () => {
+  await assert.rejects(client.messages.countTokens({ model, messages: [{ role: 'user', content: '\ud800' }] }), (error) => {
+    assert.ok(error instanceof BadRequestError);
+    assert.equal(error.error.type, 'error');
+    return true;
+  });
+  assert.equal(Anthropic.BadRequestError, BadRequestError);
+  assert.ok(new BadRequestError(400, null, 'x') instanceof Anthropic.AnthropicError);
+  assert.equal(typeof require('..').MessageStream, 'function');
 });

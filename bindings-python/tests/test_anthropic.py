@@ -177,3 +177,69 @@ def test_a_users_chat_predictor_serves_messages():
     blocks = [{"role": "user", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}]
     with claude.messages.stream(model="@test/anthropic-echo", max_tokens=16, messages=blocks) as stream:
         assert stream.get_final_text().split() == ["one", "two"]
+
+
+def test_breaking_out_of_the_helper_keeps_the_stream_for_get_final_message(claude):
+    with claude.messages.stream(model=MODEL, max_tokens=16, messages=CAPITAL, extra_body=GREEDY) as stream:
+        for event in stream:
+            if event.type == "text":
+                break
+        final = stream.get_final_message()
+    whole = claude.messages.create(model=MODEL, max_tokens=16, messages=CAPITAL, extra_body=GREEDY)
+    assert final.content[0].text == whole.content[0].text
+    with claude.messages.stream(model=MODEL, max_tokens=16, messages=CAPITAL) as stream:
+        next(iter(stream))
+        stream.close()
+        with pytest.raises(ingle.AnthropicError, match="closed before the message ended"):
+            stream.get_final_message()
+
+
+class Capital(pydantic.BaseModel):
+    capital: str
+
+
+def test_output_format_parses_into_the_type(claude):
+    question = [{"role": "user", "content": "What is the capital of France? Answer in JSON."}]
+    message = claude.messages.parse(model=QWEN, max_tokens=32, messages=question,
+                                    output_format=Capital, extra_body=GREEDY)
+    assert isinstance(message.parsed_output, Capital), message
+    assert message.parsed_output.capital.lower().startswith("paris")
+    assert message.content[0].parsed_output == message.parsed_output
+    with claude.messages.stream(model=QWEN, max_tokens=32, messages=question,
+                                output_format=Capital, extra_body=GREEDY) as stream:
+        assert stream.get_final_message().parsed_output == message.parsed_output
+    with pytest.raises(ingle.BadRequestError) as wrong:
+        claude.messages.create(model=QWEN, max_tokens=8, messages=question, output_format={"type": "x"})
+    assert wrong.value.param == "output_format" and wrong.value.body["type"] == "error"
+
+
+def test_argument_errors_are_anthropic_shaped_too(claude):
+    with pytest.raises(ingle.BadRequestError) as surrogate:
+        claude.messages.create(model=MODEL, max_tokens=4, messages=[{"role": "user", "content": "\ud800"}])
+    assert surrogate.value.body["type"] == "error", surrogate.value.body
+    with pytest.raises(ingle.BadRequestError) as streamed:
+        claude.messages.create(model=MODEL, max_tokens=4, messages=CAPITAL, stream="yes")
+    assert streamed.value.body["error"]["type"] == "invalid_request_error"
+
+
+@predictor(tag="@test/anthropic-fails")
+def fails_midway(messages: list[ChatCompletionMessageParam]) -> Iterator[str]:
+    """Says one word, then fails."""
+    yield "Hello "
+    raise RuntimeError("the predictor broke")
+
+
+def test_a_failure_after_the_stream_began_is_raised_as_the_sdk_raises_it():
+    claude = ingle.Anthropic(predictors=[fails_midway])
+    with claude.messages.stream(model="@test/anthropic-fails", max_tokens=8,
+                                messages=[{"role": "user", "content": "hi"}]) as stream:
+        texts = []
+        with pytest.raises(ingle.InternalServerError) as broken:
+            for text in stream.text_stream:
+                texts.append(text)
+    assert texts == ["Hello "]
+    assert broken.value.body["type"] == "error" and "broke" in broken.value.body["error"]["message"]
+    raw = claude.messages.create(model="@test/anthropic-fails", max_tokens=8, stream=True,
+                                 messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(ingle.InternalServerError):
+        list(raw)

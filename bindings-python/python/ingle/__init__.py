@@ -15,6 +15,7 @@ from ._arguments import NOT_GIVEN
 from ._client import AsyncOpenAI, AsyncStream, OpenAI, Stream
 from ._anthropic import Anthropic, AsyncAnthropic
 from ._exceptions import (
+    AnthropicError,
     APIError,
     APIStatusError,
     BadRequestError,
@@ -59,6 +60,7 @@ __all__ = [
     "AsyncStreamedBinaryAPIResponse",
     "NOT_GIVEN",
     "OpenAIError",
+    "AnthropicError",
     "APIError",
     "APIStatusError",
     "BadRequestError",

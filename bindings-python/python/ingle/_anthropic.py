@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-from typing import Any, AsyncIterator, Dict, Iterator, List, Optional, Sequence, Union
+from typing import (
+    Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union,
+)
 
-from . import _arguments, _exceptions, _predictors
+from . import _arguments, _exceptions, _predictors, _structured
 from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
 from ._client import Predictors, _native_client
 from .types.anthropic import ContentBlock, Message, MessageStreamEvent, MessageTokensCount
@@ -98,9 +100,11 @@ class _Snapshot:
     """The message as the events so far make it (the anthropic client's ``accumulate_event``
     and ``build_events``): the events the helper gives for each raw one."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: Optional[Callable[[str], Any]] = None) -> None:
         self.message: Optional[Message] = None
+        self.stopped = False
         self._json: Dict[int, str] = {}
+        self._read = read  # output_format's reader: a text block's parsed_output
 
     def events(self, event: MessageStreamEvent) -> List[MessageStreamEvent]:
         if event.type == "message_start":
@@ -123,9 +127,12 @@ class _Snapshot:
                     setattr(message.usage, name, value)
             return [event]
         if event.type == "message_stop":
+            self.stopped = True
             return [MessageStreamEvent(type="message_stop", message=message)]
         block = message.content[event.index]  # type: ignore[index]
         if event.type == "content_block_stop":
+            if block.type == "text" and self._read is not None:
+                block._parsed = self._read(block.text or "")
             return [MessageStreamEvent(type="content_block_stop", index=event.index, content_block=block)]
         delta = event.delta
         if delta.type == "text_delta" and block.type == "text":  # type: ignore[union-attr]
@@ -140,6 +147,15 @@ class _Snapshot:
                 pass
             return [event, MessageStreamEvent(type="input_json", partial_json=delta.partial_json, snapshot=block.input)]  # type: ignore[union-attr]
         return [event]
+
+
+def _finished(snapshot: "_Snapshot") -> Message:
+    """The final message; a stream closed before `message_stop` has none."""
+    if snapshot.message is None or not snapshot.stopped:
+        raise _exceptions.OpenAIError(
+            "the stream was closed before the message ended (no message_stop): there is no "
+            "final message")
+    return snapshot.message
 
 
 def _final_text(message: Message) -> str:
@@ -159,9 +175,9 @@ class MessageStream:
     iterate the events (with the helper's ``text`` and ``input_json`` ones), or ``text_stream``;
     then ``get_final_message()`` / ``get_final_text()``. Leaving early stops generation."""
 
-    def __init__(self, events: _Events) -> None:
+    def __init__(self, events: _Events, read: Optional[Callable[[str], Any]] = None) -> None:
         self._events = events
-        self._snapshot = _Snapshot()
+        self._snapshot = _Snapshot(read)
         self._done = False
         self._iterator = self._stream()
         self.text_stream: Iterator[str] = self._text()
@@ -175,7 +191,10 @@ class MessageStream:
         return next(self._iterator)
 
     def __iter__(self) -> Iterator[MessageStreamEvent]:
-        yield from self._iterator
+        # Not `yield from`: a `break` closes this generator only, not the stream, so
+        # get_final_message() still reads it to its end (as the anthropic client's).
+        for event in self._iterator:
+            yield event
 
     def _text(self) -> Iterator[str]:
         for event in self:
@@ -195,7 +214,7 @@ class MessageStream:
         """The whole message, once the stream has been read to its end."""
         if not self._done:
             self.until_done()
-        return self.current_message_snapshot
+        return _finished(self._snapshot)
 
     def get_final_text(self) -> str:
         """The text blocks of the final message, joined."""
@@ -215,9 +234,9 @@ class AsyncMessageStream:
     """The async twin of `MessageStream`: ``async with``, ``async for``, ``text_stream``,
     ``await get_final_message()``."""
 
-    def __init__(self, events: _AsyncEvents) -> None:
+    def __init__(self, events: _AsyncEvents, read: Optional[Callable[[str], Any]] = None) -> None:
         self._events = events
-        self._snapshot = _Snapshot()
+        self._snapshot = _Snapshot(read)
         self._done = False
         self._iterator = self._stream()
         self.text_stream: AsyncIterator[str] = self._text()
@@ -252,7 +271,7 @@ class AsyncMessageStream:
     async def get_final_message(self) -> Message:
         if not self._done:
             await self.until_done()
-        return self.current_message_snapshot
+        return _finished(self._snapshot)
 
     async def get_final_text(self) -> str:
         return _final_text(await self.get_final_message())
@@ -270,15 +289,16 @@ class AsyncMessageStream:
 class _MessageStreamManager:
     """``with client.messages.stream(...) as stream``: the stream starts on entry."""
 
-    def __init__(self, native: Any, body: str) -> None:
+    def __init__(self, native: Any, body: str, read: Optional[Callable[[str], Any]]) -> None:
         self._native = native
         self._body = body
+        self._read = read
         self._stream: Optional[MessageStream] = None
 
     def __enter__(self) -> MessageStream:
         with _anthropic_errors():
             native = self._native.stream("messages.stream", self._body)
-        self._stream = MessageStream(_Events(native, MessageStreamEvent))
+        self._stream = MessageStream(_Events(native, MessageStreamEvent), self._read)
         return self._stream
 
     def __exit__(self, *exc: Any) -> None:
@@ -287,15 +307,16 @@ class _MessageStreamManager:
 
 
 class _AsyncMessageStreamManager:
-    def __init__(self, native: Any, body: str) -> None:
+    def __init__(self, native: Any, body: str, read: Optional[Callable[[str], Any]]) -> None:
         self._native = native
         self._body = body
+        self._read = read
         self._stream: Optional[AsyncMessageStream] = None
 
     async def __aenter__(self) -> AsyncMessageStream:
         with _anthropic_errors():
             native = await _in_thread(self._native.stream, "messages.stream", self._body)
-        self._stream = AsyncMessageStream(_AsyncEvents(native, MessageStreamEvent))
+        self._stream = AsyncMessageStream(_AsyncEvents(native, MessageStreamEvent), self._read)
         return self._stream
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -303,10 +324,34 @@ class _AsyncMessageStreamManager:
             await self._stream.close()
 
 
-def _body(params: Dict[str, Any]) -> str:
+def _body(params: Dict[str, Any]) -> Tuple[str, Optional[Callable[[str], Any]]]:
+    """The JSON body, and how to read a text block back when ``output_format`` (a type: a
+    pydantic model, a dataclass...) asked for JSON of its schema, as the anthropic client
+    merges it into ``output_config.format``. Errors in Anthropic's terms."""
     params.pop("stream", None)
     params.pop("betas", None)  # the beta header of the anthropic client: nothing to turn on here
-    return _arguments.body(params)
+    with _anthropic_errors():
+        read = None
+        output_format = params.pop("output_format", None)
+        if output_format is not None and not _arguments._sentinel(output_format):
+            if not isinstance(output_format, type):
+                raise _arguments._invalid_argument(
+                    "output_format", "`output_format` must be a type (a pydantic model, a "
+                    f"dataclass, a TypedDict...), not {type(output_format).__name__}")
+            fmt, read = _structured.response_format_of(output_format)
+            config = params.get("output_config")
+            config = dict(config) if isinstance(config, dict) else {}
+            config["format"] = {"type": "json_schema", "schema": fmt["json_schema"]["schema"]}
+            params["output_config"] = config
+        return _arguments.body(params), read
+
+
+def _parsed(message: Message, read: Optional[Callable[[str], Any]]) -> Message:
+    if read is not None:
+        for block in message.content:
+            if block.type == "text":
+                block._parsed = read(block.text or "")
+    return message
 
 
 class Messages(_Resource):
@@ -315,21 +360,31 @@ class Messages(_Resource):
         blocks), ``system``, ``tools``, ``tool_choice``, ``stop_sequences``, ``temperature``,
         ``top_p``, ``top_k``, ``metadata``, ``output_config``; ``stream=True`` gives the raw
         events (see docs/anthropic.md)."""
-        streamed = _arguments.stream_flag(stream)
-        body = _body(params)
+        with _anthropic_errors():
+            streamed = _arguments.stream_flag(stream)
+        body, read = _body(params)
         with _anthropic_errors():
             if streamed:
                 return _Events(self._native.stream("messages.stream", body), MessageStreamEvent)
-            return Message.construct(json.loads(self._native.call("messages.create", body)))  # type: ignore[return-value]
+            text = self._native.call("messages.create", body)
+        return _parsed(Message.construct(json.loads(text)), read)  # type: ignore[arg-type]
+
+    def parse(self, **params: Any) -> Message:
+        """``create`` with ``output_format`` (a type): the reply is JSON of its schema, and
+        ``parsed_output`` (of the message and of each text block) is it validated into it."""
+        if params.get("stream"):
+            raise TypeError("parse() does not stream; use stream(output_format=...)")
+        return self.create(**params)  # type: ignore[return-value]
 
     def stream(self, **params: Any) -> _MessageStreamManager:
         """``create`` streamed, as a context manager giving a `MessageStream`."""
-        return _MessageStreamManager(self._native, _body(params))
+        return _MessageStreamManager(self._native, *_body(params))
 
     def count_tokens(self, **params: Any) -> MessageTokensCount:
         """How many input tokens ``create(**params)`` would take, read by the model itself."""
+        body, _ = _body(params)
         with _anthropic_errors():
-            text = self._native.call("messages.count_tokens", _body(params))
+            text = self._native.call("messages.count_tokens", body)
         return MessageTokensCount.construct(json.loads(text))  # type: ignore[return-value]
 
 
@@ -337,21 +392,29 @@ class AsyncMessages(_Resource):
     async def create(
         self, *, stream: bool = False, **params: Any
     ) -> Union[Message, AsyncStream[MessageStreamEvent]]:
-        streamed = _arguments.stream_flag(stream)
-        body = _body(params)
+        with _anthropic_errors():
+            streamed = _arguments.stream_flag(stream)
+        body, read = _body(params)
         with _anthropic_errors():
             if streamed:
                 native = await _in_thread(self._native.stream, "messages.stream", body)
                 return _AsyncEvents(native, MessageStreamEvent)
             text = await _cancellable(self._native.call, "messages.create", body)
-        return Message.construct(json.loads(text))  # type: ignore[return-value]
+        return _parsed(Message.construct(json.loads(text)), read)  # type: ignore[arg-type]
+
+    async def parse(self, **params: Any) -> Message:
+        """As `Messages.parse`."""
+        if params.get("stream"):
+            raise TypeError("parse() does not stream; use stream(output_format=...)")
+        return await self.create(**params)  # type: ignore[return-value]
 
     def stream(self, **params: Any) -> _AsyncMessageStreamManager:
-        return _AsyncMessageStreamManager(self._native, _body(params))
+        return _AsyncMessageStreamManager(self._native, *_body(params))
 
     async def count_tokens(self, **params: Any) -> MessageTokensCount:
+        body, _ = _body(params)
         with _anthropic_errors():
-            text = await _cancellable(self._native.call, "messages.count_tokens", _body(params))
+            text = await _cancellable(self._native.call, "messages.count_tokens", body)
         return MessageTokensCount.construct(json.loads(text))  # type: ignore[return-value]
 
 

@@ -7,6 +7,7 @@ from typing import Any, Dict, Optional
 
 __all__ = [
     "OpenAIError",
+    "AnthropicError",
     "APIError",
     "APIStatusError",
     "BadRequestError",
@@ -18,6 +19,10 @@ __all__ = [
 
 class OpenAIError(Exception):
     """The base of every ingle error."""
+
+
+# The anthropic package's name for the same base (``ingle.Anthropic``'s errors).
+AnthropicError = OpenAIError
 
 
 class APIError(OpenAIError):

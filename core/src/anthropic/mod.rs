@@ -118,7 +118,7 @@ fn message_of(completion: ChatCompletion, model: &str) -> Json {
         reason = stop_reason(&choice.finish_reason);
         let text = choice.message.content.unwrap_or_default();
         if !text.is_empty() {
-            content.push(json!({"type": "text", "text": text}));
+            content.push(json!({"type": "text", "text": text, "citations": null}));
         }
         for call in choice.message.tool_calls.unwrap_or_default() {
             content.push(json!({

@@ -127,7 +127,10 @@ impl MessageEvents {
             let delta = choice.delta;
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                 if self.block != Block::Text {
-                    self.open_block(Block::Text, json!({"type": "text", "text": ""}));
+                    self.open_block(
+                        Block::Text,
+                        json!({"type": "text", "text": "", "citations": null}),
+                    );
                 }
                 self.delta(json!({"type": "text_delta", "text": text}));
             }

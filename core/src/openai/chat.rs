@@ -63,11 +63,9 @@ impl ChatCompletions {
     pub(crate) fn count_input_tokens(&self, request: &ChatCompletionRequest) -> Result<u32> {
         let takes_limit = self.supports(&request.model, GenerationOption::MaxTokens)?;
         let counting = ChatCompletionRequest {
-            max_tokens: if takes_limit {
-                Some(1)
-            } else {
-                request.max_tokens
-            },
+            // A predictor that takes no limit is not refused for the one asked for: counting
+            // reads the prompt, whatever the reply's length would be.
+            max_tokens: takes_limit.then_some(1),
             max_completion_tokens: None,
             n: None,
             stream: None,

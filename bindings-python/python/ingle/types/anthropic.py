@@ -42,6 +42,11 @@ class ContentBlock(BaseModel):
     name: Optional[str]
     input: Optional[Dict[str, Any]]
 
+    @property
+    def parsed_output(self) -> Any:
+        """A text block's JSON read into ``output_format`` (None without one)."""
+        return getattr(self, "_parsed", None)
+
 
 # Anthropic's names for the two kinds of block.
 TextBlock = ContentBlock
@@ -61,6 +66,11 @@ class Message(BaseModel):
     stop_sequence: Optional[str]
     usage: Usage
     _nested = {"content": ContentBlock, "usage": Usage}
+
+    @property
+    def parsed_output(self) -> Any:
+        """The first text block's ``parsed_output`` (with ``output_format``; else None)."""
+        return next((b.parsed_output for b in self.content if b.parsed_output is not None), None)
 
 
 class MessageTokensCount(BaseModel):
