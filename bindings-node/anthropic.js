@@ -19,7 +19,9 @@ const ERROR_TYPES = {
   404: 'not_found_error', 408: 'timeout_error', 413: 'request_too_large', 429: 'rate_limit_error',
   503: 'overloaded_error', 529: 'overloaded_error',
 };
-const STATUSES = { invalid_request_error: 400, not_found_error: 404, overloaded_error: 529 };
+// The reverse, for an `error` event's type: its status (overloaded_error is Anthropic's 529).
+const STATUSES = Object.fromEntries(Object.entries(ERROR_TYPES).filter(([status]) => status !== '503')
+  .map(([status, type]) => [type, Number(status)]));
 
 /** `error` (ingle's, OpenAI-shaped) with Anthropic's error object and type; its class is kept. */
 function inAnthropicTerms(error) {

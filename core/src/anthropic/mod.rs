@@ -60,7 +60,7 @@ impl Messages {
         }
         require_max_tokens(request)?;
         let chat = self.chat_request(request, false)?;
-        let completion = self.chat.create(&chat)?;
+        let completion = self.chat.create(&chat).map_err(in_anthropic_terms)?;
         Ok(message_of(completion, &request.model))
     }
 
@@ -69,7 +69,7 @@ impl Messages {
     pub fn stream(&self, request: &MessagesRequest) -> Result<MessageEvents> {
         require_max_tokens(request)?;
         let chat = self.chat_request(request, true)?;
-        let chunks = self.chat.stream(&chat)?;
+        let chunks = self.chat.stream(&chat).map_err(in_anthropic_terms)?;
         Ok(MessageEvents::new(chunks, request.model.clone()))
     }
 
@@ -94,9 +94,43 @@ impl Messages {
     /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, counted by the model itself by
     /// reading the prompt and generating one token (as `responses.input_tokens`).
     pub fn count_tokens(&self, request: &MessagesRequest) -> Result<Json> {
-        let tokens = self.chat.count_input_tokens(&request.to_chat(false)?)?;
+        let tokens = self
+            .chat
+            .count_input_tokens(&request.to_chat(false)?)
+            .map_err(in_anthropic_terms)?;
         Ok(json!({ "input_tokens": tokens }))
     }
+}
+
+/// An error of the chat request a message request maps onto, naming the field in Anthropic's
+/// terms: `output_config.format` for `response_format`, `tools[i].input_schema` for a tool's
+/// `parameters`, `stop_sequences` for `stop`, and `messages` without a chat index (a system
+/// message and each tool result shift them).
+pub(crate) fn in_anthropic_terms(mut error: Error) -> Error {
+    let Some(param) = error.param.take() else {
+        return error;
+    };
+    let renamed = if let Some(rest) = param.strip_prefix("response_format.json_schema.schema") {
+        format!("output_config.format.schema{rest}")
+    } else if param.starts_with("response_format") {
+        "output_config.format".to_string()
+    } else if param == "stop" || param.starts_with("stop[") {
+        format!("stop_sequences{}", &param[4..])
+    } else if param.starts_with("messages[") {
+        "messages".to_string()
+    } else if let (Some(rest), true) = (param.strip_prefix("tools["), param.contains("].function"))
+    {
+        let (index, field) = rest.split_once("].function").unwrap_or((rest, ""));
+        let field = match field.strip_prefix(".parameters") {
+            Some(schema) => format!(".input_schema{schema}"),
+            None => field.to_string(),
+        };
+        format!("tools[{index}]{field}")
+    } else {
+        param
+    };
+    error.param = Some(renamed);
+    error
 }
 
 /// `max_tokens`, which Anthropic requires of a message (not of a count).
@@ -139,4 +173,34 @@ fn message_of(completion: ChatCompletion, model: &str) -> Json {
         "stop_sequence": null,
         "usage": stream::anthropic_usage(&completion.usage),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_anthropic_terms;
+    use crate::error::Error;
+
+    #[test]
+    fn chat_fields_are_named_as_anthropic_names_them() {
+        for (chat, anthropic) in [
+            (
+                "response_format.json_schema.schema.properties.x",
+                "output_config.format.schema.properties.x",
+            ),
+            ("response_format.json_schema", "output_config.format"),
+            (
+                "tools[2].function.parameters.type",
+                "tools[2].input_schema.type",
+            ),
+            ("tools[0].function.name", "tools[0].name"),
+            ("stop[1]", "stop_sequences[1]"),
+            ("stop", "stop_sequences"),
+            ("messages[3].content", "messages"),
+            ("max_tokens", "max_tokens"),
+            ("tool_choice", "tool_choice"),
+        ] {
+            let error = in_anthropic_terms(Error::invalid(chat, "x"));
+            assert_eq!(error.param.as_deref(), Some(anthropic), "{chat}");
+        }
+    }
 }

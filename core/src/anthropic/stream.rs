@@ -185,11 +185,11 @@ impl Iterator for MessageEvents {
                 // Before any event the error is the call's; after, an `error` event ends them.
                 Some(Err(error)) if !self.started => {
                     self.chunks = None;
-                    return Some(Err(error));
+                    return Some(Err(super::in_anthropic_terms(error)));
                 }
                 Some(Err(error)) => {
                     self.chunks = None;
-                    return Some(Ok(error_event(&error)));
+                    return Some(Ok(error_event(&super::in_anthropic_terms(error))));
                 }
                 None => {
                     // The chat ended without its usage chunk: close what is open.
