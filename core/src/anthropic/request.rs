@@ -43,9 +43,14 @@ pub struct MessagesRequest {
     pub metadata: Option<Json>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
-    /// `{"type": "disabled"}` only: the local models have no extended thinking to turn on.
+    /// `{"type": "disabled"}` or `{"type": "adaptive"}` (the model decides, and the local
+    /// models do not think): extended thinking to turn on (`enabled`) is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Json>,
+    /// `{"edits": [...]}`: `clear_thinking_*` edits are accepted (there is no thinking to
+    /// clear); other edits (clearing tool results) are refused by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_management: Option<Json>,
     /// `format` (`{"type": "json_schema", "schema"}`): the reply is JSON of that schema,
     /// enforced by a grammar; `effort` is accepted (a local model has one effort).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -189,12 +194,19 @@ impl MessagesRequest {
             match role {
                 Some("user") => user_message(content, &at, &mut chat)?,
                 Some("assistant") => chat.push(assistant_message(content, &at)?),
+                // Claude Code sends its environment as a system message among the turns: text,
+                // at its place in the conversation.
+                Some("system") => {
+                    let text = text_of(content, &format!("{at}.content"))?;
+                    if !text.is_empty() {
+                        chat.push(json!({"role": "system", "content": text}));
+                    }
+                }
                 Some(other) => {
                     return Err(invalid(
                         format!("{at}.role"),
                         format!(
-                            "`{at}.role` must be \"user\" or \"assistant\", not '{}' (the system \
-                             prompt goes in `system`)",
+                            "`{at}.role` must be \"user\", \"assistant\" or \"system\", not '{}'",
                             shown(other)
                         ),
                     ))
@@ -232,14 +244,19 @@ impl MessagesRequest {
             _ => {}
         }
         if let Some(thinking) = self.thinking.as_ref().filter(|t| !t.is_null()) {
-            if thinking.get("type").and_then(Json::as_str) != Some("disabled") {
+            // "adaptive" lets the model decide whether to think: a local model does not.
+            if !matches!(
+                thinking.get("type").and_then(Json::as_str),
+                Some("disabled" | "adaptive")
+            ) {
                 return Err(invalid(
                     "thinking",
                     "Extended thinking is not available on ingle's local models; leave \
-                     `thinking` out or set it to {\"type\": \"disabled\"}",
+                     `thinking` out or set it to {\"type\": \"disabled\"} (or \"adaptive\")",
                 ));
             }
         }
+        check_context_management(self.context_management.as_ref())?;
         if let Some(metadata) = self
             .metadata
             .as_ref()
@@ -476,6 +493,60 @@ fn output_format(config: &Json) -> Result<Option<Json>> {
     }
 }
 
+/// `context_management`: an object whose `edits` clear thinking only (nothing to clear here:
+/// no thinking is kept). Clearing tool results would change the conversation, which ingle
+/// does not do for the caller: refused, naming the edit.
+fn check_context_management(value: Option<&Json>) -> Result<()> {
+    let Some(value) = value.filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let Some(object) = value.as_object() else {
+        return Err(invalid(
+            "context_management",
+            format!(
+                "Invalid type for `context_management`: expected an object, got {}",
+                type_name(value)
+            ),
+        ));
+    };
+    if let Some((field, _)) = object.iter().find(|(k, v)| *k != "edits" && !v.is_null()) {
+        return Err(invalid(
+            format!("context_management.{field}"),
+            format!(
+                "Unrecognized argument `context_management.{}`",
+                shown(field)
+            ),
+        ));
+    }
+    let edits = match object.get("edits") {
+        None | Some(Json::Null) => return Ok(()),
+        Some(Json::Array(edits)) => edits,
+        Some(other) => {
+            return Err(invalid(
+                "context_management.edits",
+                format!(
+                    "Invalid type for `context_management.edits`: expected an array, got {}",
+                    type_name(other)
+                ),
+            ))
+        }
+    };
+    for (i, edit) in edits.iter().enumerate() {
+        let kind = edit.get("type").and_then(Json::as_str).unwrap_or_default();
+        if !kind.starts_with("clear_thinking_") {
+            return Err(invalid(
+                format!("context_management.edits[{i}].type"),
+                format!(
+                    "The context edit '{}' is not supported by ingle: only clear_thinking edits \
+                     (a local model keeps no thinking), and the conversation is read as sent",
+                    shown(kind)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn stop_sequences(stop: &Json) -> Result<Json> {
     let list = stop
         .as_array()
@@ -653,6 +724,26 @@ mod tests {
     }
 
     #[test]
+    fn what_claude_code_sends_is_read() {
+        let chat = read(json!({"model": "m", "max_tokens": 256,
+            "thinking": {"type": "adaptive", "display": "omitted"},
+            "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+            "output_config": {"effort": "high"},
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Hi", "cache_control": {"type": "ephemeral"}}]},
+                {"role": "system", "content": [{"type": "text", "text": "# Environment"}]}]}))
+        .unwrap();
+        let json = serde_json::to_value(&chat).unwrap();
+        let roles: Vec<&str> = json["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "system"]);
+    }
+
+    #[test]
     fn what_cannot_be_honoured_is_refused_by_name() {
         let base = |extra: Json| {
             let mut request = json!({"model": "m", "max_tokens": 5,
@@ -676,8 +767,16 @@ mod tests {
             "messages[0].content[0].type"
         );
         assert_eq!(
-            base(json!({"messages": [{"role": "system", "content": "x"}]})),
+            base(json!({"messages": [{"role": "tool", "content": "x"}]})),
             "messages[0].role"
+        );
+        assert_eq!(
+            base(json!({"context_management": {"edits": [{"type": "clear_tool_uses_20250919"}]}})),
+            "context_management.edits[0].type"
+        );
+        assert_eq!(
+            base(json!({"context_management": []})),
+            "context_management"
         );
         assert_eq!(base(json!({"messages": []})), "messages");
         assert_eq!(

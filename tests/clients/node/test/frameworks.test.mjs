@@ -337,3 +337,58 @@ row('Codex CLI', '@openai/codex', 'codex exec, a custom Responses provider: one 
     rmSync(home, { recursive: true, force: true });
   }
 });
+
+// --- Claude Code ------------------------------------------------------------------------------
+// `claude -p` with ANTHROPIC_BASE_URL at ingle serve (its own home dir, no login). Its own
+// system prompt and tool set (about 20,000 tokens) are more than a small model's context, so its
+// own flags shrink them: `--bare`, `--system-prompt`, `--tools Read`,
+// `--exclude-dynamic-system-prompt-sections`, and CLAUDE_CODE_MAX_OUTPUT_TOKENS (it asks for
+// 32,000 by default). What it sends beside, ingle accepts: `thinking: {type: "adaptive"}`,
+// `context_management` clearing thinking, `output_config.effort`, `cache_control`, metadata,
+// `?beta=true`.
+
+function claude(home, prompt, ...flags) {
+  const bin = join(import.meta.dirname, '..', 'node_modules', '@anthropic-ai', 'claude-code', 'bin', 'claude.exe');
+  const run = promisify(execFile)(bin, [
+    '--bare', '-p', prompt, ...flags, '--model', QWEN, '--tools', 'Read',
+    '--system-prompt', 'You are a helpful coding assistant. Use tools when asked. Be brief.',
+    '--exclude-dynamic-system-prompt-sections',
+  ], {
+    cwd: home,
+    timeout: 240_000,
+    env: {
+      ...process.env,
+      HOME: home,
+      ANTHROPIC_BASE_URL: baseURL.replace(/\/v1$/, ''),
+      ANTHROPIC_API_KEY: apiKey,
+      CLAUDE_CODE_MAX_OUTPUT_TOKENS: '256',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_AUTOUPDATER: '1',
+    },
+  });
+  run.child.stdin.end();
+  return run;
+}
+
+row('Claude Code', '@anthropic-ai/claude-code', 'claude -p, ANTHROPIC_BASE_URL at ingle: one turn, then a Read tool call', async () => {
+  const home = mkdtempSync(join(tmpdir(), 'ingle-claude-'));
+  try {
+    const { stdout } = await claude(home, 'Reply with the single word: hello');
+    assert.match(stdout, /hello/i);
+    writeFileSync(join(home, 'notes.txt'), 'The secret word is pineapple.\n');
+    // The agent loop through ingle: the model calls Read, Claude Code runs it and sends the
+    // result back, the model answers. (Whether a 0.5B model then reads the right lines varies
+    // with sampling, which Claude Code leaves at its default: not asserted.)
+    const read = await claude(home, `Read the file ${join(home, 'notes.txt')} with the Read tool, then tell me the secret word.`,
+      '--output-format', 'stream-json', '--verbose');
+    const events = read.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const blocks = (type) => events.filter((e) => e.type === type).flatMap((e) => e.message.content);
+    assert.ok(blocks('assistant').some((b) => b.type === 'tool_use' && b.name === 'Read'), read.stdout);
+    assert.ok(blocks('user').some((b) => b.type === 'tool_result'), read.stdout);
+    assert.equal(events.at(-1).type, 'result');
+    assert.equal(events.at(-1).subtype, 'success', read.stdout);
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+});
