@@ -231,7 +231,9 @@ fn start(
 /// prompt, text_delta,
 /// finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
 /// presence_penalty, rerank_query and rerank_documents (a string and an array of strings in) with
-/// rerank_scores (an array of numbers out, one per document: they make it serve `rerank`)
+/// rerank_scores (an array of numbers out, one per document: they make it serve `rerank`),
+/// image_width, image_height and image_count (integers in: with a string prompt in and a uint8
+/// `[H, W, C]` tensor out, C = 1, 3 or 4, they make it serve `images.generate`, docs/images.md)
 /// (docs/predictors.md has the whole format and the rules of each OpenAI
 /// method). A declaration that breaks a rule returns `INGLE_ERROR_INVALID_REQUEST`, the last
 /// error naming the parameter. `user_data` is passed to every call of `callback`;

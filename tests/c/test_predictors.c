@@ -141,6 +141,36 @@ static int32_t repeat(const IngleInputs *inputs, IngleSink *sink, void *user_dat
     return 0;
 }
 
+static int json_int(const char *json, const char *key) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *at = strstr(json, pattern);
+    return at ? atoi(at + strlen(pattern)) : 0;
+}
+
+/* An image: red if the prompt says so (else blue), green a gradient along x, (H, W, 3) uint8. */
+static int32_t paint(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    const char *json = ingle_inputs_json(inputs);
+    int width = json_int(json, "width"), height = json_int(json, "height");
+    char *prompt = json_string(json, "prompt");
+    int red = prompt && strstr(prompt, "red") != NULL;
+    free(prompt);
+    size_t shape[3] = {(size_t)height, (size_t)width, 3};
+    unsigned char *pixels = (unsigned char *)malloc((size_t)width * (size_t)height * 3);
+    for (int y = 0; y < height; y++)
+        for (int x = 0; x < width; x++) {
+            unsigned char *p = pixels + ((size_t)y * (size_t)width + (size_t)x) * 3;
+            p[0] = red ? 255 : 0;
+            p[1] = (unsigned char)(width > 1 ? x * 255 / (width - 1) : 0);
+            p[2] = red ? 0 : 255;
+        }
+    IngleStatus status = ingle_sink_set_tensor(sink, "image", "uint8", shape, 3, pixels);
+    if (status == INGLE_OK) status = ingle_sink_emit(sink, NULL);
+    free(pixels);
+    return status == INGLE_OK ? 0 : 1;
+}
+
 /* Fails after one output, with a message and a log line. */
 static int32_t fails(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
     (void)inputs;
@@ -183,6 +213,10 @@ static const char *REPEAT = "{\"tag\":\"@c/repeat\",\"kind\":\"generator\",\"inp
                             "\"string\",\"annotation\":\"prompt\"},{\"name\":\"max_tokens\",\"type\":\"integer\","
                             "\"default\":16,\"annotation\":\"max_tokens\"}],\"outputs\":[{\"name\":\"text\",\"type\":"
                             "\"string\",\"annotation\":\"text_delta\"}]}";
+static const char *PAINT = "{\"tag\":\"@c/paint\",\"inputs\":[{\"name\":\"prompt\",\"type\":\"string\"},"
+                           "{\"name\":\"width\",\"type\":\"integer\",\"default\":4,\"max\":64,\"annotation\":\"image_width\"},"
+                           "{\"name\":\"height\",\"type\":\"integer\",\"default\":2,\"annotation\":\"image_height\"}],"
+                           "\"outputs\":[{\"name\":\"image\",\"type\":\"tensor\"}]}";
 static const char *FAILS = "{\"tag\":\"@c/fails\",\"kind\":\"generator\",\"outputs\":[{\"name\":\"n\",\"type\":\"integer\"}]}";
 static const char *STRAY = "{\"tag\":\"@c/stray\",\"outputs\":[{\"name\":\"n\",\"type\":\"integer\"}]}";
 
@@ -276,6 +310,22 @@ static void test_predictor_embeddings(void) {
     CHECK(matrix && matrix->rows == 2 && matrix->dims == 3 && matrix->data[0] == 1.0f && matrix->data[5] == 2.0f,
           "%zu x %zu", matrix ? matrix->rows : 0, matrix ? matrix->dims : 0);
     ingle_embedding_matrix_free(matrix);
+}
+
+static void test_predictor_images(void) {
+    char *out = NULL;
+    CHECK_STATUS(ingle_call(client, "images.generate", "{\"model\":\"@c/paint\",\"prompt\":\"red\",\"size\":\"8x3\"}", &out),
+                 INGLE_OK);
+    /* A PNG (its signature in base64) of the size asked for. */
+    CHECK(out && strstr(out, "\"size\":\"8x3\"") && strstr(out, "\"b64_json\":\"iVBORw0KGgo"), "%s", out ? out : "");
+    ingle_string_free(out);
+    out = NULL;
+    CHECK_STATUS(ingle_call(client, "images.generate", "{\"model\":\"@c/paint\",\"prompt\":\"red\",\"size\":\"65x3\"}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error(), "width") || strstr(ingle_last_error(), "size"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_call(client, "images.generate", "{\"model\":\"@c/paint\",\"prompt\":\"blue\"}", &out), INGLE_OK);
+    CHECK(out && strstr(out, "\"size\":\"4x2\""), "the predictor's defaults: %s", out ? out : "");
+    ingle_string_free(out);
 }
 
 static void test_predictor_transcription(void) {
@@ -491,6 +541,7 @@ static const Test tests[] = {
     {"predictor_responses", test_predictor_responses},
     {"predictor_speech", test_predictor_speech},
     {"predictor_embeddings", test_predictor_embeddings},
+    {"predictor_images", test_predictor_images},
     {"predictor_transcription", test_predictor_transcription},
     {"predictor_transcription_file", test_predictor_transcription_file},
     {"predictor_speech_stream", test_predictor_speech_stream},
@@ -508,7 +559,7 @@ int main(int argc, char **argv) {
     const struct {
         const char *declaration;
         InglePredictorCallback callback;
-    } predictors[] = {{ECHO, echo}, {TONE, tone}, {EMBED, embed}, {LISTEN, listen}, {WORDS, words}, {REPEAT, repeat}, {FAILS, fails}, {STRAY, stray}};
+    } predictors[] = {{ECHO, echo}, {TONE, tone}, {EMBED, embed}, {LISTEN, listen}, {WORDS, words}, {REPEAT, repeat}, {PAINT, paint}, {FAILS, fails}, {STRAY, stray}};
     for (size_t i = 0; i < sizeof predictors / sizeof predictors[0]; i++) {
         if (ingle_predictor_register(client, predictors[i].declaration, predictors[i].callback, NULL) != INGLE_OK) {
             fprintf(stderr, "cannot register predictor %zu: %s\n", i, ingle_last_error());
