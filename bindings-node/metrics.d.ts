@@ -11,6 +11,8 @@ export interface Metrics {
   active_requests: number;
   queued_requests: number;
   generated_tokens: number;
+  /** Of `generated_tokens`, those a grammar forced (jump-forward decoding, docs/tools.md). */
+  forced_tokens: number;
   prompt_tokens: number;
   cancelled_requests: number;
   /** KV-cache cells held by running sequences, and the cache's size (chat models; else 0). */

@@ -432,7 +432,7 @@ impl Collector for ModelCollector {
                 metric.encode_gauge(&value(m))
             })?;
         }
-        let counters: [(Describe, Figure); 5] = [
+        let counters: [(Describe, Figure); 6] = [
             (
                 (
                     "ingle_prompt_tokens",
@@ -450,6 +450,16 @@ impl Collector for ModelCollector {
                     MetricType::Counter,
                 ),
                 |m| m.generated_tokens as f64,
+            ),
+            (
+                (
+                    "ingle_forced_tokens",
+                    "Generated tokens a grammar forced, decoded in a batch without sampling \
+                     (jump-forward decoding)",
+                    None,
+                    MetricType::Counter,
+                ),
+                |m| m.forced_tokens as f64,
             ),
             (
                 (

@@ -126,7 +126,13 @@ fn a_call_repeated_within_a_turn_ends_it_unless_allowed() {
     // Allowed, the model repeats the call until max_tokens.
     let (calls, _, finish, tokens) = both_ways(repeating_conversation(true));
     assert!(calls.len() >= 5, "{calls:?}");
-    assert!(calls.iter().all(|c| c == &calls[0]), "{calls:?}");
+    // The last may be cut by max_tokens: the same call's start.
+    let (last, whole) = calls.split_last().unwrap();
+    assert!(whole.iter().all(|c| c == &calls[0]), "{calls:?}");
+    assert!(
+        last.0 == calls[0].0 && calls[0].1.starts_with(&last.1),
+        "{calls:?}"
+    );
     assert_eq!((finish.as_str(), tokens), ("length", 200));
 
     // Not a boolean: refused by name.
@@ -202,7 +208,7 @@ fn an_object_schema_gets_the_properties_it_lists_unless_it_says_otherwise() {
         }
         chat(
             json!({"model": ingle_tests::MODEL, "temperature": 0, "max_tokens": 60,
-                    "messages": [{"role": "user", "content": "Alice is 30 years old. Extract her."}],
+                    "messages": [{"role": "user", "content": "Alice is 30 years old and lives in Paris. Extract her, with her city."}],
                     "response_format": {"type": "json_schema",
                                         "json_schema": {"name": "Person", "schema": schema}}}),
         )
@@ -215,13 +221,12 @@ fn an_object_schema_gets_the_properties_it_lists_unless_it_says_otherwise() {
     let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["name", "age"], "{value}");
 
-    // Said open, it stays open: SmolLM2 adds keys of its own until max_tokens.
+    // Said open, it stays open: SmolLM2 adds the city the prompt asks for.
     let open = json!({"additionalProperties": true});
     let completion = client.chat.completions.create(&person(open)).unwrap();
-    let choice = &completion.choices[0];
-    assert_eq!(choice.finish_reason, "length");
-    let content = choice.message.content.as_deref().unwrap();
-    assert!(content.matches("\":").count() > 3, "{content}");
+    let content = completion.choices[0].message.content.as_deref().unwrap();
+    let value: Value = serde_json::from_str(content).unwrap();
+    assert!(value.as_object().unwrap().len() > 2, "{content}");
 }
 
 #[test]

@@ -60,6 +60,11 @@ pub struct LlamaOptions {
     /// set here comes from the GGUF's `general.sampling.*` keys, else llama.cpp's server
     /// defaults.
     pub defaults: SamplingDefaults,
+    /// Jump-forward decoding of constrained output: the tokens a grammar leaves no choice
+    /// about are appended and decoded in one batch instead of sampled one by one
+    /// (docs/tools.md). Default on; `false` to compare against, or to have the model choose
+    /// its own tokenization of fixed text.
+    pub jump_forward: Option<bool>,
 }
 
 /// The options of a sentence-embedding model on ONNX Runtime.
@@ -116,6 +121,8 @@ struct PredictorForm {
     #[serde(default)]
     defaults: Option<SamplingDefaults>,
     #[serde(default)]
+    jump_forward: Option<bool>,
+    #[serde(default)]
     tokenizer: Option<PathBuf>,
     #[serde(default)]
     max_length: Option<u32>,
@@ -137,6 +144,7 @@ fn options_of(backend: Backend) -> &'static [&'static str] {
             "device",
             "chat_template",
             "defaults",
+            "jump_forward",
         ],
         Backend::OnnxEmbedding => &["tokenizer", "max_length", "pooling"],
         Backend::Piper => &["voice_config", "voices"],
@@ -192,6 +200,7 @@ impl TryFrom<PredictorForm> for PredictorConfig {
                 form.defaults
                     .is_some_and(|d| d != SamplingDefaults::default()),
             ),
+            ("jump_forward", form.jump_forward.is_some()),
             ("tokenizer", form.tokenizer.is_some()),
             ("max_length", form.max_length.is_some()),
             ("pooling", form.pooling.is_some()),
@@ -213,6 +222,7 @@ impl TryFrom<PredictorForm> for PredictorConfig {
                 device: form.device,
                 chat_template: form.chat_template,
                 defaults: form.defaults.unwrap_or_default(),
+                jump_forward: form.jump_forward,
             }),
             Backend::OnnxEmbedding => BackendOptions::OnnxEmbedding(EmbeddingOptions {
                 tokenizer: form.tokenizer,
@@ -447,6 +457,11 @@ impl PredictorConfig {
 
     pub fn chat_template(self, template: impl Into<String>) -> Self {
         self.with_llama("chat_template", |o| o.chat_template = Some(template.into()))
+    }
+
+    /// Jump-forward decoding of constrained output (default on).
+    pub fn jump_forward(self, on: bool) -> Self {
+        self.with_llama("jump_forward", |o| o.jump_forward = Some(on))
     }
 }
 

@@ -14,6 +14,9 @@ pub struct Metrics {
     pub queued_requests: usize,
     /// Tokens (or steps) produced since the predictor loaded.
     pub generated_tokens: u64,
+    /// Of `generated_tokens`, those a grammar forced and that were decoded in a batch rather
+    /// than sampled one by one (jump-forward decoding of constrained output).
+    pub forced_tokens: u64,
     /// Prompt tokens taken in since the predictor loaded (embedding inputs' tokens included).
     pub prompt_tokens: u64,
     /// Predictions stopped because their consumer went away.
@@ -53,6 +56,7 @@ impl Metrics {
             "active_requests": self.active_requests,
             "queued_requests": self.queued_requests,
             "generated_tokens": self.generated_tokens,
+            "forced_tokens": self.forced_tokens,
             "prompt_tokens": self.prompt_tokens,
             "cancelled_requests": self.cancelled_requests,
             "kv_cells_used": self.kv_cells_used,

@@ -13,20 +13,81 @@ use crate::error::{shown, Error, Result};
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llguidance::api::TopLevelGrammar;
+use llguidance::toktrie::{TokEnv, TokTrie, TokenId, TokenizerEnv};
 use llguidance::{Matcher, ParserFactory};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The grammar compiler of one model (its token trie is built on first use: ~0.1 s).
-#[derive(Default)]
 pub struct Grammars {
     factory: OnceLock<std::result::Result<ParserFactory, String>>,
+    /// Tokenize forced text as the model does, so that llguidance forces its tokens (jump-
+    /// forward decoding); without, the model writes every token itself, in the tokens it
+    /// likes (how ingle decoded before jump-forward, kept to compare against).
+    forcing: bool,
+}
+
+/// The model's vocabulary as llguidance sees it, tokenizing with the model's own tokenizer.
+///
+/// llama-cpp-2's environment tokenizes greedily over the token trie, which is not how the
+/// model tokenizes, so llguidance rightly computes no forced tokens with it (they could split
+/// a token the model writes whole). With llama.cpp's tokenizer the tokenization is canonical:
+/// llguidance then reports the tokens a grammar forces (jump-forward decoding, see
+/// `scheduler.rs`), re-tokenizing from the last token written and leaving out a last token
+/// that the next bytes could still merge into.
+struct LlamaTokEnv {
+    trie: TokTrie,
+    model: Arc<LlamaModel>,
+}
+
+impl TokenizerEnv for LlamaTokEnv {
+    fn tok_trie(&self) -> &TokTrie {
+        &self.trie
+    }
+
+    fn tokenize_bytes(&self, bytes: &[u8]) -> Vec<TokenId> {
+        // llama.cpp's tokenizer takes text (it throws on invalid UTF-8, which must not
+        // reach C++): the valid start goes to it, a broken tail to the trie's greedy split
+        // (forced bytes end mid-character only between alternatives sharing a lead byte,
+        // and llguidance does not force a last token that could still grow).
+        let valid = match std::str::from_utf8(bytes) {
+            Ok(_) => bytes.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        let mut tokens: Vec<TokenId> = self
+            .model
+            .vocab()
+            .tokenize(&bytes[..valid], false, false)
+            .into_iter()
+            .map(|t| t.0 as TokenId)
+            .collect();
+        tokens.extend(self.trie.greedy_tokenize(&bytes[valid..]));
+        tokens
+    }
+
+    fn tokenize_is_canonical(&self) -> bool {
+        true
+    }
 }
 
 impl Grammars {
-    fn factory(&self, model: &LlamaModel) -> Result<&ParserFactory> {
+    pub fn new(forcing: bool) -> Self {
+        Grammars {
+            factory: OnceLock::new(),
+            forcing,
+        }
+    }
+
+    fn factory(&self, model: &Arc<LlamaModel>) -> Result<&ParserFactory> {
         self.factory
             .get_or_init(|| {
-                let tok_env = LlamaSampler::llguidance_tok_env(model);
+                let approximate = LlamaSampler::llguidance_tok_env(model);
+                let tok_env: TokEnv = if self.forcing {
+                    let trie = approximate.tok_trie().clone();
+                    let model = Arc::clone(model);
+                    Arc::new(LlamaTokEnv { trie, model })
+                } else {
+                    approximate
+                };
                 let mut factory = ParserFactory::new_simple(&tok_env).map_err(|e| e.to_string())?;
                 factory.quiet();
                 Ok(factory)
@@ -39,7 +100,7 @@ impl Grammars {
     /// `param`, with llguidance's reason.
     pub fn matcher(
         &self,
-        model: &LlamaModel,
+        model: &Arc<LlamaModel>,
         grammar: TopLevelGrammar,
         param: &str,
     ) -> Result<Matcher> {
@@ -69,7 +130,7 @@ impl Grammars {
 
     /// Refuses a tool whose parameters admit no value, naming it, before generation (in the
     /// call grammar that shows only once the model has written the tool's name).
-    pub fn check_tools(&self, model: &LlamaModel, tools: &[ToolSpec]) -> Result<()> {
+    pub fn check_tools(&self, model: &Arc<LlamaModel>, tools: &[ToolSpec]) -> Result<()> {
         for tool in tools {
             self.matcher(model, json_schema(&tool.parameters), "tools")
                 .map_err(|mut e| {

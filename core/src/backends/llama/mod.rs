@@ -94,6 +94,8 @@ struct Counters {
     active: AtomicUsize,
     queued: AtomicUsize,
     generated: AtomicU64,
+    /// Generated tokens a grammar forced (jump-forward decoding), counted in `generated` too.
+    forced: AtomicU64,
     prompt: AtomicU64,
     cancelled: AtomicU64,
     /// KV cells held by the running sequences (their positions), updated every step.
@@ -219,7 +221,7 @@ impl LlamaPredictor {
             template,
             tools_supported,
             sampling,
-            grammars: Grammars::default(),
+            grammars: Grammars::new(options_of(config).jump_forward.unwrap_or(true)),
             n_ctx,
             parallel,
             max_piece_bytes,
@@ -453,6 +455,7 @@ impl Predictor for LlamaPredictor {
             active_requests: self.counters.active.load(Ordering::Relaxed),
             queued_requests: self.counters.queued.load(Ordering::Relaxed),
             generated_tokens: self.counters.generated.load(Ordering::Relaxed),
+            forced_tokens: self.counters.forced.load(Ordering::Relaxed),
             prompt_tokens: self.counters.prompt.load(Ordering::Relaxed),
             cancelled_requests: self.counters.cancelled.load(Ordering::Relaxed),
             kv_cells_used: self.counters.kv_used.load(Ordering::Relaxed),

@@ -44,6 +44,18 @@ pub(super) struct Job {
     pub(super) arrived: Instant,
 }
 
+/// Most tokens forced in one step (a long constant in a schema is fed over several).
+const MAX_FORCED: usize = 32;
+
+/// What one step gives out for a sequence.
+#[derive(Default)]
+struct Output {
+    text: String,
+    reason: Option<&'static str>,
+    /// Flush the text held back (any end but a stop sequence).
+    flush: bool,
+}
+
 /// A grammar that constrains the output from the moment it ends with `trigger` (the model
 /// opened a tool call), as llama.cpp's lazy grammars do.
 pub(super) struct Lazy {
@@ -58,8 +70,12 @@ pub(super) struct Sequence {
     pub(super) prefilled: usize,
     /// Position of the next token in the sequence.
     pub(super) n_past: usize,
-    /// Token to feed at the next step (the last sampled one), once the prompt is in.
-    pub(super) next_token: Option<LlamaToken>,
+    /// Tokens to feed at the next step, once the prompt is in: the last sampled one, then
+    /// those its grammar forces after it (jump-forward).
+    pub(super) feed: Vec<LlamaToken>,
+    /// Forced tokens in `feed` whose text waits for their log probabilities (asked for): each
+    /// with the batch index of the logits that predict it, set when the batch is filled.
+    pub(super) awaiting: Vec<(LlamaToken, i32)>,
     /// Index in the current batch whose logits this sequence samples from.
     pub(super) logits_index: Option<i32>,
     pub(super) completion_tokens: usize,
@@ -209,7 +225,8 @@ impl Scheduler {
                         job,
                         prefilled: reused,
                         n_past: reused,
-                        next_token: None,
+                        feed: Vec::new(),
+                        awaiting: Vec::new(),
                         logits_index: None,
                         completion_tokens: 0,
                         utf8: Utf8Assembler::default(),
@@ -256,13 +273,24 @@ impl Scheduler {
         for (id, seq) in slots.iter_mut().enumerate() {
             let Some(seq) = seq else { continue };
             seq.logits_index = None;
-            if let Some(token) = seq.next_token.take() {
+            if seq.feed.is_empty() {
+                continue;
+            }
+            // Logits at the last token give the next one; at the others only when the forced
+            // tokens after them need their log probabilities.
+            let all_logits = !seq.awaiting.is_empty();
+            let n = seq.feed.len();
+            for (i, token) in seq.feed.drain(..).enumerate() {
+                let last = i + 1 == n;
                 batch
-                    .add(token, seq.n_past as i32, &[id as i32], true)
+                    .add(token, seq.n_past as i32, &[id as i32], last || all_logits)
                     .map_err(add_error)?;
                 seq.n_past += 1;
-                seq.logits_index = Some(batch.n_tokens() - 1);
+                if let Some(awaiting) = seq.awaiting.get_mut(i).filter(|_| !last) {
+                    awaiting.1 = batch.n_tokens() - 1;
+                }
             }
+            seq.logits_index = Some(batch.n_tokens() - 1);
         }
         // Prompts in the order their requests were admitted. The oldest gets all the room; a
         // younger one joins only if it fits whole in what is left of a quarter of the batch:
@@ -308,7 +336,9 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Samples the next token of every sequence that has logits in this batch.
+    /// Samples the next token of every sequence that has logits in this batch (after giving
+    /// out the forced tokens that waited for theirs), then appends the tokens its grammar
+    /// forces after it.
     pub(super) fn sample(&mut self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
         let model = Arc::clone(&self.model);
         let vocab = model.vocab();
@@ -317,66 +347,62 @@ impl Scheduler {
             let Some(index) = seq.logits_index.take() else {
                 continue;
             };
-            let (token, logprob) = match pick(seq, ctx, index, &self.model) {
-                Ok(picked) => picked,
-                Err(error) => {
-                    if let Some(seq) = self.release(slot, id) {
-                        let _ = seq.job.events.send(Err(error));
-                    }
-                    continue;
+            let mut out = Output::default();
+            let awaiting = std::mem::take(&mut seq.awaiting);
+            // They were fed last, after the token sampled before them.
+            let first_position = seq.n_past - awaiting.len();
+            for (i, (token, at)) in awaiting.into_iter().enumerate() {
+                let logprob = seq
+                    .job
+                    .logprobs
+                    .map(|top| logprob_at(ctx, at, token, top, &model));
+                self.emit(seq, token, logprob, first_position + i, &mut out);
+                if out.reason.is_some() {
+                    break;
                 }
-            };
-            if seq.first_token_at.is_none() {
-                seq.first_token_at = Some(Instant::now());
-                self.counters
-                    .time_to_first_token
-                    .record(seq.job.arrived.elapsed());
             }
-            let mut text = String::new();
-            let mut reason = None;
-            // On a stop sequence the held-back text is dropped; on any other end it is flushed.
-            let mut flush = false;
-            if vocab.is_eog(token) {
-                reason = Some("stop");
-                flush = true;
-            } else {
-                seq.completion_tokens += 1;
-                self.counters.generated.fetch_add(1, Ordering::Relaxed);
-                let bytes = vocab.token_to_piece(token, false, None);
-                seq.produced_bytes += bytes.len();
-                if let Some(logprob) = logprob {
-                    seq.logprobs.push_back((seq.produced_bytes, logprob));
-                }
-                if seq.job.lazy.is_some() {
-                    seq.tail.push_str(&String::from_utf8_lossy(&bytes));
-                    if let Some(cut) = seq.tail.len().checked_sub(64) {
-                        let cut = seq.tail.ceil_char_boundary(cut);
-                        seq.tail.drain(..cut);
+            if out.reason.is_none() {
+                let (token, logprob) = match pick(seq, ctx, index, &self.model) {
+                    Ok(picked) => picked,
+                    Err(error) => {
+                        if let Some(seq) = self.release(slot, id) {
+                            let _ = seq.job.events.send(Err(error));
+                        }
+                        continue;
                     }
-                    if seq
-                        .tail
-                        .ends_with(seq.job.lazy.as_ref().map_or("", |l| l.trigger))
-                    {
-                        seq.grammar = seq.job.lazy.take().map(|lazy| lazy.matcher);
+                };
+                if seq.first_token_at.is_none() {
+                    seq.first_token_at = Some(Instant::now());
+                    self.counters
+                        .time_to_first_token
+                        .record(seq.job.arrived.elapsed());
+                }
+                if vocab.is_eog(token) {
+                    out.reason = Some("stop");
+                    out.flush = true;
+                } else {
+                    let position = seq.n_past;
+                    self.emit(seq, token, logprob, position, &mut out);
+                    seq.feed.push(token);
+                    if out.reason.is_none() {
+                        if let Err(error) = self.jump_forward(seq, &mut out) {
+                            if let Some(seq) = self.release(slot, id) {
+                                let _ = seq.job.events.send(Err(error));
+                            }
+                            continue;
+                        }
                     }
                 }
-                let piece = seq.utf8.push(&bytes);
-                let (safe, stopped) = seq.stops.push(&piece);
-                text = safe;
-                if stopped {
-                    reason = Some("stop");
-                } else if seq.completion_tokens >= seq.job.max_tokens
-                    || seq.n_past >= self.n_ctx as usize
-                {
-                    reason = Some("length");
-                    flush = true;
-                }
-                seq.next_token = Some(token);
             }
-            if reason.is_none() && seq.job.finish_now.load(Ordering::Relaxed) {
-                reason = Some("stop");
-                flush = true;
+            if out.reason.is_none() && seq.job.finish_now.load(Ordering::Relaxed) {
+                out.reason = Some("stop");
+                out.flush = true;
             }
+            let Output {
+                mut text,
+                reason,
+                flush,
+            } = out;
             if flush {
                 let (safe, stopped) = seq.stops.push(&seq.utf8.finish());
                 text.push_str(&safe);
@@ -409,6 +435,107 @@ impl Scheduler {
                 self.release(slot, id);
             }
         }
+    }
+
+    /// Adds `token` (generated, at `position`) to the output: its text past the stop
+    /// sequences, its log probability, the lazy grammar's trigger; ends the output on a stop
+    /// sequence, at `max_tokens` or at the end of the context.
+    fn emit(
+        &self,
+        seq: &mut Sequence,
+        token: LlamaToken,
+        logprob: Option<TokenLogprob>,
+        position: usize,
+        out: &mut Output,
+    ) {
+        seq.completion_tokens += 1;
+        self.counters.generated.fetch_add(1, Ordering::Relaxed);
+        let bytes = self.model.vocab().token_to_piece(token, false, None);
+        seq.produced_bytes += bytes.len();
+        if let Some(logprob) = logprob {
+            seq.logprobs.push_back((seq.produced_bytes, logprob));
+        }
+        if seq.job.lazy.is_some() {
+            seq.tail.push_str(&String::from_utf8_lossy(&bytes));
+            if let Some(cut) = seq.tail.len().checked_sub(64) {
+                let cut = seq.tail.ceil_char_boundary(cut);
+                seq.tail.drain(..cut);
+            }
+            if seq
+                .tail
+                .ends_with(seq.job.lazy.as_ref().map_or("", |l| l.trigger))
+            {
+                seq.grammar = seq.job.lazy.take().map(|lazy| lazy.matcher);
+            }
+        }
+        let piece = seq.utf8.push(&bytes);
+        let (safe, stopped) = seq.stops.push(&piece);
+        out.text.push_str(&safe);
+        if stopped {
+            out.reason = Some("stop");
+        } else if seq.completion_tokens >= seq.job.max_tokens || position >= self.n_ctx as usize {
+            out.reason = Some("length");
+            out.flush = true;
+        }
+    }
+
+    /// Jump-forward decoding: the tokens the grammar now leaves no choice about go into the
+    /// next batch after the sampled one (`seq.feed`), decoded together as a small prefill
+    /// instead of one step each. Their text is given out now, or after that batch when their
+    /// log probabilities are asked for (computed from its logits, as for sampled tokens). A
+    /// grammar that is complete ends the output here: its end is the only token left, and
+    /// nothing needs decoding to know it.
+    fn jump_forward(&self, seq: &mut Sequence, out: &mut Output) -> Result<()> {
+        let Some(matcher) = seq.grammar.as_mut() else {
+            return Ok(());
+        };
+        // Positions left in the context after the sampled token, tokens left to `max_tokens`,
+        // and this sequence's share of the batch.
+        let room = (self.n_ctx as usize)
+            .saturating_sub(seq.n_past + 1)
+            .min(seq.job.max_tokens.saturating_sub(seq.completion_tokens))
+            .min((N_BATCH / self.parallel).saturating_sub(1) as usize)
+            .min(MAX_FORCED);
+        let mut forced = if room > 0 {
+            matcher.compute_ff_tokens()
+        } else {
+            Vec::new()
+        };
+        forced.truncate(room);
+        if !forced.is_empty() {
+            matcher.consume_tokens(&forced).map_err(|e| {
+                Error::internal(format!(
+                    "Constrained decoding failed: {}",
+                    super::constrain::first_line(&e.to_string())
+                ))
+            })?;
+        }
+        let done = matcher.is_stopped() && !matcher.is_error();
+        self.counters
+            .forced
+            .fetch_add(forced.len() as u64, Ordering::Relaxed);
+        for &token in &forced {
+            let token = LlamaToken(token as i32);
+            seq.job.sampler.accept(token);
+            seq.feed.push(token);
+        }
+        if seq.job.logprobs.is_some() {
+            // Given out after the next batch, which computes their log probabilities.
+            seq.awaiting = seq.feed[1..].iter().map(|&t| (t, 0)).collect();
+            return Ok(());
+        }
+        for (i, &token) in seq.feed[1..].to_vec().iter().enumerate() {
+            let position = seq.n_past + 1 + i;
+            self.emit(seq, token, None, position, out);
+            if out.reason.is_some() {
+                return Ok(());
+            }
+        }
+        if done {
+            out.reason = Some("stop");
+            out.flush = true;
+        }
+        Ok(())
     }
 
     /// Frees the sequences and queued jobs whose consumer has gone.
@@ -589,6 +716,19 @@ pub(super) fn share_prefills(slots: &mut [Option<Sequence>], ctx: &mut LlamaCont
             seq.logits_index = Some(index);
         }
     }
+}
+
+/// The log probability of `token` from the logits at batch `index`, with `top` alternatives.
+fn logprob_at(
+    ctx: &LlamaContext,
+    index: i32,
+    token: LlamaToken,
+    top: usize,
+    model: &LlamaModel,
+) -> TokenLogprob {
+    let logits = ctx.get_logits_ith(index);
+    let logit = logits.get(token.0 as usize).copied();
+    LogitsSummary::of(logits, top).entry(token, logit.unwrap_or(f32::NEG_INFINITY), model)
 }
 
 /// The next token of `seq` from the logits at `index`: masked by its grammar if it has one,
