@@ -1,7 +1,7 @@
 //! A turn that looped on results the conversation has (docs/tools.md, "A turn") is generated
 //! again without tools: the job for that, ready before the turn starts, sent only if needed.
 
-use super::scheduler::Job;
+use super::sequence::Job;
 use super::stream::Restart;
 use super::LlamaPredictor;
 use crate::error::Error;

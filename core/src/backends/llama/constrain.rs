@@ -45,28 +45,39 @@ impl TokenizerEnv for LlamaTokEnv {
     }
 
     fn tokenize_bytes(&self, bytes: &[u8]) -> Vec<TokenId> {
-        // llama.cpp's tokenizer takes text (it throws on invalid UTF-8, which must not
-        // reach C++): the valid start goes to it, a broken tail to the trie's greedy split
-        // (forced bytes end mid-character only between alternatives sharing a lead byte,
-        // and llguidance does not force a last token that could still grow).
-        let valid = match std::str::from_utf8(bytes) {
-            Ok(_) => bytes.len(),
-            Err(e) => e.valid_up_to(),
-        };
-        let mut tokens: Vec<TokenId> = self
-            .model
-            .vocab()
-            .tokenize(&bytes[..valid], false, false)
-            .into_iter()
-            .map(|t| t.0 as TokenId)
-            .collect();
-        tokens.extend(self.trie.greedy_tokenize(&bytes[valid..]));
-        tokens
+        // llama.cpp's tokenizer takes text (it throws on invalid UTF-8, which must not reach
+        // C++): each valid run goes to it, a broken character to the trie's greedy split (a
+        // forced run can start with the rest of a character the model wrote half of).
+        let tokens = self.trie.tokenize_with_greedy_fallback(bytes, |text| {
+            let tokens = self.model.vocab().tokenize(text.as_bytes(), false, false);
+            tokens.into_iter().map(|t| t.0 as TokenId).collect()
+        });
+        // Tokens that do not spell the text (`<unk>`) must not be forced: the greedy split
+        // does spell it.
+        if self.trie.decode_raw(&tokens) == bytes {
+            tokens
+        } else {
+            self.trie.greedy_tokenize(bytes)
+        }
     }
 
     fn tokenize_is_canonical(&self) -> bool {
         true
     }
+}
+
+/// Whether the model's tokenizer gives back exactly the text it is given. SentencePiece
+/// tokenizers with `add_space_prefix` (Llama 2, Mistral up to v0.3, TinyLlama) put a space in
+/// front of every text they tokenize, so their tokens for forced text would write a space the
+/// grammar does not allow: such a model decodes constrained output without jump-forward.
+fn spells_text_back(model: &LlamaModel) -> bool {
+    let probe = r#"{"name": "x", "n": [1, 2]}"#;
+    let tokens = model.vocab().tokenize(probe.as_bytes(), false, false);
+    let pieces: Vec<u8> = tokens
+        .iter()
+        .flat_map(|&t| model.vocab().token_to_piece(t, false, None))
+        .collect();
+    pieces == probe.as_bytes()
 }
 
 impl Grammars {
@@ -81,7 +92,7 @@ impl Grammars {
         self.factory
             .get_or_init(|| {
                 let approximate = LlamaSampler::llguidance_tok_env(model);
-                let tok_env: TokEnv = if self.forcing {
+                let tok_env: TokEnv = if self.forcing && spells_text_back(model) {
                     let trie = approximate.tok_trie().clone();
                     let model = Arc::clone(model);
                     Arc::new(LlamaTokEnv { trie, model })

@@ -5,7 +5,7 @@
 
 use super::answer::AnswerInstead;
 use super::constrain::{self, ToolSpec};
-use super::scheduler::{Job, Lazy};
+use super::sequence::{Job, Lazy};
 use super::stream::TextStream;
 use super::{random_seed, LlamaPredictor, TOOL_FORMAT};
 use crate::chat::tool_calls::{answered_calls, ToolCallDeltas, ToolCallParser, TurnRules};

@@ -17,8 +17,10 @@ mod format;
 mod generate;
 pub mod gpu;
 mod memory;
+mod prefill;
 mod sampling;
 mod scheduler;
+mod sequence;
 mod signature;
 mod stream;
 
@@ -29,7 +31,8 @@ use format::ChatFormat;
 pub use format::{check_chat_template, gguf_chat_template, is_jinja};
 use memory::{check_gguf, check_kv_memory, context_size, kv_bytes};
 use sampling::{random_seed, Sampling};
-use scheduler::{Job, Scheduler};
+use scheduler::Scheduler;
+use sequence::Job;
 
 pub use super::cores::{capped_threads, default_threads};
 use crate::chat::tool_calls::{ToolFormat, HERMES};

@@ -8,7 +8,6 @@ use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
 use std::collections::VecDeque;
 use std::num::NonZeroU32;
@@ -16,36 +15,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
+use super::prefill::{common_prefix, leader_for, share_prefills, unlink_orphans};
 use super::sampling::LogitsSummary;
+use super::sequence::{Job, Sequence};
 use super::stream::{Event, Finish};
 use super::{backend, Counters, N_BATCH};
 use crate::chat::text::{StopMatcher, Utf8Assembler};
 use llguidance::Matcher;
 
-/// One request, handed to the scheduler.
-pub(super) struct Job {
-    pub(super) prompt: Vec<LlamaToken>,
-    pub(super) max_tokens: usize,
-    pub(super) stop: Vec<String>,
-    pub(super) sampler: LlamaSampler,
-    /// The grammar the output follows from its first token.
-    pub(super) grammar: Option<Matcher>,
-    /// The grammar that starts when the output reaches a trigger.
-    pub(super) lazy: Option<Lazy>,
-    /// Alternatives to report with each token's log probability, when asked.
-    pub(super) logprobs: Option<usize>,
-    pub(super) events: mpsc::Sender<Result<Event>>,
-    /// Set when the consumer drops its stream: the scheduler frees the sequence at its next step.
-    pub(super) cancelled: Arc<AtomicBool>,
-    /// Set when the consumer has what it wants (a tool-call turn is over): the sequence ends
-    /// at its next token, as at a stop sequence.
-    pub(super) finish_now: Arc<AtomicBool>,
-    /// When the request came in (queue wait, time to first token).
-    pub(super) arrived: Instant,
-}
-
 /// Most tokens forced in one step (a long constant in a schema is fed over several).
 const MAX_FORCED: usize = 32;
+
+/// A generated token, and how it was chosen.
+#[derive(Clone, Copy)]
+enum Generated {
+    Sampled(LlamaToken),
+    /// Forced by the grammar (jump-forward).
+    Forced(LlamaToken),
+}
 
 /// What one step gives out for a sequence.
 #[derive(Default)]
@@ -54,67 +41,6 @@ struct Output {
     reason: Option<&'static str>,
     /// Flush the text held back (any end but a stop sequence).
     flush: bool,
-}
-
-/// A grammar that constrains the output from the moment it ends with `trigger` (the model
-/// opened a tool call), as llama.cpp's lazy grammars do.
-pub(super) struct Lazy {
-    pub(super) trigger: &'static str,
-    pub(super) matcher: Matcher,
-}
-
-/// A request occupying one sequence of the context.
-pub(super) struct Sequence {
-    pub(super) job: Job,
-    /// Prompt tokens already in the KV cache.
-    pub(super) prefilled: usize,
-    /// Position of the next token in the sequence.
-    pub(super) n_past: usize,
-    /// Tokens to feed at the next step, once the prompt is in: the last sampled one, then
-    /// those its grammar forces after it (jump-forward).
-    pub(super) feed: Vec<LlamaToken>,
-    /// Forced tokens in `feed` whose text waits for their log probabilities (asked for): each
-    /// with the batch index of the logits that predict it, set when the batch is filled.
-    pub(super) awaiting: Vec<(LlamaToken, i32)>,
-    /// Index in the current batch whose logits this sequence samples from.
-    pub(super) logits_index: Option<i32>,
-    pub(super) completion_tokens: usize,
-    pub(super) utf8: Utf8Assembler,
-    pub(super) stops: StopMatcher,
-    /// The grammar in force (from the start, or since the lazy one's trigger).
-    pub(super) grammar: Option<Matcher>,
-    /// The end of the output, to spot a lazy grammar's trigger.
-    pub(super) tail: String,
-    /// Log probabilities of tokens whose text is held back, with where that text ends
-    /// (in bytes of the whole output).
-    pub(super) logprobs: VecDeque<(usize, TokenLogprob)>,
-    /// Bytes of output produced, and given out.
-    pub(super) produced_bytes: usize,
-    pub(super) released_bytes: usize,
-    /// Another request with the same prompt whose prefill this one waits for, to copy its KV
-    /// cache instead of computing it again (the `n` choices of one request): its slot, and its
-    /// cancel flag to recognise it by.
-    pub(super) follows: Option<(usize, Arc<AtomicBool>)>,
-    /// Prompt tokens found in the slot's cache instead of computed.
-    pub(super) cached_tokens: usize,
-    /// When its first token was sampled (time per output token).
-    pub(super) first_token_at: Option<Instant>,
-}
-
-impl Sequence {
-    /// The log probabilities of the tokens whose text is now all given out (all of them at
-    /// the end).
-    pub(super) fn released_logprobs(&mut self, text: &str, end: bool) -> Vec<TokenLogprob> {
-        self.released_bytes += text.len();
-        let mut out = Vec::new();
-        while let Some((until, _)) = self.logprobs.front() {
-            if *until > self.released_bytes && !end {
-                break;
-            }
-            out.extend(self.logprobs.pop_front().map(|(_, v)| v));
-        }
-        out
-    }
 }
 
 pub(super) struct Scheduler {
@@ -356,10 +282,16 @@ impl Scheduler {
                     .job
                     .logprobs
                     .map(|top| logprob_at(ctx, at, token, top, &model));
+                let token = Generated::Forced(token);
                 self.emit(seq, token, logprob, first_position + i, &mut out);
                 if out.reason.is_some() {
                     break;
                 }
+            }
+            if out.reason.is_none() && seq.grammar.as_ref().is_some_and(is_complete) {
+                // Forced tokens completed it: its end is the only token left.
+                out.reason = Some("stop");
+                out.flush = true;
             }
             if out.reason.is_none() {
                 let (token, logprob) = match pick(seq, ctx, index, &self.model) {
@@ -382,7 +314,7 @@ impl Scheduler {
                     out.flush = true;
                 } else {
                     let position = seq.n_past;
-                    self.emit(seq, token, logprob, position, &mut out);
+                    self.emit(seq, Generated::Sampled(token), logprob, position, &mut out);
                     seq.feed.push(token);
                     if out.reason.is_none() {
                         if let Err(error) = self.jump_forward(seq, &mut out) {
@@ -443,11 +375,18 @@ impl Scheduler {
     fn emit(
         &self,
         seq: &mut Sequence,
-        token: LlamaToken,
+        token: Generated,
         logprob: Option<TokenLogprob>,
         position: usize,
         out: &mut Output,
     ) {
+        let token = match token {
+            Generated::Sampled(token) => token,
+            Generated::Forced(token) => {
+                self.counters.forced.fetch_add(1, Ordering::Relaxed);
+                token
+            }
+        };
         seq.completion_tokens += 1;
         self.counters.generated.fetch_add(1, Ordering::Relaxed);
         let bytes = self.model.vocab().token_to_piece(token, false, None);
@@ -510,10 +449,7 @@ impl Scheduler {
                 ))
             })?;
         }
-        let done = matcher.is_stopped() && !matcher.is_error();
-        self.counters
-            .forced
-            .fetch_add(forced.len() as u64, Ordering::Relaxed);
+        let done = is_complete(matcher);
         for &token in &forced {
             let token = LlamaToken(token as i32);
             seq.job.sampler.accept(token);
@@ -526,7 +462,7 @@ impl Scheduler {
         }
         for (i, &token) in seq.feed[1..].to_vec().iter().enumerate() {
             let position = seq.n_past + 1 + i;
-            self.emit(seq, token, None, position, out);
+            self.emit(seq, Generated::Forced(token), None, position, out);
             if out.reason.is_some() {
                 return Ok(());
             }
@@ -654,68 +590,9 @@ impl Scheduler {
     }
 }
 
-/// The sequence (of those still prefilling, `(slot, prompt, cancel flag)`) whose prefill a new
-/// request with `prompt` can copy.
-pub(super) fn leader_for(
-    prompt: &[LlamaToken],
-    prefilling: &[(usize, Vec<LlamaToken>, Arc<AtomicBool>)],
-) -> Option<(usize, Arc<AtomicBool>)> {
-    prefilling
-        .iter()
-        .find(|(_, p, _)| p.as_slice() == prompt)
-        .map(|(id, _, flag)| (*id, Arc::clone(flag)))
-}
-
-/// How many first tokens `a` and `b` share.
-pub(super) fn common_prefix(a: &[LlamaToken], b: &[LlamaToken]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
-}
-
-/// A follower whose leader has gone (cancelled, failed) prefills on its own.
-pub(super) fn unlink_orphans(slots: &mut [Option<Sequence>]) {
-    let alive: Vec<Option<Arc<AtomicBool>>> = slots
-        .iter()
-        .map(|s| s.as_ref().map(|s| Arc::clone(&s.job.cancelled)))
-        .collect();
-    for seq in slots.iter_mut().flatten() {
-        if let Some((leader, flag)) = &seq.follows {
-            let same = alive[*leader]
-                .as_ref()
-                .is_some_and(|f| Arc::ptr_eq(f, flag));
-            if !same {
-                seq.follows = None;
-            }
-        }
-    }
-}
-
-/// Followers whose leader finished its prefill in this batch get a copy of its KV cache (the
-/// prompt alone: its first token is not decoded yet) and sample from the same logits.
-pub(super) fn share_prefills(slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
-    for id in 0..slots.len() {
-        let Some((leader, _)) = slots[id].as_ref().and_then(|s| s.follows.clone()) else {
-            continue;
-        };
-        let Some(index) = slots[leader]
-            .as_ref()
-            .filter(|l| l.prefilled == l.job.prompt.len())
-            .and_then(|l| l.logits_index)
-        else {
-            continue;
-        };
-        let copied = ctx
-            .copy_kv_cache_seq(leader as i32, id as i32, None, None)
-            .is_ok();
-        if let Some(seq) = slots[id].as_mut() {
-            seq.follows = None;
-            if !copied {
-                continue; // prefills itself from the next step
-            }
-            seq.prefilled = seq.job.prompt.len();
-            seq.n_past = seq.prefilled;
-            seq.logits_index = Some(index);
-        }
-    }
+/// Whether a grammar is complete: nothing but the end of the output is left.
+fn is_complete(matcher: &Matcher) -> bool {
+    matcher.is_stopped() && !matcher.is_error()
 }
 
 /// The log probability of `token` from the logits at batch `index`, with `top` alternatives.
