@@ -150,17 +150,18 @@ impl<'m> Builder<'m> {
                 })
             }
             Precision::Int8 => {
+                let levels = weight_levels();
                 let mut scales = vec![0f32; outputs];
                 for (o, s) in scales.iter_mut().enumerate() {
                     let peak = (0..inputs)
                         .map(|i| transposed[i * outputs + o].abs())
                         .fold(0f32, f32::max);
-                    *s = if peak > 0.0 { peak / 127.0 } else { 1.0 };
+                    *s = if peak > 0.0 { peak / levels } else { 1.0 };
                 }
                 let quantised: Vec<i8> = transposed
                     .iter()
                     .enumerate()
-                    .map(|(k, v)| (v / scales[k % outputs]).round().clamp(-127.0, 127.0) as i8)
+                    .map(|(k, v)| (v / scales[k % outputs]).round().clamp(-levels, levels) as i8)
                     .collect();
                 let w = self.g.i8s("w", &[inputs, outputs], &quantised);
                 let s = self.g.f32s("s", &[outputs], &scales);
@@ -551,4 +552,18 @@ pub fn decoder(
         &[Dim::Named("heads"), Dim::Named("n"), Dim::Fixed(n_audio)],
     );
     Ok(b.g.model("whisper_decoder", 20))
+}
+
+/// The largest magnitude of a quantised weight. Without VNNI, ONNX Runtime's x86 kernels for
+/// uint8 × int8 (AVX2, AVX-512 without VNNI) add pairs of products in 16 bits, which saturate:
+/// 255 · 127 · 2 > 32767. On such a CPU Whisper base's translation of the French test clip
+/// came out as "I'm going to the bar." over and over (float32 and VNNI CPUs: "Hello. I called
+/// Marie..."). Weights of 7 bits (±63: 255 · 63 · 2 = 32130) cannot saturate, as ONNX
+/// Runtime's own quantiser does with `reduce_range` for these CPUs.
+fn weight_levels() -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if !std::arch::is_x86_feature_detected!("avx512vnni") {
+        return 63.0;
+    }
+    127.0
 }
