@@ -469,7 +469,7 @@ class CreateEmbeddingResponse(BaseModel):
     def to_numpy(self) -> Any:
         """The vectors as a read-only ``numpy.ndarray`` of shape ``(rows, dims)``, dtype
         float32, sharing memory with the engine's output (needs ``numpy``)."""
-        from ._response import _numpy
+        from .._response import _numpy
 
         numpy = _numpy()
         matrix = getattr(self, "_matrix", None)
