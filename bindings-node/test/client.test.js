@@ -11,7 +11,7 @@ const { OpenAI, BadRequestError, NotFoundError, InternalServerError, APIError, O
 const model = '@local/smollm2-135m-instruct';
 const france = [
   { role: 'system', content: 'Be brief.' },
-  { role: 'user', content: 'What is the capital of France?' },
+  { role: 'user', content: 'Name the capital of France.' },
 ];
 const story = [{ role: 'user', content: 'Write a very long story about a dragon.' }];
 // Greedy: the story runs to max_tokens every time (a sampled one may end early, leaving the

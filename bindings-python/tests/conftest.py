@@ -17,7 +17,7 @@ os.environ["INGLE_RESPONSES_STORE"] = os.path.join(_STORE, "responses.sqlite3")
 MODEL = "@local/smollm2-135m-instruct"
 FRANCE = [
     {"role": "system", "content": "Be brief."},
-    {"role": "user", "content": "What is the capital of France?"},
+    {"role": "user", "content": "Name the capital of France."},
 ]
 
 

@@ -222,11 +222,11 @@ def test_breaking_out_of_a_stream_runs_the_generators_finally_at_once(users):
 
 def test_a_predictor_calls_a_model_through_the_client(users):
     r = users.chat.completions.create(
-        model="@test/persona", messages=[{"role": "user", "content": "What is the capital of France?"}],
+        model="@test/persona", messages=[{"role": "user", "content": "Name the capital of France."}],
         max_tokens=12)
     assert "Paris" in r.choices[0].message.content
     text = "".join(c.choices[0].delta.content or "" for c in users.chat.completions.create(
-        model="@test/persona", messages=[{"role": "user", "content": "What is the capital of France?"}],
+        model="@test/persona", messages=[{"role": "user", "content": "Name the capital of France."}],
         max_tokens=12, stream=True) if c.choices)
     assert "Paris" in text
 
@@ -863,7 +863,7 @@ def test_ingle_serve_serves_python_predictors_to_the_openai_sdk(users):
         t = sdk.audio.transcriptions.create(model="@test/listen", file=("x.wav", wav_bytes(np.zeros(8000), 16000)))
         assert t.text.startswith("0.50 seconds")
         # A Python predictor that calls the model, from a server thread.
-        r = sdk.chat.completions.create(model="@test/persona", messages=[{"role": "user", "content": "What is the capital of France?"}], max_tokens=12)
+        r = sdk.chat.completions.create(model="@test/persona", messages=[{"role": "user", "content": "Name the capital of France."}], max_tokens=12)
         assert "Paris" in r.choices[0].message.content
         with pytest.raises(openai.InternalServerError):
             sdk.chat.completions.create(model="@test/persona", messages=[{"role": "user", "content": "x"}], max_tokens=0)
