@@ -13,6 +13,9 @@ export interface Metrics {
   generated_tokens: number;
   /** Of `generated_tokens`, those a grammar forced (jump-forward decoding, docs/tools.md). */
   forced_tokens: number;
+  /** Tokens proposed by speculative decoding (n-gram lookup, docs/speed.md), and of them those accepted. */
+  draft_tokens: number;
+  accepted_draft_tokens: number;
   prompt_tokens: number;
   cancelled_requests: number;
   /** KV-cache cells held by running sequences, and the cache's size (chat models; else 0). */

@@ -433,6 +433,9 @@ impl Config {
                 ("threads", predictor.threads, 1, MAX_THREADS),
                 ("parallel", llama.parallel, 1, MAX_PARALLEL),
                 ("n_ctx", llama.n_ctx, MIN_N_CTX, MAX_N_CTX),
+                ("draft_max", llama.draft_max, 1, 64),
+                ("ngram_min", llama.ngram_min, 1, 16),
+                ("ngram_max", llama.ngram_max, 1, 16),
                 ("max_length", embedding.max_length, 2, MAX_EMBEDDING_LENGTH),
             ];
             for (name, value, min, max) in ranges {
@@ -447,6 +450,17 @@ impl Config {
                         ))
                     }
                     _ => {}
+                }
+            }
+            if let (Some(min), Some(max)) = (llama.ngram_min, llama.ngram_max) {
+                if min > max {
+                    return Err(Error::invalid(
+                        field("ngram_min"),
+                        format!(
+                            "Invalid config: `ngram_min` of `{tag}` is {min}, more than its \
+                             `ngram_max` {max}"
+                        ),
+                    ));
                 }
             }
             backend_check(predictor).map_err(|e| {

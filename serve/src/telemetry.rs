@@ -432,7 +432,7 @@ impl Collector for ModelCollector {
                 metric.encode_gauge(&value(m))
             })?;
         }
-        let counters: [(Describe, Figure); 6] = [
+        let counters: [(Describe, Figure); 8] = [
             (
                 (
                     "ingle_prompt_tokens",
@@ -460,6 +460,25 @@ impl Collector for ModelCollector {
                     MetricType::Counter,
                 ),
                 |m| m.forced_tokens as f64,
+            ),
+            (
+                (
+                    "ingle_spec_decode_num_draft_tokens",
+                    "Tokens proposed by speculative decoding (n-gram lookup)",
+                    None,
+                    MetricType::Counter,
+                ),
+                |m| m.draft_tokens as f64,
+            ),
+            (
+                (
+                    "ingle_spec_decode_num_accepted_tokens",
+                    "Of the tokens speculative decoding proposed, those the model's own sampling \
+                     confirmed",
+                    None,
+                    MetricType::Counter,
+                ),
+                |m| m.accepted_draft_tokens as f64,
             ),
             (
                 (

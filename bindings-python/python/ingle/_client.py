@@ -275,7 +275,8 @@ class OpenAI:
     def metrics(self, model: str = REQUIRED) -> Dict[str, Any]:
         """Load figures of a model, counted since it loaded: ``active_requests``,
         ``queued_requests``, ``generated_tokens`` (of which ``forced_tokens``: forced by a
-        grammar, jump-forward), ``prompt_tokens``, ``cancelled_requests``,
+        grammar, jump-forward), ``draft_tokens`` and ``accepted_draft_tokens`` (speculative
+        decoding), ``prompt_tokens``, ``cancelled_requests``,
         ``kv_cells_used`` / ``kv_cells_total``, ``audio_input_seconds``,
         ``audio_output_seconds``, ``memory_bytes``, and the histograms ``queue_wait``,
         ``time_to_first_token``, ``time_per_output_token`` (``count``, ``sum_seconds``,

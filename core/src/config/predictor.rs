@@ -65,6 +65,16 @@ pub struct LlamaOptions {
     /// (docs/tools.md). Default on; `false` to compare against, or to have the model choose
     /// its own tokenization of fixed text.
     pub jump_forward: Option<bool>,
+    /// Speculative decoding by n-gram lookup (prompt lookup): the continuation of the last
+    /// `ngram_max`..`ngram_min` tokens where they occurred before in the prompt or output is
+    /// proposed, up to `draft_max` tokens, and verified in one batch (docs/speed.md). Default
+    /// off.
+    pub ngram_speculation: Option<bool>,
+    /// Most tokens proposed per step (1 to 64; default 8).
+    pub draft_max: Option<u32>,
+    /// Shortest and longest n-gram looked up (1 to 16; default 2 and 4).
+    pub ngram_min: Option<u32>,
+    pub ngram_max: Option<u32>,
 }
 
 /// The options of a sentence-embedding model on ONNX Runtime.
@@ -123,6 +133,14 @@ struct PredictorForm {
     #[serde(default)]
     jump_forward: Option<bool>,
     #[serde(default)]
+    ngram_speculation: Option<bool>,
+    #[serde(default)]
+    draft_max: Option<u32>,
+    #[serde(default)]
+    ngram_min: Option<u32>,
+    #[serde(default)]
+    ngram_max: Option<u32>,
+    #[serde(default)]
     tokenizer: Option<PathBuf>,
     #[serde(default)]
     max_length: Option<u32>,
@@ -145,6 +163,10 @@ fn options_of(backend: Backend) -> &'static [&'static str] {
             "chat_template",
             "defaults",
             "jump_forward",
+            "ngram_speculation",
+            "draft_max",
+            "ngram_min",
+            "ngram_max",
         ],
         Backend::OnnxEmbedding => &["tokenizer", "max_length", "pooling"],
         Backend::Piper => &["voice_config", "voices"],
@@ -201,6 +223,10 @@ impl TryFrom<PredictorForm> for PredictorConfig {
                     .is_some_and(|d| d != SamplingDefaults::default()),
             ),
             ("jump_forward", form.jump_forward.is_some()),
+            ("ngram_speculation", form.ngram_speculation.is_some()),
+            ("draft_max", form.draft_max.is_some()),
+            ("ngram_min", form.ngram_min.is_some()),
+            ("ngram_max", form.ngram_max.is_some()),
             ("tokenizer", form.tokenizer.is_some()),
             ("max_length", form.max_length.is_some()),
             ("pooling", form.pooling.is_some()),
@@ -223,6 +249,10 @@ impl TryFrom<PredictorForm> for PredictorConfig {
                 chat_template: form.chat_template,
                 defaults: form.defaults.unwrap_or_default(),
                 jump_forward: form.jump_forward,
+                ngram_speculation: form.ngram_speculation,
+                draft_max: form.draft_max,
+                ngram_min: form.ngram_min,
+                ngram_max: form.ngram_max,
             }),
             Backend::OnnxEmbedding => BackendOptions::OnnxEmbedding(EmbeddingOptions {
                 tokenizer: form.tokenizer,
@@ -462,6 +492,16 @@ impl PredictorConfig {
     /// Jump-forward decoding of constrained output (default on).
     pub fn jump_forward(self, on: bool) -> Self {
         self.with_llama("jump_forward", |o| o.jump_forward = Some(on))
+    }
+
+    /// Speculative decoding by n-gram lookup (default off).
+    pub fn ngram_speculation(self, on: bool) -> Self {
+        self.with_llama("ngram_speculation", |o| o.ngram_speculation = Some(on))
+    }
+
+    /// Most tokens proposed per step by speculative decoding.
+    pub fn draft_max(self, tokens: u32) -> Self {
+        self.with_llama("draft_max", |o| o.draft_max = Some(tokens))
     }
 }
 

@@ -17,6 +17,10 @@ pub struct Metrics {
     /// Of `generated_tokens`, those a grammar forced and that were decoded in a batch rather
     /// than sampled one by one (jump-forward decoding of constrained output).
     pub forced_tokens: u64,
+    /// Tokens proposed by speculative decoding, and those of them the model accepted (the
+    /// acceptance rate is their ratio).
+    pub draft_tokens: u64,
+    pub accepted_draft_tokens: u64,
     /// Prompt tokens taken in since the predictor loaded (embedding inputs' tokens included).
     pub prompt_tokens: u64,
     /// Predictions stopped because their consumer went away.
@@ -57,6 +61,8 @@ impl Metrics {
             "queued_requests": self.queued_requests,
             "generated_tokens": self.generated_tokens,
             "forced_tokens": self.forced_tokens,
+            "draft_tokens": self.draft_tokens,
+            "accepted_draft_tokens": self.accepted_draft_tokens,
             "prompt_tokens": self.prompt_tokens,
             "cancelled_requests": self.cancelled_requests,
             "kv_cells_used": self.kv_cells_used,

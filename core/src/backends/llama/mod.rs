@@ -22,6 +22,7 @@ mod sampling;
 mod scheduler;
 mod sequence;
 mod signature;
+mod speculation;
 mod stream;
 
 pub use signature::signature;
@@ -99,6 +100,9 @@ struct Counters {
     generated: AtomicU64,
     /// Generated tokens a grammar forced (jump-forward decoding), counted in `generated` too.
     forced: AtomicU64,
+    /// Tokens proposed by speculative decoding, and those of them accepted.
+    drafted: AtomicU64,
+    accepted: AtomicU64,
     prompt: AtomicU64,
     cancelled: AtomicU64,
     /// KV cells held by the running sequences (their positions), updated every step.
@@ -209,6 +213,7 @@ impl LlamaPredictor {
             last_used: vec![0; parallel as usize],
             clock: 0,
             recomputed: recomputed_on_a_hit(&offload),
+            speculation: speculation(options_of(config), &model),
         };
         let scheduler = std::thread::Builder::new()
             .name(format!("ingle-llama {}", config.tag))
@@ -459,6 +464,8 @@ impl Predictor for LlamaPredictor {
             queued_requests: self.counters.queued.load(Ordering::Relaxed),
             generated_tokens: self.counters.generated.load(Ordering::Relaxed),
             forced_tokens: self.counters.forced.load(Ordering::Relaxed),
+            draft_tokens: self.counters.drafted.load(Ordering::Relaxed),
+            accepted_draft_tokens: self.counters.accepted.load(Ordering::Relaxed),
             prompt_tokens: self.counters.prompt.load(Ordering::Relaxed),
             cancelled_requests: self.counters.cancelled.load(Ordering::Relaxed),
             kv_cells_used: self.counters.kv_used.load(Ordering::Relaxed),
@@ -471,6 +478,20 @@ impl Predictor for LlamaPredictor {
             audio_output_ms: 0,
         }
     }
+}
+
+/// Speculative decoding's settings where the config turns it on and the model can drop the
+/// tail of a sequence's KV cache (not a recurrent model's state).
+fn speculation(options: &LlamaOptions, model: &LlamaModel) -> Option<scheduler::Speculation> {
+    if !options.ngram_speculation.unwrap_or(false) || model.is_recurrent() || model.is_hybrid() {
+        return None;
+    }
+    let ngram_min = options.ngram_min.unwrap_or(2) as usize;
+    Some(scheduler::Speculation {
+        draft_max: options.draft_max.unwrap_or(8) as usize,
+        ngram_min,
+        ngram_max: (options.ngram_max.unwrap_or(4) as usize).max(ngram_min),
+    })
 }
 
 /// How many of a prompt's last tokens a prompt-cache hit computes again, so that it answers

@@ -18,6 +18,7 @@ use std::time::Instant;
 use super::prefill::{common_prefix, leader_for, share_prefills, unlink_orphans};
 use super::sampling::LogitsSummary;
 use super::sequence::{Job, Sequence};
+use super::speculation::{next_draft_len, ngram_draft};
 use super::stream::{Event, Finish};
 use super::{backend, Counters, N_BATCH};
 use crate::chat::text::{StopMatcher, Utf8Assembler};
@@ -57,6 +58,15 @@ pub(super) struct Scheduler {
     pub(super) clock: u64,
     /// How many of a prompt's last tokens a cache hit computes again (`recomputed_on_a_hit`).
     pub(super) recomputed: usize,
+    /// Speculative decoding by n-gram lookup, when on.
+    pub(super) speculation: Option<Speculation>,
+}
+
+/// The n-gram lookup's sizes (`ngram_speculation` and its options in the config).
+pub(super) struct Speculation {
+    pub(super) draft_max: usize,
+    pub(super) ngram_min: usize,
+    pub(super) ngram_max: usize,
 }
 
 impl Scheduler {
@@ -153,6 +163,10 @@ impl Scheduler {
                         n_past: reused,
                         feed: Vec::new(),
                         awaiting: Vec::new(),
+                        drafts: Vec::new(),
+                        verify_from: None,
+                        draft_len: self.speculation.as_ref().map_or(0, |s| s.draft_max),
+                        generated: Vec::new(),
                         logits_index: None,
                         completion_tokens: 0,
                         utf8: Utf8Assembler::default(),
@@ -204,8 +218,9 @@ impl Scheduler {
             }
             // Logits at the last token give the next one; at the others only when the forced
             // tokens after them need their log probabilities.
-            let all_logits = !seq.awaiting.is_empty();
+            let all_logits = !seq.awaiting.is_empty() || !seq.drafts.is_empty();
             let n = seq.feed.len();
+            let first = batch.n_tokens();
             for (i, token) in seq.feed.drain(..).enumerate() {
                 let last = i + 1 == n;
                 batch
@@ -215,6 +230,9 @@ impl Scheduler {
                 if let Some(awaiting) = seq.awaiting.get_mut(i).filter(|_| !last) {
                     awaiting.1 = batch.n_tokens() - 1;
                 }
+            }
+            if !seq.drafts.is_empty() {
+                seq.verify_from = Some(first);
             }
             seq.logits_index = Some(batch.n_tokens() - 1);
         }
@@ -263,69 +281,23 @@ impl Scheduler {
     }
 
     /// Samples the next token of every sequence that has logits in this batch (after giving
-    /// out the forced tokens that waited for theirs), then appends the tokens its grammar
-    /// forces after it.
+    /// out the forced tokens that waited for theirs, or checking the drafted ones), then
+    /// appends the tokens its grammar forces after it, or a draft.
     pub(super) fn sample(&mut self, slots: &mut [Option<Sequence>], ctx: &mut LlamaContext) {
-        let model = Arc::clone(&self.model);
-        let vocab = model.vocab();
         for (id, slot) in slots.iter_mut().enumerate() {
             let Some(seq) = slot else { continue };
             let Some(index) = seq.logits_index.take() else {
                 continue;
             };
-            let mut out = Output::default();
-            let awaiting = std::mem::take(&mut seq.awaiting);
-            // They were fed last, after the token sampled before them.
-            let first_position = seq.n_past - awaiting.len();
-            for (i, (token, at)) in awaiting.into_iter().enumerate() {
-                let logprob = seq
-                    .job
-                    .logprobs
-                    .map(|top| logprob_at(ctx, at, token, top, &model));
-                let token = Generated::Forced(token);
-                self.emit(seq, token, logprob, first_position + i, &mut out);
-                if out.reason.is_some() {
-                    break;
-                }
-            }
-            if out.reason.is_none() && seq.grammar.as_ref().is_some_and(is_complete) {
-                // Forced tokens completed it: its end is the only token left.
-                out.reason = Some("stop");
-                out.flush = true;
-            }
-            if out.reason.is_none() {
-                let (token, logprob) = match pick(seq, ctx, index, &self.model) {
-                    Ok(picked) => picked,
-                    Err(error) => {
-                        if let Some(seq) = self.release(slot, id) {
-                            let _ = seq.job.events.send(Err(error));
-                        }
-                        continue;
+            let mut out = match self.step(seq, id, ctx, index) {
+                Ok(out) => out,
+                Err(error) => {
+                    if let Some(seq) = self.release(slot, id) {
+                        let _ = seq.job.events.send(Err(error));
                     }
-                };
-                if seq.first_token_at.is_none() {
-                    seq.first_token_at = Some(Instant::now());
-                    self.counters
-                        .time_to_first_token
-                        .record(seq.job.arrived.elapsed());
+                    continue;
                 }
-                if vocab.is_eog(token) {
-                    out.reason = Some("stop");
-                    out.flush = true;
-                } else {
-                    let position = seq.n_past;
-                    self.emit(seq, Generated::Sampled(token), logprob, position, &mut out);
-                    seq.feed.push(token);
-                    if out.reason.is_none() {
-                        if let Err(error) = self.jump_forward(seq, &mut out) {
-                            if let Some(seq) = self.release(slot, id) {
-                                let _ = seq.job.events.send(Err(error));
-                            }
-                            continue;
-                        }
-                    }
-                }
-            }
+            };
             if out.reason.is_none() && seq.job.finish_now.load(Ordering::Relaxed) {
                 out.reason = Some("stop");
                 out.flush = true;
@@ -369,6 +341,134 @@ impl Scheduler {
         }
     }
 
+    /// One sequence's step after a decode: what it gives out, and what it feeds next.
+    fn step(
+        &self,
+        seq: &mut Sequence,
+        id: usize,
+        ctx: &mut LlamaContext,
+        index: i32,
+    ) -> Result<Output> {
+        let mut out = Output::default();
+        let awaiting = std::mem::take(&mut seq.awaiting);
+        // They were fed last, after the token sampled before them.
+        let first_position = seq.n_past - awaiting.len();
+        for (i, (token, at)) in awaiting.into_iter().enumerate() {
+            let logprob = seq
+                .job
+                .logprobs
+                .map(|top| logprob_at(ctx, at, token, top, &self.model));
+            self.emit(
+                seq,
+                Generated::Forced(token),
+                logprob,
+                first_position + i,
+                &mut out,
+            );
+            if out.reason.is_some() {
+                return Ok(out);
+            }
+        }
+        if seq.grammar.as_ref().is_some_and(is_complete) {
+            // Forced tokens completed it: its end is the only token left.
+            out.reason = Some("stop");
+            out.flush = true;
+            return Ok(out);
+        }
+        // Drafted tokens fed after the last sampled one are checked in order: the token
+        // sampled at each position (from the logits there, by the request's own sampler and
+        // grammar) is the output, as without a draft; while it is the drafted one, the next
+        // position's logits are already computed. The first that differs is kept as sampled
+        // and the drafts after it are dropped from the KV cache. The output is the one plain
+        // decoding gives, token for token, sampled or greedy.
+        let drafts = std::mem::take(&mut seq.drafts);
+        let (first, base) = match seq.verify_from.take() {
+            Some(base) => (seq.n_past - drafts.len(), base),
+            None => (seq.n_past, index),
+        };
+        let mut accepted = 0;
+        let token = loop {
+            let (token, logprob) = pick(seq, ctx, base + accepted as i32, &self.model)?;
+            if seq.first_token_at.is_none() {
+                seq.first_token_at = Some(Instant::now());
+                self.counters
+                    .time_to_first_token
+                    .record(seq.job.arrived.elapsed());
+            }
+            if self.model.vocab().is_eog(token) {
+                out.reason = Some("stop");
+                out.flush = true;
+                break None;
+            }
+            self.emit(
+                seq,
+                Generated::Sampled(token),
+                logprob,
+                first + accepted,
+                &mut out,
+            );
+            if out.reason.is_some() {
+                break None;
+            }
+            if drafts.get(accepted) == Some(&token) {
+                accepted += 1;
+                continue;
+            }
+            break Some(token);
+        };
+        if !drafts.is_empty() {
+            self.counters
+                .drafted
+                .fetch_add(drafts.len() as u64, Ordering::Relaxed);
+            self.counters
+                .accepted
+                .fetch_add(accepted as u64, Ordering::Relaxed);
+            seq.draft_len = next_draft_len(seq.draft_len, accepted, drafts.len());
+            let kept = first + accepted;
+            if kept < seq.n_past {
+                let _ = ctx.clear_kv_cache_seq(Some(id as u32), Some(kept as u32), None);
+                seq.n_past = kept;
+            }
+        }
+        let Some(token) = token else {
+            return Ok(out);
+        };
+        seq.feed.push(token);
+        self.jump_forward(seq, &mut out)?;
+        if out.reason.is_none() && seq.feed.len() == 1 {
+            self.draft(seq);
+        }
+        Ok(out)
+    }
+
+    /// Speculative decoding by n-gram lookup: after the sampled token, the tokens that followed
+    /// the latest earlier occurrence of the output's last `ngram_max`..`ngram_min` tokens (in
+    /// the prompt or the output), verified in the next batch ([`Scheduler::step`]).
+    fn draft(&self, seq: &mut Sequence) {
+        let Some(speculation) = &self.speculation else {
+            return;
+        };
+        // Positions left after the sampled token, tokens left to `max_tokens` after the one
+        // sampled at the last draft's position, this sequence's share of the batch.
+        let room = (self.n_ctx as usize)
+            .saturating_sub(seq.n_past + 1)
+            .min(seq.job.max_tokens.saturating_sub(seq.completion_tokens + 1))
+            .min((N_BATCH / self.parallel).saturating_sub(1) as usize)
+            .min(seq.draft_len.min(speculation.draft_max));
+        if room == 0 {
+            return;
+        }
+        let drafts = ngram_draft(
+            &seq.job.prompt,
+            &seq.generated,
+            speculation.ngram_min,
+            speculation.ngram_max,
+            room,
+        );
+        seq.feed.extend_from_slice(&drafts);
+        seq.drafts = drafts;
+    }
+
     /// Adds `token` (generated, at `position`) to the output: its text past the stop
     /// sequences, its log probability, the lazy grammar's trigger; ends the output on a stop
     /// sequence, at `max_tokens` or at the end of the context.
@@ -406,6 +506,9 @@ impl Scheduler {
             {
                 seq.grammar = seq.job.lazy.take().map(|lazy| lazy.matcher);
             }
+        }
+        if self.speculation.is_some() {
+            seq.generated.push(token);
         }
         let piece = seq.utf8.push(&bytes);
         let (safe, stopped) = seq.stops.push(&piece);

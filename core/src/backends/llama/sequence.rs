@@ -55,6 +55,15 @@ pub(super) struct Sequence {
     /// Forced tokens in `feed` whose text waits for their log probabilities (asked for): each
     /// with the batch index of the logits that predict it, set when the batch is filled.
     pub(super) awaiting: Vec<(LlamaToken, i32)>,
+    /// Drafted tokens in `feed` after the sampled one (speculative decoding), and the batch
+    /// index of the sampled one's logits once fed (those of the drafts follow it).
+    pub(super) drafts: Vec<LlamaToken>,
+    pub(super) verify_from: Option<i32>,
+    /// How many tokens the next draft may have: it grows while drafts are accepted whole and
+    /// shrinks to what was accepted, so that text that does not repeat costs little.
+    pub(super) draft_len: usize,
+    /// The tokens generated so far (where a draft is looked up, with the prompt).
+    pub(super) generated: Vec<LlamaToken>,
     /// Index in the current batch whose logits this sequence samples from.
     pub(super) logits_index: Option<i32>,
     pub(super) completion_tokens: usize,
