@@ -256,14 +256,42 @@ fn grammars_tools_and_n_agree() {
         "function_name": {"type": "string"},
         "variables": {"type": "array", "items": {"type": "string"}}},
         "required": ["function_name", "variables"]});
-    let (structured, _) = same_both_ways(ChatCompletionRequest {
+    let forced = |model: &str| client().metrics(model).unwrap().forced_tokens;
+    let before = (forced(TOOLS_MODEL), forced(&speculative(TOOLS_MODEL)));
+    let (structured, same) = same_both_ways(ChatCompletionRequest {
         response_format: Some(json!({"type": "json_schema",
             "json_schema": {"name": "Summary", "schema": schema}})),
         ..code_edit(TOOLS_MODEL)
     });
+    let after = (forced(TOOLS_MODEL), forced(&speculative(TOOLS_MODEL)));
+    if same {
+        // What the grammar forces after an accepted draft is forced (jump-forward), not
+        // sampled: the same tokens forced both ways.
+        assert_eq!(after.0 - before.0, after.1 - before.1, "forced tokens");
+        assert!(after.0 > before.0);
+    }
     let value: Value =
         serde_json::from_str(structured.choices[0].message.content.as_deref().unwrap()).unwrap();
     assert_eq!(value["function_name"], "total_price", "{value}");
+
+    // Objects of one shape, one after another: drafts copy the keys the grammar forces.
+    let lines = json!({"type": "object", "properties": {"lines": {"type": "array", "items": {
+        "type": "object", "properties": {"number": {"type": "integer"}, "code": {"type": "string"}},
+        "required": ["number", "code"]}}}, "required": ["lines"]});
+    let before = (forced(TOOLS_MODEL), forced(&speculative(TOOLS_MODEL)));
+    let (listed, same) = same_both_ways(ChatCompletionRequest {
+        response_format: Some(json!({"type": "json_schema",
+            "json_schema": {"name": "Lines", "schema": lines}})),
+        max_tokens: Some(200),
+        ..code_edit(TOOLS_MODEL)
+    });
+    let after = (forced(TOOLS_MODEL), forced(&speculative(TOOLS_MODEL)));
+    let value: Value = serde_json::from_str(listed.choices[0].message.content.as_deref().unwrap())
+        .unwrap_or_default();
+    eprintln!("lines: {value}");
+    if same {
+        assert_eq!(after.0 - before.0, after.1 - before.1, "forced tokens");
+    }
 
     let tool = json!([{"type": "function", "function": {
         "name": "rename_variable", "description": "Rename a variable in a function.",

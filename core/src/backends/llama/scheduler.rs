@@ -410,7 +410,10 @@ impl Scheduler {
             if out.reason.is_some() {
                 break None;
             }
-            if drafts.get(accepted) == Some(&token) {
+            // A drafted token is accepted unless its grammar now forces tokens: those are fed
+            // after it as plain decoding feeds them (jump-forward), not sampled from the
+            // draft's logits, so the token is fed again in its place.
+            if drafts.get(accepted) == Some(&token) && !grammar_forces(seq) {
                 accepted += 1;
                 continue;
             }
@@ -696,6 +699,13 @@ impl Scheduler {
 /// Whether a grammar is complete: nothing but the end of the output is left.
 fn is_complete(matcher: &Matcher) -> bool {
     matcher.is_stopped() && !matcher.is_error()
+}
+
+/// Whether the sequence's grammar (if any) forces tokens now (none without jump-forward).
+fn grammar_forces(seq: &mut Sequence) -> bool {
+    seq.grammar
+        .as_mut()
+        .is_some_and(|matcher| !matcher.compute_ff_tokens().is_empty())
 }
 
 /// The log probability of `token` from the logits at batch `index`, with `top` alternatives.

@@ -60,7 +60,7 @@ pub(super) struct Sequence {
     pub(super) drafts: Vec<LlamaToken>,
     pub(super) verify_from: Option<i32>,
     /// How many tokens the next draft may have: it grows while drafts are accepted whole and
-    /// shrinks to what was accepted, so that text that does not repeat costs little.
+    /// shrinks to what was accepted and one more, so that text that does not repeat costs little.
     pub(super) draft_len: usize,
     /// The tokens generated so far (where a draft is looked up, with the prompt).
     pub(super) generated: Vec<LlamaToken>,
