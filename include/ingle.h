@@ -91,7 +91,8 @@ typedef enum IngleStatus {
    */
   INGLE_ERROR_MODEL = 4,
   /**
-   * The chunk callback returned non-zero; generation was stopped.
+   * The call was stopped: a callback returned non-zero, or its `IngleCancel` was set
+   * (`ingle_client_with_cancel`).
    */
   INGLE_ERROR_CANCELLED = 5,
   /**
@@ -103,6 +104,13 @@ typedef enum IngleStatus {
    */
   INGLE_ERROR_INTERNAL = 7,
 } IngleStatus;
+
+/**
+ * Stops calls from any thread: the calls of a client made by `ingle_client_with_cancel` end
+ * with `INGLE_ERROR_CANCELLED` once it is set. Opaque; create it with `ingle_cancel_create`,
+ * free it with `ingle_cancel_free`.
+ */
+typedef struct IngleCancel IngleCancel;
 
 /**
  * A client: the models of one configuration, loaded on first use and shared by every call.
@@ -293,6 +301,37 @@ enum IngleStatus ingle_client_create(const char *config_json, struct IngleClient
  * client, on any thread, when it is freed.
  */
 void ingle_client_free(struct IngleClient *client);
+
+/**
+ * Creates a cancel, not set. `*out` is to free with `ingle_cancel_free` (NULL on failure).
+ */
+enum IngleStatus ingle_cancel_create(struct IngleCancel **out);
+
+/**
+ * Sets `cancel`, from any thread, at any time (a signal handler excepted): every call of a
+ * client made with it stops at its next step (a token, a sentence, a transcription window's
+ * next token, the audio decoder's next packet) and returns `INGLE_ERROR_CANCELLED`; a C
+ * predictor running for it sees `ingle_sink_cancelled` return 1; calls made after stop at
+ * once. It stays set. NULL is a no-op.
+ */
+void ingle_cancel_set(const struct IngleCancel *cancel);
+
+/**
+ * Frees a cancel. NULL is a no-op. The clients made with it keep working, and can no longer be
+ * cancelled unless it was set.
+ */
+void ingle_cancel_free(struct IngleCancel *cancel);
+
+/**
+ * A client whose calls `cancel` stops (`ingle_cancel_set`): the same models as `client`,
+ * shared, not loaded again. Make one per call (or per group of calls) to stop from another
+ * thread: a whole completion, a stream waiting on its first token, a long transcription still
+ * decoding its audio. `*out` is to free with `ingle_client_free`, which frees no model
+ * `client` still uses (NULL on failure). `client` and `cancel` may be freed before it.
+ */
+enum IngleStatus ingle_client_with_cancel(struct IngleClient *client,
+                                          const struct IngleCancel *cancel,
+                                          struct IngleClient **out);
 
 /**
  * Runs the method `method` (`"chat.completions.create"`, `"responses.input_tokens"`,

@@ -38,7 +38,7 @@ pub use responses::*;
 pub use text::*;
 
 use call::{ffi_call, out_arg, str_arg};
-use ingle_core::{Client, Config};
+use ingle_core::{Cancel, Client, Config};
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -70,7 +70,8 @@ pub enum IngleStatus {
     INGLE_ERROR_CONTEXT_LENGTH_EXCEEDED = 3,
     /// The model could not be loaded (its file is missing, say) or failed while running.
     INGLE_ERROR_MODEL = 4,
-    /// The chunk callback returned non-zero; generation was stopped.
+    /// The call was stopped: a callback returned non-zero, or its `IngleCancel` was set
+    /// (`ingle_client_with_cancel`).
     INGLE_ERROR_CANCELLED = 5,
     /// A pointer argument that must not be NULL was NULL.
     INGLE_ERROR_NULL_ARGUMENT = 6,
@@ -139,6 +140,71 @@ pub unsafe extern "C" fn ingle_client_free(client: *mut IngleClient) {
         // Dropping runs Rust code only (no C callbacks); a panic there must not unwind into C.
         let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(client))));
     }
+}
+
+/// Stops calls from any thread: the calls of a client made by `ingle_client_with_cancel` end
+/// with `INGLE_ERROR_CANCELLED` once it is set. Opaque; create it with `ingle_cancel_create`,
+/// free it with `ingle_cancel_free`.
+pub struct IngleCancel {
+    cancel: Cancel,
+}
+
+/// Creates a cancel, not set. `*out` is to free with `ingle_cancel_free` (NULL on failure).
+#[no_mangle]
+pub unsafe extern "C" fn ingle_cancel_create(out: *mut *mut IngleCancel) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out, "out")?;
+        *out = Box::into_raw(Box::new(IngleCancel {
+            cancel: Cancel::new(),
+        }));
+        Ok(())
+    })
+}
+
+/// Sets `cancel`, from any thread, at any time (a signal handler excepted): every call of a
+/// client made with it stops at its next step (a token, a sentence, a transcription window's
+/// next token, the audio decoder's next packet) and returns `INGLE_ERROR_CANCELLED`; a C
+/// predictor running for it sees `ingle_sink_cancelled` return 1; calls made after stop at
+/// once. It stays set. NULL is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_cancel_set(cancel: *const IngleCancel) {
+    if let Some(cancel) = cancel.as_ref() {
+        // Setting runs what stops each running call (Rust code only): no unwinding into C.
+        let _ = catch_unwind(AssertUnwindSafe(|| cancel.cancel.cancel()));
+    }
+}
+
+/// Frees a cancel. NULL is a no-op. The clients made with it keep working, and can no longer be
+/// cancelled unless it was set.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_cancel_free(cancel: *mut IngleCancel) {
+    if !cancel.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(cancel))));
+    }
+}
+
+/// A client whose calls `cancel` stops (`ingle_cancel_set`): the same models as `client`,
+/// shared, not loaded again. Make one per call (or per group of calls) to stop from another
+/// thread: a whole completion, a stream waiting on its first token, a long transcription still
+/// decoding its audio. `*out` is to free with `ingle_client_free`, which frees no model
+/// `client` still uses (NULL on failure). `client` and `cancel` may be freed before it.
+#[no_mangle]
+pub unsafe extern "C" fn ingle_client_with_cancel(
+    client: *mut IngleClient,
+    cancel: *const IngleCancel,
+    out: *mut *mut IngleClient,
+) -> IngleStatus {
+    ffi_call(|| {
+        let out = out_arg(out, "out")?;
+        let client = call::client_arg(client)?;
+        let cancel = cancel
+            .as_ref()
+            .ok_or_else(|| call::Failure::null_argument("cancel"))?;
+        *out = Box::into_raw(Box::new(IngleClient {
+            client: client.with_cancel(&cancel.cancel),
+        }));
+        Ok(())
+    })
 }
 
 #[cfg(test)]

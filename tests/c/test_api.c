@@ -132,6 +132,77 @@ static void test_cancel_after_three_chunks(void) {
     ingle_string_free(out);
 }
 
+typedef struct {
+    IngleClient *client;
+    const char *request;
+    IngleStatus status;
+    char *out;
+    char error_json[1024]; /* the worker thread's last error */
+} CreateWorker;
+
+static void *create_worker(void *arg) {
+    CreateWorker *w = (CreateWorker *)arg;
+    w->status = ingle_completions_create(w->client, w->request, &w->out);
+    snprintf(w->error_json, sizeof w->error_json, "%s", ingle_last_error_json());
+    return NULL;
+}
+
+/* ingle_cancel_set from another thread stops a whole completion of a client made with it; a
+ * cancel set before a call stops it at once; the client it was made from is not touched. */
+static void test_cancel_from_another_thread(void) {
+    IngleCancel *cancel = NULL;
+    IngleClient *cancellable = NULL;
+    CHECK_STATUS(ingle_cancel_create(&cancel), INGLE_OK);
+    CHECK_STATUS(ingle_client_with_cancel(client, cancel, &cancellable), INGLE_OK);
+    if (!cancellable) return;
+    /* max_tokens far more than the test waits for: only the cancel can end it early. */
+    CreateWorker w = {cancellable, "{\"model\":\"" MODEL "\",\"prompt\":\"Once upon\",\"max_tokens\":1000}", INGLE_OK, NULL, ""};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, create_worker, &w) == 0, "pthread_create");
+    struct timespec wait = {0, 300 * 1000 * 1000};
+    nanosleep(&wait, NULL);
+    ingle_cancel_set(cancel);
+    ingle_cancel_set(cancel); /* setting twice is harmless */
+    pthread_join(thread, NULL);
+    CHECK_STATUS(w.status, INGLE_ERROR_CANCELLED);
+    CHECK(w.out == NULL, "*out must be NULL on failure");
+    CHECK(strstr(w.error_json, "\"type\":\"cancelled\""), "%s", w.error_json);
+
+    /* Set, it stops each later call of that client before it starts. */
+    char *out = NULL;
+    CHECK_STATUS(ingle_completions_create(cancellable, "{\"model\":\"" MODEL "\",\"prompt\":\"Hi\",\"max_tokens\":2}",
+                                          &out),
+                 INGLE_ERROR_CANCELLED);
+    /* The client it came from, and a client made with a new cancel, work. */
+    ingle_client_free(cancellable);
+    ingle_cancel_free(cancel);
+    CHECK_STATUS(ingle_completions_create(client, "{\"model\":\"" MODEL "\",\"prompt\":\"Hi\",\"max_tokens\":2}", &out),
+                 INGLE_OK);
+    CHECK(out && strstr(out, "\"completion_tokens\":2"), "after cancel: %s", out);
+    ingle_string_free(out);
+    out = NULL;
+    CHECK_STATUS(ingle_cancel_create(&cancel), INGLE_OK);
+    CHECK_STATUS(ingle_client_with_cancel(client, cancel, &cancellable), INGLE_OK);
+    ingle_cancel_free(cancel); /* the client made with it outlives it */
+    CHECK_STATUS(ingle_completions_create(cancellable, "{\"model\":\"" MODEL "\",\"prompt\":\"Hi\",\"max_tokens\":2}",
+                                          &out),
+                 INGLE_OK);
+    ingle_string_free(out);
+    ingle_client_free(cancellable);
+
+    /* NULL arguments. */
+    IngleClient *none = (IngleClient *)1;
+    CHECK_STATUS(ingle_cancel_create(NULL), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_client_with_cancel(client, NULL, &none), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK(none == NULL && strstr(ingle_last_error(), "cancel"), "%s", ingle_last_error());
+    CHECK_STATUS(ingle_cancel_create(&cancel), INGLE_OK);
+    CHECK_STATUS(ingle_client_with_cancel(NULL, cancel, &none), INGLE_ERROR_NULL_ARGUMENT);
+    CHECK_STATUS(ingle_client_with_cancel(client, cancel, NULL), INGLE_ERROR_NULL_ARGUMENT);
+    ingle_cancel_free(cancel);
+    ingle_cancel_set(NULL);  /* no-ops */
+    ingle_cancel_free(NULL);
+}
+
 static void test_responses(void) {
     char *out = NULL;
     CHECK_STATUS(ingle_responses_create(client, "{\"model\":\"" MODEL "\",\"input\":\"My name is Ada.\","
@@ -683,6 +754,7 @@ static const Test tests[] = {
     {"unload", test_unload},
     {"chat_create_and_stream", test_chat_create_and_stream},
     {"cancel_after_three_chunks", test_cancel_after_three_chunks},
+    {"cancel_from_another_thread", test_cancel_from_another_thread},
     {"responses", test_responses},
     {"completions", test_completions},
     {"call_by_method_name", test_call_by_method_name},

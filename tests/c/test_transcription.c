@@ -722,6 +722,80 @@ typedef struct {
     IngleTranscription *result;
 } TranscriptionWorker;
 
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+typedef struct {
+    IngleClient *client;
+    const Bytes *wav;
+    EventCollector events;
+    IngleStatus status;
+    double returned_ms;
+} StreamWorker;
+
+static void *stream_worker(void *arg) {
+    StreamWorker *w = (StreamWorker *)arg;
+    w->status = ingle_audio_transcriptions_stream(w->client, REQUEST(""), w->wav->data, w->wav->len, NULL,
+                                                  collect_event, &w->events);
+    w->returned_ms = now_ms();
+    return NULL;
+}
+
+/* An IngleCancel set from another thread reaches Whisper's decoder: a stream whose first window
+ * is decoding (no event yet, so its callback cannot stop it) ends soon after, not when the
+ * window ends; the client it came from works on. */
+static void test_transcription_cancel_from_another_thread(void) {
+    Bytes wav = recording("two_cities.wav");
+    if (!wav.data) return;
+    /* How long the first window takes, whole. */
+    EventCollector first;
+    memset(&first, 0, sizeof first);
+    first.stop_after = 1;
+    double started = now_ms();
+    CHECK_STATUS(ingle_audio_transcriptions_stream(client, REQUEST(""), wav.data, wav.len, NULL, collect_event, &first),
+                 INGLE_ERROR_CANCELLED);
+    double window_ms = now_ms() - started;
+
+    IngleCancel *cancel = NULL;
+    IngleClient *cancellable = NULL;
+    CHECK_STATUS(ingle_cancel_create(&cancel), INGLE_OK);
+    CHECK_STATUS(ingle_client_with_cancel(client, cancel, &cancellable), INGLE_OK);
+    if (!cancellable) return;
+    StreamWorker w;
+    memset(&w, 0, sizeof w);
+    w.client = cancellable;
+    w.wav = &wav;
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, stream_worker, &w) == 0, "pthread_create");
+    double wait_ms = window_ms / 4 < 50 ? window_ms / 4 : 50;
+    struct timespec wait = {0, (long)(wait_ms * 1e6)};
+    nanosleep(&wait, NULL);
+    double cancelled_at = now_ms();
+    ingle_cancel_set(cancel);
+    pthread_join(thread, NULL);
+    double stopped_ms = w.returned_ms - cancelled_at;
+    CHECK_STATUS(w.status, INGLE_ERROR_CANCELLED);
+    CHECK(w.events.events == 0, "%d events after a cancel in the first window", w.events.events);
+    CHECK(strstr(ingle_last_error_json(), "\"type\":\"cancelled\""), "%s", ingle_last_error_json());
+    CHECK(stopped_ms < window_ms / 2, "stopped %.0f ms after the cancel; a window takes %.0f ms", stopped_ms,
+          window_ms);
+    fprintf(stderr, "window %.0f ms, stopped %.0f ms after the cancel\n", window_ms, stopped_ms);
+    ingle_client_free(cancellable);
+    ingle_cancel_free(cancel);
+
+    /* The client goes on working. */
+    Bytes beckett = recording("beckett.wav");
+    IngleTranscription *t = NULL;
+    CHECK_STATUS(ingle_audio_transcriptions_create(client, REQUEST(""), beckett.data, beckett.len, NULL, &t), INGLE_OK);
+    CHECK(t && same_words(t->text, BECKETT), "after cancel: %s", t ? t->text : "(none)");
+    ingle_transcription_free(t);
+    free(beckett.data);
+    free(wav.data);
+}
+
 static void *transcription_worker(void *arg) {
     TranscriptionWorker *w = (TranscriptionWorker *)arg;
     w->status = ingle_audio_transcriptions_create(client, REQUEST(""), w->wav->data, w->wav->len, NULL, &w->result);
@@ -815,6 +889,7 @@ static const Test tests[] = {
     {"transcription_formats", test_transcription_formats},
     {"transcription_stream", test_transcription_stream},
     {"transcription_cancel", test_transcription_cancel},
+    {"transcription_cancel_from_another_thread", test_transcription_cancel_from_another_thread},
     {"transcription_samples", test_transcription_samples},
     {"transcription_round_trip", test_transcription_round_trip},
     {"transcription_errors", test_transcription_errors},
