@@ -355,7 +355,15 @@ impl Hub<'_> {
             self.repo()
         );
         let mut files = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for _page in 0..10_000 {
+            // A page that links back to one already read would repeat forever.
+            if !seen.insert(url.clone()) {
+                return Err(download_error(
+                    &url,
+                    "the tree's pages link back to a page already read (a circle)",
+                ));
+            }
             let (page, answer) = self.json(&url)?;
             let entries = page
                 .as_array()

@@ -151,8 +151,19 @@ pub fn is_commit(text: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// Every file of a snapshot whose link reaches its blob, as `/` paths relative to it.
+/// Every file of a snapshot whose link reaches its blob, as `/` paths relative to it. A link
+/// that leads out of the repo's folder (`../../blobs/ETAG` is the layout) is no file: a cache
+/// someone tampered with never makes ingle load a file from elsewhere, and a pull replaces it.
 pub fn snapshot_files(snapshot: &Path) -> Vec<(String, u64)> {
+    let repo_folder = snapshot
+        .parent()
+        .and_then(Path::parent)
+        .and_then(|f| f.canonicalize().ok());
+    let inside = |path: &Path| {
+        repo_folder
+            .as_ref()
+            .is_some_and(|folder| path.canonicalize().is_ok_and(|p| p.starts_with(folder)))
+    };
     let mut files = Vec::new();
     let mut stack = vec![(snapshot.to_path_buf(), String::new())];
     while let Some((dir, prefix)) = stack.pop() {
@@ -170,7 +181,10 @@ pub fn snapshot_files(snapshot: &Path) -> Vec<(String, u64)> {
             };
             if own.is_dir() {
                 stack.push((path, format!("{relative}/")));
-            } else if let Some(m) = std::fs::metadata(&path).ok().filter(|m| m.is_file()) {
+            } else if let Some(m) = std::fs::metadata(&path)
+                .ok()
+                .filter(|m| m.is_file() && inside(&path))
+            {
                 files.push((relative, m.len()));
             }
         }
