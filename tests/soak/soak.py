@@ -1,7 +1,8 @@
-"""Soak: `ingle serve` and a Python `ingle.serve` (serving a user predictor) under a bounded
-mixed load on loopback for MINUTES, driven by the official openai SDK: streamed and whole chat,
-tool calls, embeddings, speech, transcription uploads, the user predictor, clients that hang up
-mid-stream and slow readers. Every 10 s it samples each server's RSS, open files, threads and
+"""Soak: `ingle serve` and a Python `ingle.serve` (serving user predictors) under a bounded
+mixed load on loopback for MINUTES, driven by the official openai and anthropic SDKs: streamed
+and whole chat, tool calls, embeddings, rerank, speech, transcription uploads (English-only and
+multilingual Whisper), Anthropic messages (streamed, and hung up mid-stream), the user's chat
+and image predictors, clients that hang up mid-stream and slow readers. Every 10 s it samples each server's RSS, open files, threads and
 (from /metrics) KV cells in use. Fails if a request that should succeed failed, if RSS grew
 after warm-up beyond what a bounded cache explains, if open files or threads grew, or if KV
 cells are still held once the load stops. Prints the figures (docs/testing.md has the hour's).
@@ -22,6 +23,7 @@ import time
 import urllib.request
 import wave
 
+import anthropic
 import openai
 
 CHAT = "@local/smollm2-135m-instruct"
@@ -29,15 +31,19 @@ TOOLS = "@local/qwen2.5-coder-0.5b-instruct"
 EMBED = "@local/all-minilm-l6-v2"
 SPEECH = "@local/piper-en-us-joe-medium"
 WHISPER = "@local/whisper-tiny-en"
+MULTILINGUAL = "@local/whisper-base"
 USER = "@soak/echo"
+IMAGES = "@soak/gradient"
 MODELS_DIR = pathlib.Path(os.environ.get("INGLE_MODELS_DIR", pathlib.Path.home() / ".cache/ingle/models"))
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.",
             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
 USER_SERVER = '''
 import sys, time
-from typing import Iterator
+from typing import Annotated, Iterator
+import numpy as np
 import ingle
+from ingle import Parameter
 from ingle.types import ChatCompletionMessageParam
 
 @ingle.predictor("@soak/echo")
@@ -47,8 +53,21 @@ def echo(messages: list[ChatCompletionMessageParam]) -> Iterator[str]:
         time.sleep(0.005)
         yield word + " "
 
+@ingle.predictor("@soak/gradient")
+def gradient(
+    prompt: str,
+    width: Annotated[int, Parameter.ImageWidth("Width.", min=1, max=512)] = 64,
+    height: Annotated[int, Parameter.ImageHeight("Height.", min=1, max=512)] = 64,
+    n: Annotated[int, Parameter.ImageCount("How many.", min=1, max=4)] = 1,
+) -> np.ndarray:
+    """A horizontal gradient, red if the prompt says so."""
+    image = np.zeros((n, height, width, 3), dtype=np.uint8)
+    image[..., 0 if "red" in prompt else 2] = np.linspace(0, 255, width, dtype=np.uint8)
+    return image
+
 client = ingle.OpenAI()
 client.predictors.register(echo)
+client.predictors.register(gradient)
 ingle.serve(client, port=int(sys.argv[1]))
 '''
 
@@ -101,8 +120,8 @@ class Load:
     a hang-up or a slow reader is the client's choice, and its request must still succeed up
     to where the client left)."""
 
-    def __init__(self, main, user, audio):
-        self.main, self.user, self.audio = main, user, audio
+    def __init__(self, main, user, messages, audio):
+        self.main, self.user, self.messages, self.audio = main, user, messages, audio
         self.counts = collections.Counter()
         self.failures = collections.defaultdict(list)
         self.lock = threading.Lock()
@@ -134,6 +153,37 @@ class Load:
         r = self.main.audio.transcriptions.create(model=WHISPER, file=("clip.wav", self.audio))
         assert "tried" in r.text.lower(), r.text
 
+    def multilingual(self):
+        r = self.main.audio.transcriptions.create(model=MULTILINGUAL, file=("clip.wav", self.audio),
+                                                  response_format="verbose_json")
+        assert "tried" in r.text.lower() and r.language == "english", (r.language, r.text)
+
+    def rerank(self):
+        r = self.main.post("/rerank", cast_to=object, body={
+            "model": EMBED, "query": "What is the capital of France?", "top_n": 2,
+            "documents": ["Bananas are rich in potassium.", "Paris is the capital of France.",
+                          "The Loire is a long river."]})
+        assert [x["index"] for x in r["results"]] == [1, 2], r
+
+    def messages_stream(self):
+        with self.messages.messages.stream(model=CHAT, max_tokens=24,
+                                           messages=[{"role": "user", "content": "Tell me about the sea."}]) as s:
+            text = "".join(s.text_stream)
+            final = s.get_final_message()
+        assert text and final.stop_reason in ("end_turn", "max_tokens"), final
+
+    def messages_hang_up(self):
+        """An Anthropic stream of a long answer, closed after three events."""
+        with self.messages.messages.stream(model=CHAT, max_tokens=400,
+                                           messages=[{"role": "user", "content": "Write a long story."}]) as s:
+            for i, _ in enumerate(s):
+                if i == 2:
+                    break
+
+    def images(self):
+        r = self.user.images.generate(model=IMAGES, prompt="something red", size="64x32", n=2)
+        assert len(r.data) == 2 and r.data[0].b64_json, r
+
     def user_predictor(self):
         stream = self.user.chat.completions.create(model=USER, stream=True,
                                                    messages=[{"role": "user", "content": "one two three four"}])
@@ -156,6 +206,7 @@ class Load:
             time.sleep(0.3)
 
     KINDS = {"chat_stream": 4, "chat_whole": 3, "tools": 1, "embeddings": 3, "speech": 2, "transcription": 1,
+             "multilingual": 1, "rerank": 2, "messages_stream": 2, "messages_hang_up": 1, "images": 2,
              "user_predictor": 3, "hang_up": 1, "slow_reader": 1}
 
     def run(self, until, seed):
@@ -186,7 +237,7 @@ def main():
     main_port, user_port = free_port(), free_port()
     servers = {
         "ingle serve": subprocess.Popen(
-            [args.bin, "serve", "--port", str(main_port), "--preload", ",".join([CHAT, TOOLS, EMBED, SPEECH, WHISPER]),
+            [args.bin, "serve", "--port", str(main_port), "--preload", ",".join([CHAT, TOOLS, EMBED, SPEECH, WHISPER, MULTILINGUAL]),
              "--log-format", "off"], stdout=subprocess.DEVNULL, stderr=open(work / "serve.log", "w"),
             env={k: v for k, v in os.environ.items() if k != "INGLE_API_KEY"}),
         "ingle.serve": subprocess.Popen(
@@ -198,7 +249,9 @@ def main():
         wait_ready(f"http://127.0.0.1:{user_port}/health", 60)
         sdk = lambda port: openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="soak", max_retries=0,
                                          timeout=120)
-        load = Load(sdk(main_port), sdk(user_port), clip(2.0))
+        messages = anthropic.Anthropic(base_url=f"http://127.0.0.1:{main_port}", api_key="soak", max_retries=0,
+                                       timeout=120)
+        load = Load(sdk(main_port), sdk(user_port), messages, clip(2.0))
         seconds = args.minutes * 60
         start = time.monotonic()
         until = start + seconds
@@ -234,7 +287,7 @@ def main():
     failed = sum(len(f) for f in load.failures.values())
     print(f"soak: {args.minutes:g} min, {args.clients} clients: {total} requests, {failed} failed")
     for kind, n in sorted(load.counts.items()):
-        print(f"  {kind:15} {n:6}  failed {len(load.failures.get(kind, []))}")
+        print(f"  {kind:17} {n:6}  failed {len(load.failures.get(kind, []))}")
     for kind, errors in load.failures.items():
         for error in errors[:3]:
             print(f"  ! {kind}: {error}")
