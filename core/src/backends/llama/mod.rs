@@ -488,7 +488,7 @@ fn speculation(options: &LlamaOptions, model: &LlamaModel) -> Option<scheduler::
     }
     let ngram_min = options.ngram_min.unwrap_or(2) as usize;
     Some(scheduler::Speculation {
-        draft_max: options.draft_max.unwrap_or(8) as usize,
+        draft_max: options.draft_max.unwrap_or(15) as usize,
         ngram_min,
         ngram_max: (options.ngram_max.unwrap_or(4) as usize).max(ngram_min),
     })
