@@ -24,6 +24,10 @@ static ENV: Mutex<()> = Mutex::new(());
 const COMMIT: &str = "0123456789abcdef0123456789abcdef01234567";
 const OID: &str = "89abcdef0123456789abcdef0123456789abcdef";
 const FILE: &str = "tiny-Q4_K_M.gguf";
+const SHARDS: [&str; 2] = [
+    "tiny-Q4_K_M-00001-of-00002.gguf",
+    "tiny-Q4_K_M-00002-of-00002.gguf",
+];
 
 /// An answer of the scripted hub.
 enum Reply {
@@ -161,11 +165,16 @@ fn hub(
                 vec![],
             )
         } else if path.starts_with("/api/models/") && path.contains("/tree/") {
-            Reply::Json(
-                200,
-                format!("[{}]", tree_entry(FILE, bytes.len(), &sha256)),
-                vec![],
-            )
+            // A repo named `...split` holds a GGUF in two shards (of the same bytes).
+            let entries: Vec<String> = if repo.ends_with("split") {
+                SHARDS
+                    .iter()
+                    .map(|f| tree_entry(f, bytes.len(), &sha256))
+                    .collect()
+            } else {
+                vec![tree_entry(FILE, bytes.len(), &sha256)]
+            };
+            Reply::Json(200, format!("[{}]", entries.join(",")), vec![])
         } else if path.contains("/resolve/") && method == "HEAD" {
             Reply::Head(
                 302,
@@ -305,6 +314,30 @@ fn hostile_hub_answers_fail_clearly_and_leave_nothing() {
                 format!("[{}]", tree_entry(FILE, size, &sha256)),
                 vec![("Link", format!("<{path}>; rel=\"next\""))],
             )),
+            // Two pages that link to each other.
+            ("hostile/pages2", _) if path.contains("/tree/") => {
+                let other = match path.strip_suffix("&cursor=b") {
+                    Some(first) => first.to_string(),
+                    None => format!("{path}&cursor=b"),
+                };
+                Some(Reply::Json(
+                    200,
+                    format!("[{}]", tree_entry(FILE, size, &sha256)),
+                    vec![("Link", format!("<{other}>; rel=\"next\""))],
+                ))
+            }
+            // Pages without end, each at a new address.
+            ("hostile/pages-forever", _) if path.contains("/tree/") => {
+                let (first, n) = match path.split_once("&cursor=") {
+                    Some((first, n)) => (first.to_string(), n.parse::<u64>().unwrap() + 1),
+                    None => (path.to_string(), 1),
+                };
+                Some(Reply::Json(
+                    200,
+                    "[]".into(),
+                    vec![("Link", format!("<{first}&cursor={n}>; rel=\"next\""))],
+                ))
+            }
             // A tree of 100,000 files, one of them the model.
             ("hostile/big-tree", _) if path.contains("/tree/") => {
                 let mut list: Vec<String> = (0..files)
@@ -355,6 +388,8 @@ fn hostile_hub_answers_fail_clearly_and_leave_nothing() {
     fails("hf.co/hostile/dotdot", "unsafe path `../../../escape.gguf`");
     fails("hf.co/hostile/dotdot-inner", "unsafe path");
     fails("hf.co/hostile/pages", "circle");
+    fails("hf.co/hostile/pages2", "circle");
+    fails("hf.co/hostile/pages-forever", "more than 1000 pages");
     assert!(!dir.0.join("escape.gguf").exists() && !cache.join("escape.gguf").exists());
 
     // `..` in the repo's name: refused before any request.
@@ -389,6 +424,7 @@ fn hostile_hub_answers_fail_clearly_and_leave_nothing() {
     assert_eq!(report.downloaded_bytes, size as u64);
 }
 
+#[cfg(unix)]
 #[test]
 fn a_tampered_cache_is_pulled_again_and_never_read_outside() {
     let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
@@ -433,4 +469,31 @@ fn a_tampered_cache_is_pulled_again_and_never_read_outside() {
         tampered,
         "the outside file was not touched"
     );
+
+    // A `blobs` folder that is itself a link (to a bigger disk, say) is a cache like any other.
+    let elsewhere = dir.0.join("bigger-disk-blobs");
+    std::fs::rename(folder.join("blobs"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, folder.join("blobs")).unwrap();
+    std::env::set_var("HF_HUB_OFFLINE", "1");
+    let offline = pull(&Puller::new(dir.0.join("models")).unwrap(), reference);
+    std::env::remove_var("HF_HUB_OFFLINE");
+    assert_eq!(offline.unwrap().files[0].path, FILE);
+
+    // A split GGUF whose second shard's link leads outside: not in the cache (its name is not
+    // taken from the first's), until a pull links it back.
+    let split = "hf.co/ingle-test/tampered-split";
+    let report = pull(&Puller::new(dir.0.join("models")).unwrap(), split).unwrap();
+    assert_eq!(report.files.len(), 2, "{:?}", report.files);
+    let shard = cache
+        .join("models--ingle-test--tampered-split/snapshots")
+        .join(COMMIT)
+        .join(SHARDS[1]);
+    std::fs::remove_file(&shard).unwrap();
+    std::os::unix::fs::symlink(&outside, &shard).unwrap();
+    std::env::set_var("HF_HUB_OFFLINE", "1");
+    let offline = pull(&Puller::new(dir.0.join("models")).unwrap(), split).unwrap_err();
+    std::env::remove_var("HF_HUB_OFFLINE");
+    assert_eq!(offline.kind, ErrorKind::NotFound, "{offline}");
+    pull(&Puller::new(dir.0.join("models")).unwrap(), split).unwrap();
+    assert_eq!(std::fs::read(&shard).unwrap(), bytes);
 }

@@ -29,6 +29,10 @@ use std::path::Path;
 
 /// Most bytes of an API answer read (a big repo's tree page is a few MB).
 const API_LIMIT: u64 = 64 << 20;
+/// Most pages and files of a repo's tree read (the Hub's pages hold 1,000 files; its largest
+/// model repos list some tens of thousands): a hub that pages on forever is refused.
+const MAX_TREE_PAGES: usize = 1_000;
+const MAX_TREE_FILES: usize = 1_000_000;
 /// Most relative redirects followed on the endpoint (renamed repos).
 const MAX_REDIRECTS: usize = 5;
 
@@ -356,7 +360,7 @@ impl Hub<'_> {
         );
         let mut files = Vec::new();
         let mut seen = std::collections::HashSet::new();
-        for _page in 0..10_000 {
+        for _page in 0..MAX_TREE_PAGES {
             // A page that links back to one already read would repeat forever.
             if !seen.insert(url.clone()) {
                 return Err(download_error(
@@ -368,6 +372,12 @@ impl Hub<'_> {
             let entries = page
                 .as_array()
                 .ok_or_else(|| download_error(&url, "the Hub's tree answer is not a list"))?;
+            if files.len() + entries.len() > MAX_TREE_FILES {
+                return Err(download_error(
+                    &url,
+                    format!("the tree lists more than {MAX_TREE_FILES} files"),
+                ));
+            }
             for entry in entries {
                 if entry.get("type").and_then(|t| t.as_str()) != Some("file") {
                     continue;
@@ -431,7 +441,10 @@ impl Hub<'_> {
                 None => return Ok(files),
             }
         }
-        Err(download_error(&url, "the tree has too many pages"))
+        Err(download_error(
+            &url,
+            format!("the tree has more than {MAX_TREE_PAGES} pages"),
+        ))
     }
 
     /// Where `file`'s bytes are: the CDN a large file redirects to, or `resolve` itself.

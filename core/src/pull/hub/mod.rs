@@ -154,16 +154,11 @@ pub fn is_commit(text: &str) -> bool {
 /// Every file of a snapshot whose link reaches its blob, as `/` paths relative to it. A link
 /// that leads out of the repo's folder (`../../blobs/ETAG` is the layout) is no file: a cache
 /// someone tampered with never makes ingle load a file from elsewhere, and a pull replaces it.
+/// The link itself is judged, lexically, not where `blobs/` leads (a `blobs` folder linked to
+/// another disk is a cache like any other).
 pub fn snapshot_files(snapshot: &Path) -> Vec<(String, u64)> {
-    let repo_folder = snapshot
-        .parent()
-        .and_then(Path::parent)
-        .and_then(|f| f.canonicalize().ok());
-    let inside = |path: &Path| {
-        repo_folder
-            .as_ref()
-            .is_some_and(|folder| path.canonicalize().is_ok_and(|p| p.starts_with(folder)))
-    };
+    let repo_folder = snapshot.parent().and_then(Path::parent);
+    let inside = |path: &Path| repo_folder.is_some_and(|folder| link_stays_in(path, folder));
     let mut files = Vec::new();
     let mut stack = vec![(snapshot.to_path_buf(), String::new())];
     while let Some((dir, prefix)) = stack.pop() {
@@ -193,6 +188,31 @@ pub fn snapshot_files(snapshot: &Path) -> Vec<(String, u64)> {
     files
 }
 
+/// Whether `path` is no link, or a link whose target, read as a path (`..` resolved against
+/// the link's folder, no other link followed), lies in `folder`.
+fn link_stays_in(path: &Path, folder: &Path) -> bool {
+    let Ok(target) = std::fs::read_link(path) else {
+        return true;
+    };
+    let joined = match path.parent() {
+        Some(parent) if target.is_relative() => parent.join(target),
+        _ => target,
+    };
+    let mut normal = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                if !normal.pop() {
+                    return false;
+                }
+            }
+            std::path::Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal.starts_with(folder)
+}
+
 /// `reference` in the cache, if every file its model needs is there.
 pub fn find_cached(settings: &HubSettings, reference: &HubRef) -> Result<Option<Cached>> {
     let Some(commit) = cached_commit(settings, &reference.repo, reference.revision()) else {
@@ -210,7 +230,12 @@ pub fn find_cached(settings: &HubSettings, reference: &HubRef) -> Result<Option<
         // There, but not a model ingle serves (several voices, unknown files): say so.
         Err(e) => return Err(e),
     };
-    if !selection.files.iter().all(|f| snapshot.join(f).is_file()) {
+    // Only files the listing admits (a shard's name is made up from the first's).
+    if !selection
+        .files
+        .iter()
+        .all(|f| files.iter().any(|(listed, _)| listed == f))
+    {
         return Ok(None);
     }
     Ok(Some(Cached {
