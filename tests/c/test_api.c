@@ -155,10 +155,17 @@ static void test_cancel_from_another_thread(void) {
     CHECK_STATUS(ingle_cancel_create(&cancel), INGLE_OK);
     CHECK_STATUS(ingle_client_with_cancel(client, cancel, &cancellable), INGLE_OK);
     if (!cancellable) return;
-    /* max_tokens far more than the test waits for: only the cancel can end it early. */
-    CreateWorker w = {cancellable, "{\"model\":\"" MODEL "\",\"prompt\":\"Once upon\",\"max_tokens\":1000}", INGLE_OK, NULL, ""};
+    /* max_tokens far more than the test waits for, and the end tokens (<|endoftext|>, <|im_end|>)
+     * barred: only the cancel can end it early. */
+    CreateWorker w = {cancellable,
+                      "{\"model\":\"" MODEL "\",\"prompt\":\"Once upon\",\"max_tokens\":1000,"
+                      "\"logit_bias\":{\"0\":-100,\"2\":-100}}",
+                      INGLE_OK, NULL, ""};
     pthread_t thread;
-    CHECK(pthread_create(&thread, NULL, create_worker, &w) == 0, "pthread_create");
+    if (pthread_create(&thread, NULL, create_worker, &w) != 0) {
+        CHECK(0, "pthread_create");
+        return;
+    }
     struct timespec wait = {0, 300 * 1000 * 1000};
     nanosleep(&wait, NULL);
     ingle_cancel_set(cancel);

@@ -734,6 +734,7 @@ typedef struct {
     EventCollector events;
     IngleStatus status;
     double returned_ms;
+    char error_json[1024]; /* the worker thread's last error */
 } StreamWorker;
 
 static void *stream_worker(void *arg) {
@@ -741,37 +742,52 @@ static void *stream_worker(void *arg) {
     w->status = ingle_audio_transcriptions_stream(w->client, REQUEST(""), w->wav->data, w->wav->len, NULL,
                                                   collect_event, &w->events);
     w->returned_ms = now_ms();
+    snprintf(w->error_json, sizeof w->error_json, "%s", ingle_last_error_json());
     return NULL;
 }
 
 /* An IngleCancel set from another thread reaches Whisper's decoder: a stream whose first window
- * is decoding (no event yet, so its callback cannot stop it) ends soon after, not when the
- * window ends; the client it came from works on. */
+ * is decoding its tokens (halfway through the window's time: the audio decoded, the window
+ * encoded; no event yet, so its callback cannot stop it) ends soon after, not when the window
+ * ends; the client it came from works on. */
 static void test_transcription_cancel_from_another_thread(void) {
     Bytes wav = recording("two_cities.wav");
     if (!wav.data) return;
-    /* How long the first window takes, whole. */
-    EventCollector first;
-    memset(&first, 0, sizeof first);
-    first.stop_after = 1;
-    double started = now_ms();
-    CHECK_STATUS(ingle_audio_transcriptions_stream(client, REQUEST(""), wav.data, wav.len, NULL, collect_event, &first),
-                 INGLE_ERROR_CANCELLED);
-    double window_ms = now_ms() - started;
+    /* How long the first window takes, whole (the second of two runs: the first may load the
+     * model). */
+    double window_ms = 0;
+    for (int run = 0; run < 2; run++) {
+        EventCollector first;
+        memset(&first, 0, sizeof first);
+        first.stop_after = 1;
+        double started = now_ms();
+        CHECK_STATUS(
+            ingle_audio_transcriptions_stream(client, REQUEST(""), wav.data, wav.len, NULL, collect_event, &first),
+            INGLE_ERROR_CANCELLED);
+        window_ms = now_ms() - started;
+    }
 
     IngleCancel *cancel = NULL;
     IngleClient *cancellable = NULL;
     CHECK_STATUS(ingle_cancel_create(&cancel), INGLE_OK);
     CHECK_STATUS(ingle_client_with_cancel(client, cancel, &cancellable), INGLE_OK);
-    if (!cancellable) return;
+    if (!cancellable) {
+        free(wav.data);
+        return;
+    }
     StreamWorker w;
     memset(&w, 0, sizeof w);
     w.client = cancellable;
     w.wav = &wav;
     pthread_t thread;
-    CHECK(pthread_create(&thread, NULL, stream_worker, &w) == 0, "pthread_create");
-    double wait_ms = window_ms / 4 < 50 ? window_ms / 4 : 50;
-    struct timespec wait = {0, (long)(wait_ms * 1e6)};
+    if (pthread_create(&thread, NULL, stream_worker, &w) != 0) {
+        CHECK(0, "pthread_create");
+        free(wav.data);
+        return;
+    }
+    double wait_ms = window_ms / 2;
+    long long wait_ns = (long long)(wait_ms * 1e6);
+    struct timespec wait = {(time_t)(wait_ns / 1000000000), (long)(wait_ns % 1000000000)};
     nanosleep(&wait, NULL);
     double cancelled_at = now_ms();
     ingle_cancel_set(cancel);
@@ -779,8 +795,8 @@ static void test_transcription_cancel_from_another_thread(void) {
     double stopped_ms = w.returned_ms - cancelled_at;
     CHECK_STATUS(w.status, INGLE_ERROR_CANCELLED);
     CHECK(w.events.events == 0, "%d events after a cancel in the first window", w.events.events);
-    CHECK(strstr(ingle_last_error_json(), "\"type\":\"cancelled\""), "%s", ingle_last_error_json());
-    CHECK(stopped_ms < window_ms / 2, "stopped %.0f ms after the cancel; a window takes %.0f ms", stopped_ms,
+    CHECK(strstr(w.error_json, "\"type\":\"cancelled\""), "%s", w.error_json);
+    CHECK(stopped_ms < window_ms / 4, "stopped %.0f ms after the cancel; a window takes %.0f ms", stopped_ms,
           window_ms);
     fprintf(stderr, "window %.0f ms, stopped %.0f ms after the cancel\n", window_ms, stopped_ms);
     ingle_client_free(cancellable);
