@@ -308,11 +308,13 @@ void ingle_client_free(struct IngleClient *client);
 enum IngleStatus ingle_cancel_create(struct IngleCancel **out);
 
 /**
- * Sets `cancel`, from any thread, at any time (a signal handler excepted): every call of a
- * client made with it stops at its next step (a token, a sentence, a transcription window's
- * next token, the audio decoder's next packet) and returns `INGLE_ERROR_CANCELLED`; a C
- * predictor running for it sees `ingle_sink_cancelled` return 1; calls made after stop at
- * once. It stays set. NULL is a no-op.
+ * Sets `cancel`, from any thread, at any time (a signal handler excepted): the calls of a
+ * client made with it stop at their next step (a generated token, a sentence, a transcription
+ * window's next token, the audio decoder's next packet) and return `INGLE_ERROR_CANCELLED`; a
+ * C predictor running for one sees `ingle_sink_cancelled` return 1; calls made after stop at
+ * their first step. Work without steps inside (an embedding batch, Whisper's encoder, a chat
+ * request queued or reading its prompt) stops when it ends. It stays set. NULL is a no-op.
+ * `cancel` must not be freed while another thread may still set it.
  */
 void ingle_cancel_set(const struct IngleCancel *cancel);
 
@@ -325,9 +327,10 @@ void ingle_cancel_free(struct IngleCancel *cancel);
 /**
  * A client whose calls `cancel` stops (`ingle_cancel_set`): the same models as `client`,
  * shared, not loaded again. Make one per call (or per group of calls) to stop from another
- * thread: a whole completion, a stream waiting on its first token, a long transcription still
- * decoding its audio. `*out` is to free with `ingle_client_free`, which frees no model
- * `client` still uses (NULL on failure). `client` and `cancel` may be freed before it.
+ * thread: a whole completion, a long transcription still decoding its audio. `*out` is to
+ * free with `ingle_client_free`, which frees no model `client` still uses (NULL on failure).
+ * `client` and `cancel` may be freed before it. Made from a client that has a cancel, it
+ * answers to `cancel` only.
  */
 enum IngleStatus ingle_client_with_cancel(struct IngleClient *client,
                                           const struct IngleCancel *cancel,

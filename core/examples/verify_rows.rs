@@ -2,9 +2,10 @@
 //! tokens of one sequence (every row with logits, as a verified draft is), against one token.
 //! A draft of K-1 tokens that is accepted whole yields K tokens for the cost of K rows, so
 //! K / cost(K) is the most any drafter can speed up plain decoding here; a draft model adds its
-//! own steps on top. Bare llama-cpp-2 calls with the context settings ingle's scheduler uses.
-//! Prints one JSON object: {"K": step time relative to K = 1}, the median of ROUNDS rounds,
-//! and on stderr the milliseconds.
+//! own steps on top. Bare llama-cpp-2 calls, one sequence, with the scheduler's threads, batch
+//! size and flash-attention setting. Prints one JSON object: {"K": step time relative to K = 1
+//! (to the first K when 1 is not listed)}, the median of ROUNDS rounds, and on stderr the
+//! milliseconds.
 //! Usage: verify_rows [CONTEXT] [K,K,...] [ROUNDS]   (default 500 1,2,3,4,5,6,8,9 7).
 //! INGLE_BENCH_MODEL names another GGUF of the models directory.
 
@@ -43,10 +44,10 @@ fn main() {
         .vocab()
         .tokenize(text.as_bytes(), true, true)
         .into_iter()
-        .take(context + 40)
+        .take(context + sizes.iter().max().copied().unwrap_or(1))
         .collect();
     let params = LlamaContextParams::default()
-        .with_n_ctx(NonZeroU32::new((context + 64) as u32))
+        .with_n_ctx(NonZeroU32::new((context + 512) as u32))
         .with_n_seq_max(1)
         .with_n_batch(512)
         .with_n_ubatch(512)

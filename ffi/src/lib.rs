@@ -161,11 +161,13 @@ pub unsafe extern "C" fn ingle_cancel_create(out: *mut *mut IngleCancel) -> Ingl
     })
 }
 
-/// Sets `cancel`, from any thread, at any time (a signal handler excepted): every call of a
-/// client made with it stops at its next step (a token, a sentence, a transcription window's
-/// next token, the audio decoder's next packet) and returns `INGLE_ERROR_CANCELLED`; a C
-/// predictor running for it sees `ingle_sink_cancelled` return 1; calls made after stop at
-/// once. It stays set. NULL is a no-op.
+/// Sets `cancel`, from any thread, at any time (a signal handler excepted): the calls of a
+/// client made with it stop at their next step (a generated token, a sentence, a transcription
+/// window's next token, the audio decoder's next packet) and return `INGLE_ERROR_CANCELLED`; a
+/// C predictor running for one sees `ingle_sink_cancelled` return 1; calls made after stop at
+/// their first step. Work without steps inside (an embedding batch, Whisper's encoder, a chat
+/// request queued or reading its prompt) stops when it ends. It stays set. NULL is a no-op.
+/// `cancel` must not be freed while another thread may still set it.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_cancel_set(cancel: *const IngleCancel) {
     if let Some(cancel) = cancel.as_ref() {
@@ -185,9 +187,10 @@ pub unsafe extern "C" fn ingle_cancel_free(cancel: *mut IngleCancel) {
 
 /// A client whose calls `cancel` stops (`ingle_cancel_set`): the same models as `client`,
 /// shared, not loaded again. Make one per call (or per group of calls) to stop from another
-/// thread: a whole completion, a stream waiting on its first token, a long transcription still
-/// decoding its audio. `*out` is to free with `ingle_client_free`, which frees no model
-/// `client` still uses (NULL on failure). `client` and `cancel` may be freed before it.
+/// thread: a whole completion, a long transcription still decoding its audio. `*out` is to
+/// free with `ingle_client_free`, which frees no model `client` still uses (NULL on failure).
+/// `client` and `cancel` may be freed before it. Made from a client that has a cancel, it
+/// answers to `cancel` only.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_client_with_cancel(
     client: *mut IngleClient,

@@ -70,8 +70,8 @@ pub struct LlamaOptions {
     /// proposed, up to `draft_max` tokens, and verified in one batch (docs/speed.md). Default
     /// off.
     pub ngram_speculation: Option<bool>,
-    /// Most tokens proposed per step (1 to 64; default 15: with the sampled token, 16 rows,
-    /// whole 4-row tiles of ggml's CPU kernels).
+    /// Most tokens proposed per step (1 to 64; default 15: measured best on 2 CPU cores,
+    /// docs/speed.md).
     pub draft_max: Option<u32>,
     /// Shortest and longest n-gram looked up (1 to 16; default 2 and 4).
     pub ngram_min: Option<u32>,
