@@ -94,3 +94,20 @@ pub fn france() -> ChatCompletionRequest {
         ..ask("Name the capital of France.")
     }
 }
+
+/// Sets the Hugging Face Hub's environment for a test: `endpoint` as the Hub, a cache of its own
+/// at `cache`, no token, not offline. The environment is the process's: a binary's tests that
+/// call this take turns.
+pub fn hub_env(endpoint: &str, cache: &std::path::Path) {
+    std::env::set_var("HF_ENDPOINT", endpoint);
+    std::env::set_var("HF_HUB_CACHE", cache);
+    std::env::set_var("HF_HOME", cache.join("home"));
+    for name in [
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "HF_HUB_OFFLINE",
+        "HF_TOKEN_PATH",
+    ] {
+        std::env::remove_var(name);
+    }
+}

@@ -14,7 +14,7 @@ use ingle::openai::{
 };
 use ingle::pull::{PullEvent, PullStatus, Puller};
 use ingle::{Client, Config, ErrorKind};
-use ingle_tests::TempDir;
+use ingle_tests::{hub_env, TempDir};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -286,21 +286,6 @@ fn repos(dir: &Path) -> PathBuf {
     );
     write(&repos, "ingle-test/weights-only/config.json", b"{}");
     repos
-}
-
-/// Sets the Hub's environment for this test: the stand-in, a cache of its own, no token.
-fn hub_env(hub: &str, cache: &Path) {
-    std::env::set_var("HF_ENDPOINT", hub);
-    std::env::set_var("HF_HUB_CACHE", cache);
-    std::env::set_var("HF_HOME", cache.join("home"));
-    for name in [
-        "HF_TOKEN",
-        "HUGGING_FACE_HUB_TOKEN",
-        "HF_HUB_OFFLINE",
-        "HF_TOKEN_PATH",
-    ] {
-        std::env::remove_var(name);
-    }
 }
 
 fn pull(puller: &Puller, reference: &str) -> ingle::Result<ingle::pull::PullReport> {

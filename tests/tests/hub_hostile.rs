@@ -12,7 +12,7 @@
 use ingle::pull::Puller;
 use ingle::{ErrorCode, ErrorKind};
 use ingle_tests::pull_server::{sample_bytes, sha256_hex};
-use ingle_tests::TempDir;
+use ingle_tests::{hub_env, TempDir};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -196,20 +196,6 @@ fn hub(
     })
 }
 
-fn hub_env(hub: &Hub, cache: &Path) {
-    std::env::set_var("HF_ENDPOINT", &hub.base);
-    std::env::set_var("HF_HUB_CACHE", cache);
-    std::env::set_var("HF_HOME", cache.join("home"));
-    for name in [
-        "HF_TOKEN",
-        "HUGGING_FACE_HUB_TOKEN",
-        "HF_HUB_OFFLINE",
-        "HF_TOKEN_PATH",
-    ] {
-        std::env::remove_var(name);
-    }
-}
-
 fn pull(puller: &Puller, reference: &str) -> ingle::Result<ingle::pull::PullReport> {
     puller.pull(reference, &mut |_| true)
 }
@@ -354,7 +340,7 @@ fn hostile_hub_answers_fail_clearly_and_leave_nothing() {
         }
     });
     let cache = dir.0.join("hub");
-    hub_env(&hub, &cache);
+    hub_env(&hub.base, &cache);
     let puller = Puller::new(dir.0.join("models")).unwrap();
 
     let fails = |reference: &str, says: &str| {
@@ -432,7 +418,7 @@ fn a_tampered_cache_is_pulled_again_and_never_read_outside() {
     let bytes = sample_bytes(200_000, 11);
     let hub = hub(bytes.clone(), |_, _, _, _| None);
     let cache = dir.0.join("hub");
-    hub_env(&hub, &cache);
+    hub_env(&hub.base, &cache);
     let reference = "hf.co/ingle-test/tampered";
     let folder = cache.join("models--ingle-test--tampered");
     let blob = folder.join("blobs").join(sha256_hex(&bytes));
