@@ -459,9 +459,14 @@ impl Selection {
                 if folder.file_name().is_some_and(|n| n == "onnx") {
                     folder.pop();
                 }
-                let folder = snapshot.join(folder);
+                // Only a file of the selection: those the snapshot's listing admits (a link
+                // that leads out of the cache is none, see `snapshot_files`).
                 let read = |name: &str| -> Option<serde_json::Value> {
-                    serde_json::from_slice(&std::fs::read(folder.join(name)).ok()?).ok()
+                    let relative = folder.join(name).to_string_lossy().replace('\\', "/");
+                    if !self.files.iter().any(|f| *f == relative) {
+                        return None;
+                    }
+                    serde_json::from_slice(&std::fs::read(snapshot.join(relative)).ok()?).ok()
                 };
                 if let Some(length) = read("sentence_bert_config.json")
                     .and_then(|c| c.get("max_seq_length")?.as_u64())
@@ -637,5 +642,44 @@ mod tests {
         assert_eq!(unknown.param.as_deref(), Some("model"));
         let missing = pick("hf.co/o/r/nope.gguf", &["a.gguf"]).unwrap_err();
         assert_eq!(missing.kind, crate::ErrorKind::NotFound);
+    }
+
+    /// An embedding model's side files are read only when the snapshot's listing admits them:
+    /// a pooling config linked to a file outside the cache is not read (a tampered cache never
+    /// makes ingle read elsewhere), and the model loads with its default pooling.
+    #[cfg(unix)]
+    #[test]
+    fn side_files_linked_out_of_the_cache_are_not_read() {
+        let root = std::env::temp_dir().join(format!("ingle-side-files-{}", std::process::id()));
+        let snapshot = root.join("models--o--r/snapshots/abc");
+        std::fs::create_dir_all(snapshot.join("onnx")).unwrap();
+        std::fs::create_dir_all(snapshot.join("1_Pooling")).unwrap();
+        for file in ["onnx/model.onnx", "tokenizer.json", "modules.json"] {
+            std::fs::write(snapshot.join(file), b"{}").unwrap();
+        }
+        // Max pooling, which ingle refuses: reading it shows as an error.
+        let max_pooling = br#"{"pooling_mode_max_tokens": true}"#;
+        let outside = root.join("outside.json");
+        std::fs::write(&outside, max_pooling).unwrap();
+        let pooling = snapshot.join("1_Pooling/config.json");
+        let load = || {
+            let files = crate::pull::hub::snapshot_files(&snapshot);
+            let reference = HubRef::parse("hf.co/o/r").unwrap().unwrap();
+            select(&reference, &files)?.predictor("hf.co/o/r", &snapshot)
+        };
+
+        std::fs::write(&pooling, max_pooling).unwrap();
+        let read = load().unwrap_err();
+        assert!(read.message.contains("1_Pooling/config.json"), "{read}");
+
+        std::fs::remove_file(&pooling).unwrap();
+        std::os::unix::fs::symlink(&outside, &pooling).unwrap();
+        let config = load().unwrap();
+        assert!(
+            matches!(&config.options, crate::config::BackendOptions::OnnxEmbedding(o) if o.pooling.is_none()),
+            "{:?}",
+            config.options
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

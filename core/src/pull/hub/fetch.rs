@@ -19,6 +19,7 @@ use super::super::http::{self, download_error, Range, RawAnswer};
 use super::super::{
     local_error, Emit, PullEvent, PullReport, PullStatus, PulledFile, Puller, Stamp,
 };
+use super::answer::{next_page, revision_commit, tree_page, TreeFile};
 use super::blob::{hashes, link, write_atomically};
 use super::{detect, find_cached, HubRef, HubSettings};
 use crate::error::ErrorCode;
@@ -35,24 +36,6 @@ const MAX_TREE_PAGES: usize = 1_000;
 const MAX_TREE_FILES: usize = 1_000_000;
 /// Most relative redirects followed on the endpoint (renamed repos).
 const MAX_REDIRECTS: usize = 5;
-
-/// One file of a repo, as the tree API lists it.
-#[derive(Debug, Clone)]
-struct TreeFile {
-    path: String,
-    size: u64,
-    /// The git blob sha1.
-    oid: String,
-    /// A large file's sha256.
-    lfs: Option<String>,
-}
-
-impl TreeFile {
-    /// Its blob's name in the cache, as huggingface_hub names it (the ETag the Hub gives).
-    fn etag(&self) -> &str {
-        self.lfs.as_deref().unwrap_or(&self.oid)
-    }
-}
 
 /// Makes `reference`'s model present and verified in the Hub cache: the files its kind needs,
 /// linked from the snapshot of the commit its revision names.
@@ -344,10 +327,7 @@ impl Hub<'_> {
             encoded(self.reference.revision())
         );
         let (info, _) = self.json(&url)?;
-        info.get("sha")
-            .and_then(|s| s.as_str())
-            .filter(|s| super::is_commit(s))
-            .map(str::to_string)
+        revision_commit(&info)
             .ok_or_else(|| download_error(&url, "the Hub's answer names no commit (`sha`)"))
     }
 
@@ -369,75 +349,17 @@ impl Hub<'_> {
                 ));
             }
             let (page, answer) = self.json(&url)?;
-            let entries = page
-                .as_array()
-                .ok_or_else(|| download_error(&url, "the Hub's tree answer is not a list"))?;
+            let entries = tree_page(&page).map_err(|problem| download_error(&url, problem))?;
             if files.len() + entries.len() > MAX_TREE_FILES {
                 return Err(download_error(
                     &url,
                     format!("the tree lists more than {MAX_TREE_FILES} files"),
                 ));
             }
-            for entry in entries {
-                if entry.get("type").and_then(|t| t.as_str()) != Some("file") {
-                    continue;
-                }
-                let text = |key: &str| entry.get(key).and_then(|v| v.as_str()).map(str::to_string);
-                let (Some(path), Some(oid), Some(size)) = (
-                    text("path"),
-                    text("oid"),
-                    entry.get("size").and_then(|s| s.as_u64()),
-                ) else {
-                    return Err(download_error(
-                        &url,
-                        "a file of the tree lacks its path, oid or size",
-                    ));
-                };
-                let lfs = entry
-                    .get("lfs")
-                    .and_then(|l| l.get("oid"))
-                    .and_then(|o| o.as_str())
-                    .map(str::to_ascii_lowercase);
-                let hex =
-                    |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
-                if !hex(&oid, 40) || lfs.as_deref().is_some_and(|l| !hex(l, 64)) {
-                    return Err(download_error(
-                        &url,
-                        format!("the tree gives {path} a malformed hash"),
-                    ));
-                }
-                if path
-                    .split('/')
-                    .any(|s| s.is_empty() || s == "." || s == "..")
-                    || path.contains('\\')
-                {
-                    return Err(download_error(
-                        &url,
-                        format!("the tree lists an unsafe path `{}`", shown(&path)),
-                    ));
-                }
-                files.push(TreeFile {
-                    path,
-                    size,
-                    oid: oid.to_ascii_lowercase(),
-                    lfs,
-                });
-            }
-            // The next page, when the Hub paginates (`Link: <URL>; rel="next"`).
-            let next = answer.header("link").and_then(|link| {
-                link.split(',').find_map(|part| {
-                    let (target, params) = part.split_once(';')?;
-                    params.contains("rel=\"next\"").then(|| {
-                        target
-                            .trim()
-                            .trim_start_matches('<')
-                            .trim_end_matches('>')
-                            .to_string()
-                    })
-                })
-            });
+            files.extend(entries);
+            let next = answer.header("link").and_then(|link| next_page(&url, link));
             match next {
-                Some(next) => url = http::join_url(&url, &next),
+                Some(next) => url = next,
                 None => return Ok(files),
             }
         }

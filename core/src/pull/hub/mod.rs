@@ -16,6 +16,7 @@
 //! [`fetch`] speaks the Hub's protocol; [`detect`] says which files of a repo make a model, and
 //! which kind. Why not the `hf-hub` crate: docs/models.md ("The Hub's protocol").
 
+pub mod answer;
 mod blob;
 pub mod detect;
 mod fetch;
