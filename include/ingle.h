@@ -312,8 +312,9 @@ enum IngleStatus ingle_cancel_create(struct IngleCancel **out);
  * client made with it stop at their next step (a generated token, a sentence, a transcription
  * window's next token, the audio decoder's next packet) and return `INGLE_ERROR_CANCELLED`; a
  * C predictor running for one sees `ingle_sink_cancelled` return 1; calls made after stop at
- * their first step. Work without steps inside (an embedding batch, Whisper's encoder, a chat
- * request queued or reading its prompt) stops when it ends. It stays set. NULL is a no-op.
+ * their first step. A chat request queued for a slot leaves the queue at once; one reading
+ * its prompt stops after the chunk it reads. Work without steps inside (an embedding batch,
+ * Whisper's encoder) stops when it ends. It stays set. NULL is a no-op.
  * `cancel` must not be freed while another thread may still set it.
  */
 void ingle_cancel_set(const struct IngleCancel *cancel);
@@ -642,7 +643,8 @@ enum IngleStatus ingle_models_retrieve(struct IngleClient *client,
  * `on_progress` (NULL: none) receives each progress event as JSON,
  * `{"status": "waiting"|"verifying"|"downloading"|"success", "tag", "file", "completed",
  * "total"}` (bytes); a non-zero return stops the pull with `INGLE_ERROR_CANCELLED`, keeping
- * what was downloaded (on `success` it changes nothing: the pull is done). `*out_json` (NULL: not wanted) receives the report,
+ * what was downloaded (on `success` it changes nothing: the pull is done), as does the
+ * client's cancel (`ingle_client_with_cancel`) at the next chunk. `*out_json` (NULL: not wanted) receives the report,
  * `{"tag", "status": "success", "models_dir", "files": [{"tag", "path", "size", "sha256",
  * "fetched"}], "downloaded_bytes", "notes": [...]}`, to free with `ingle_string_free`.
  * `INGLE_ERROR_NOT_FOUND` for a tag the catalog does not have (or a Hub repo, revision or

@@ -79,6 +79,7 @@ impl Client {
         client.messages = self.messages.with_cancel(cancel);
         client.audio = self.audio.with_cancel(cancel);
         client.predictions.cancel = cancel.clone();
+        client.models.cancel = cancel.clone();
         client
     }
 

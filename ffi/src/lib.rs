@@ -165,8 +165,9 @@ pub unsafe extern "C" fn ingle_cancel_create(out: *mut *mut IngleCancel) -> Ingl
 /// client made with it stop at their next step (a generated token, a sentence, a transcription
 /// window's next token, the audio decoder's next packet) and return `INGLE_ERROR_CANCELLED`; a
 /// C predictor running for one sees `ingle_sink_cancelled` return 1; calls made after stop at
-/// their first step. Work without steps inside (an embedding batch, Whisper's encoder, a chat
-/// request queued or reading its prompt) stops when it ends. It stays set. NULL is a no-op.
+/// their first step. A chat request queued for a slot leaves the queue at once; one reading
+/// its prompt stops after the chunk it reads. Work without steps inside (an embedding batch,
+/// Whisper's encoder) stops when it ends. It stays set. NULL is a no-op.
 /// `cancel` must not be freed while another thread may still set it.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_cancel_set(cancel: *const IngleCancel) {

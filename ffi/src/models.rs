@@ -41,7 +41,8 @@ pub unsafe extern "C" fn ingle_models_retrieve(
 /// `on_progress` (NULL: none) receives each progress event as JSON,
 /// `{"status": "waiting"|"verifying"|"downloading"|"success", "tag", "file", "completed",
 /// "total"}` (bytes); a non-zero return stops the pull with `INGLE_ERROR_CANCELLED`, keeping
-/// what was downloaded (on `success` it changes nothing: the pull is done). `*out_json` (NULL: not wanted) receives the report,
+/// what was downloaded (on `success` it changes nothing: the pull is done), as does the
+/// client's cancel (`ingle_client_with_cancel`) at the next chunk. `*out_json` (NULL: not wanted) receives the report,
 /// `{"tag", "status": "success", "models_dir", "files": [{"tag", "path", "size", "sha256",
 /// "fetched"}], "downloaded_bytes", "notes": [...]}`, to free with `ingle_string_free`.
 /// `INGLE_ERROR_NOT_FOUND` for a tag the catalog does not have (or a Hub repo, revision or

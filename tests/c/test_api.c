@@ -698,6 +698,7 @@ static void test_four_threads(void) {
 typedef struct {
     int events;
     int stop_after; /* 0: never */
+    IngleCancel *cancel_after_two; /* set at the second event, as another thread would */
     char last[512];
 } PullProgress;
 
@@ -705,6 +706,7 @@ static int32_t on_pull_progress(const char *json, size_t len, void *user_data) {
     PullProgress *p = user_data;
     p->events++;
     snprintf(p->last, sizeof p->last, "%.*s", (int)len, json);
+    if (p->cancel_after_two && p->events == 2) ingle_cancel_set(p->cancel_after_two);
     return p->stop_after > 0 && p->events >= p->stop_after;
 }
 
@@ -742,6 +744,23 @@ static void test_models_pull(void) {
     CHECK(stat(path, &st) != 0, "a stopped pull left %s", path);
     CHECK_STATUS(ingle_models_pull(c, "@test/blob", NULL, NULL, NULL), INGLE_OK);
     CHECK(stat(path, &st) == 0 && st.st_size == atol(size), "%s after resuming", path);
+
+    /* Stopped by the client's cancel: the same, at the next chunk. */
+    unlink(path);
+    IngleCancel *cancel = NULL;
+    IngleClient *cancellable = NULL;
+    CHECK_STATUS(ingle_cancel_create(&cancel), INGLE_OK);
+    CHECK_STATUS(ingle_client_with_cancel(c, cancel, &cancellable), INGLE_OK);
+    PullProgress cancelled = {.cancel_after_two = cancel};
+    CHECK_STATUS(ingle_models_pull(cancellable, "@test/blob", on_pull_progress, &cancelled, NULL),
+                 INGLE_ERROR_CANCELLED);
+    CHECK(cancelled.events == 2, "%d events after the cancel", cancelled.events);
+    CHECK(stat(path, &st) != 0, "a cancelled pull left %s", path);
+    /* Set, it stops the next pull before it starts. */
+    CHECK_STATUS(ingle_models_pull(cancellable, "@test/blob", NULL, NULL, NULL), INGLE_ERROR_CANCELLED);
+    ingle_client_free(cancellable);
+    ingle_cancel_free(cancel);
+    CHECK_STATUS(ingle_models_pull(c, "@test/blob", NULL, NULL, NULL), INGLE_OK);
 
     CHECK_STATUS(ingle_models_pull(c, "@test/none", NULL, NULL, NULL), INGLE_ERROR_NOT_FOUND);
     CHECK(strstr(ingle_last_error(), "@test/blob"), "%s", ingle_last_error());

@@ -6,6 +6,7 @@
 #include "check.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -535,6 +536,83 @@ static void test_predictor_free_waits(void) {
     CHECK(atomic_load(&slow_returned) == 1, "ingle_client_free returned while a callback was running");
 }
 
+/* Emits once when asked to, then waits (at most 10 s) for ingle_sink_cancelled and stops there,
+ * as a predictor honouring a cancel does: returning 0, or failing (user_data says which). */
+static int32_t watch(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    int fails = *(const int *)user_data;
+    if (strstr(ingle_inputs_json(inputs), "\"emit\":true")) ingle_sink_emit(sink, "{\"n\":1}");
+    for (int i = 0; i < 1000 && !ingle_sink_cancelled(sink); i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
+    if (fails) {
+        ingle_sink_fail(sink, "stopped early");
+        return 1;
+    }
+    return 0;
+}
+
+typedef struct {
+    IngleClient *client;
+    const char *tag;
+    const char *inputs;
+    IngleStatus status;
+    char *out;
+    char error_json[512];
+} WatchWorker;
+
+static void *watch_worker(void *arg) {
+    WatchWorker *w = (WatchWorker *)arg;
+    w->status = ingle_predictions_create(w->client, w->tag, w->inputs, &w->out);
+    snprintf(w->error_json, sizeof w->error_json, "%s", ingle_last_error_json());
+    return NULL;
+}
+
+/* A predictor that sees the cancel (ingle_cancel_set from another thread) and ends early, with
+ * or without output first, returning 0 or failing: the call ends INGLE_ERROR_CANCELLED, never
+ * with the cut-off output or the predictor's own error. */
+static void test_predictor_honours_cancel(void) {
+    static const int returns = 0, fails = 1;
+    CHECK_STATUS(ingle_predictor_register(client, "{\"tag\":\"@c/watch\",\"kind\":\"generator\",\"inputs\":[{"
+                                                  "\"name\":\"emit\",\"type\":\"boolean\"}],\"outputs\":[{"
+                                                  "\"name\":\"n\",\"type\":\"integer\"}]}",
+                                          watch, (void *)&returns),
+                 INGLE_OK);
+    CHECK_STATUS(ingle_predictor_register(client, "{\"tag\":\"@c/watch_fails\",\"kind\":\"generator\",\"inputs\":[{"
+                                                  "\"name\":\"emit\",\"type\":\"boolean\"}],\"outputs\":[{"
+                                                  "\"name\":\"n\",\"type\":\"integer\"}]}",
+                                          watch, (void *)&fails),
+                 INGLE_OK);
+    const char *cases[][2] = {{"@c/watch", "{\"emit\":false}"},
+                              {"@c/watch", "{\"emit\":true}"},
+                              {"@c/watch_fails", "{\"emit\":false}"},
+                              {"@c/watch_fails", "{\"emit\":true}"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        IngleCancel *cancel = NULL;
+        IngleClient *cancellable = NULL;
+        CHECK_STATUS(ingle_cancel_create(&cancel), INGLE_OK);
+        CHECK_STATUS(ingle_client_with_cancel(client, cancel, &cancellable), INGLE_OK);
+        if (!cancellable) return;
+        WatchWorker w = {cancellable, cases[i][0], cases[i][1], INGLE_OK, NULL, ""};
+        pthread_t thread;
+        if (pthread_create(&thread, NULL, watch_worker, &w) != 0) {
+            CHECK(0, "pthread_create");
+            return;
+        }
+        nanosleep(&(struct timespec){0, 100000000}, NULL);
+        ingle_cancel_set(cancel);
+        pthread_join(thread, NULL);
+        CHECK(w.status == INGLE_ERROR_CANCELLED, "%s %s: status %d, %s, %s", cases[i][0], cases[i][1], (int)w.status,
+              w.out ? w.out : "(no output)", w.error_json);
+        /* A prediction that ran gives its object, its error the cancel (not its own failure). */
+        CHECK(w.out && strstr(w.out, "\"error\":{") && strstr(w.out, "cancelled") &&
+                  !strstr(w.out, "stopped early"),
+              "%s", w.out ? w.out : "(no prediction)");
+        CHECK(strstr(w.error_json, "\"type\":\"cancelled\""), "%s", w.error_json);
+        ingle_string_free(w.out);
+        ingle_client_free(cancellable);
+        ingle_cancel_free(cancel);
+    }
+    /* Uncancelled, a predictor's own failure stays INGLE_ERROR_MODEL: test_predictor_failures. */
+}
+
 static const Test tests[] = {
     {"predictor_free_waits", test_predictor_free_waits},
     {"predictor_chat", test_predictor_chat},
@@ -548,6 +626,7 @@ static const Test tests[] = {
     {"predictor_completions", test_predictor_completions},
     {"predictor_failures", test_predictor_failures},
     {"predictor_cancel", test_predictor_cancel},
+    {"predictor_honours_cancel", test_predictor_honours_cancel},
     {"predictor_rules", test_predictor_rules},
 };
 

@@ -156,3 +156,58 @@ fn a_cancelled_create_stops_generation() {
     let completion = client.chat.completions.create(&france()).unwrap();
     assert!(completion.choices[0].message.text().contains("Paris"));
 }
+
+#[test]
+fn a_cancel_reaches_a_request_still_queued_for_a_sequence() {
+    // One sequence, held by a long generation that cannot end early (the end tokens barred): the
+    // second request waits in the queue, where only its cancel can end it.
+    let client = own_client(|p| p.parallel(1));
+    let endless = ChatCompletionRequest {
+        max_tokens: Some(2000),
+        logit_bias: Some(
+            serde_json::from_value(serde_json::json!({"0": -100, "2": -100})).unwrap(),
+        ),
+        ..ask("Write a very long story about a dragon and a knight.")
+    };
+    let mut holder = client.chat.completions.stream(&endless).unwrap();
+    holder.next().unwrap().unwrap();
+    // It holds the sequence once it generates (its first chunk, the role, comes before).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while client.metrics(MODEL).unwrap().generated_tokens == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the first request never generated"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    let cancel = ingle::Cancel::new();
+    let queued = {
+        let client = client.with_cancel(&cancel);
+        std::thread::spawn(move || client.chat.completions.create(&france()))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while client.metrics(MODEL).unwrap().queued_requests == 0 {
+        assert!(Instant::now() < deadline, "the second request never queued");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    cancel.cancel();
+    let error = queued.join().unwrap().unwrap_err();
+    assert_eq!(error.kind, ingle::ErrorKind::Cancelled, "{error}");
+    // It ended while the first still held the sequence, and left the queue.
+    let metrics = client.metrics(MODEL).unwrap();
+    assert_eq!(metrics.active_requests, 1, "{metrics:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while client.metrics(MODEL).unwrap().queued_requests > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the cancelled request stayed queued"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(client.metrics(MODEL).unwrap().cancelled_requests, 1);
+    assert!(holder.next().unwrap().is_ok(), "the first request goes on");
+    drop(holder);
+    let completion = client.chat.completions.create(&france()).unwrap();
+    assert!(completion.choices[0].message.text().contains("Paris"));
+}

@@ -2,6 +2,7 @@
 
 use super::types::{Model, ModelList};
 use crate::error::Result;
+use crate::predict::Cancel;
 use crate::registry::Registry;
 use std::sync::Arc;
 
@@ -9,11 +10,16 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct Models {
     registry: Arc<Registry>,
+    /// Stops a pull at its next progress report (each chunk downloaded or hashed).
+    pub(crate) cancel: Cancel,
 }
 
 impl Models {
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
-        Models { registry }
+        Models {
+            registry,
+            cancel: Cancel::default(),
+        }
     }
 
     pub fn list(&self) -> ModelList {
@@ -32,13 +38,18 @@ impl Models {
     /// Downloads `model` (a tag of the catalog, see [`crate::pull`]) and what it needs into
     /// the client's models directory, verified; a model the config registers only when its
     /// files exist is then served by this client. `progress` hears about each file; returning
-    /// `false` cancels (the next pull resumes).
+    /// `false` cancels (the next pull resumes), as does the client's cancel
+    /// ([`crate::Client::with_cancel`]).
     pub fn pull(
         &self,
         model: &str,
         progress: &mut dyn FnMut(&crate::pull::PullEvent) -> bool,
     ) -> Result<crate::pull::PullReport> {
-        let report = crate::pull::Puller::new(self.registry.models_dir())?.pull(model, progress)?;
+        self.cancel.check()?;
+        let mut progress =
+            |event: &crate::pull::PullEvent| !self.cancel.is_cancelled() && progress(event);
+        let report =
+            crate::pull::Puller::new(self.registry.models_dir())?.pull(model, &mut progress)?;
         // A Hub model is served from the snapshot just pulled (`refs/main` may have moved).
         self.registry.refresh_hub(&report.tag);
         Ok(report)

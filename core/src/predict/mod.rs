@@ -63,6 +63,16 @@ pub(crate) fn running<T: 'static>(
                 return Some(Err(cancelled));
             }
             let next = outputs.next();
+            if matches!(next, Some(Ok(_))) {
+                return next;
+            }
+            // A predictor that honours the cancel ends early, or fails with its own error
+            // (a C predictor returns a code, a Python one raises): the call was cancelled,
+            // and its caller is told so, not handed cut-off output or a model error.
+            if let Err(cancelled) = self.cancel.cancel().check() {
+                self.outputs = None;
+                return Some(Err(cancelled));
+            }
             if next.is_none() {
                 self.outputs = None;
             }

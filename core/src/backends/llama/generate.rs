@@ -6,13 +6,13 @@
 use super::answer::AnswerInstead;
 use super::constrain::{self, ToolSpec};
 use super::sequence::{Job, Lazy};
-use super::stream::TextStream;
+use super::stream::{flag_on_cancel, TextStream};
 use super::{random_seed, LlamaPredictor, TOOL_FORMAT};
 use crate::chat::tool_calls::{answered_calls, ToolCallDeltas, ToolCallParser, TurnRules};
 use crate::error::{Error, Result};
 use crate::predict::{
-    Context, Generate, GenerationInput, GenerationRequest, LogitBias, SamplingParams, StepStream,
-    ToolChoice,
+    Cancel, Context, Generate, GenerationInput, GenerationRequest, LogitBias, SamplingParams,
+    StepStream, ToolChoice,
 };
 use crate::value::Value;
 use llama_cpp_2::sampling::LlamaSampler;
@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
 impl Generate for LlamaPredictor {
-    fn generate(&self, request: GenerationRequest, _context: &Context) -> Result<StepStream> {
-        Ok(Box::new(self.start(request)?))
+    fn generate(&self, request: GenerationRequest, context: &Context) -> Result<StepStream> {
+        Ok(Box::new(self.start(request, &context.cancel)?))
     }
 }
 
@@ -57,8 +57,8 @@ fn check_strict_schemas(request: &GenerationRequest) -> Result<()> {
 }
 
 impl LlamaPredictor {
-    /// Starts `request` on the scheduler: its stream of steps.
-    pub(super) fn start(&self, request: GenerationRequest) -> Result<TextStream> {
+    /// Starts `request` on the scheduler: its stream of steps, which `cancel` stops.
+    pub(super) fn start(&self, request: GenerationRequest, cancel: &Cancel) -> Result<TextStream> {
         check_strict_schemas(&request)?;
         let logit_bias = logit_biases(&request.logit_bias, self.model.n_vocab())?;
         let calling = request.callable_tools();
@@ -208,6 +208,8 @@ impl LlamaPredictor {
         })?;
         Ok(TextStream {
             events: event_rx,
+            cancel_link: flag_on_cancel(cancel, &cancelled),
+            cancel: cancel.clone(),
             cancelled,
             finish_now,
             done: false,

@@ -445,8 +445,8 @@ impl Predictor for LlamaPredictor {
 
     /// The annotation protocol's entry (`predictions.create`, a caller's own inputs): the
     /// inputs read into a typed request, its steps given as the signature's outputs.
-    fn predict(&self, inputs: Inputs, _context: &Context) -> Result<OutputStream> {
-        let steps = self.start(GenerationRequest::from_inputs(&inputs)?)?;
+    fn predict(&self, inputs: Inputs, context: &Context) -> Result<OutputStream> {
+        let steps = self.start(GenerationRequest::from_inputs(&inputs)?, &context.cancel)?;
         Ok(Box::new(steps.map(|step| step?.into_outputs())))
     }
 

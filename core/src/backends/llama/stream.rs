@@ -3,7 +3,7 @@
 
 use crate::chat::tool_calls::ToolCallDeltas;
 use crate::error::{Error, Result};
-use crate::predict::{GenerationStep, StepUsage, TokenLogprob};
+use crate::predict::{Cancel, GenerationStep, OnCancel, StepUsage, TokenLogprob};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
@@ -27,6 +27,11 @@ pub(super) struct Finish {
 pub(super) struct TextStream {
     pub(super) events: mpsc::Receiver<Result<Event>>,
     pub(super) cancelled: Arc<AtomicBool>,
+    /// The call's cancel, and what sets `cancelled` when it fires: a request still queued for a
+    /// slot or reading its prompt is dropped by the scheduler then, not at its first token
+    /// (the consumer waits in `recv` until then, and only asks the cancel between outputs).
+    pub(super) cancel: Cancel,
+    pub(super) cancel_link: OnCancel,
     /// Tells the scheduler to end the sequence (the tool-call turn is over).
     pub(super) finish_now: Arc<AtomicBool>,
     pub(super) done: bool,
@@ -51,6 +56,12 @@ pub(super) type Started = (
 /// Starts the same request without tools (`LlamaPredictor::answer_instead`), given the
 /// completion tokens already used; `None` when none of `max_tokens` is left.
 pub(super) type Restart = Box<dyn FnOnce(usize) -> Result<Option<Started>> + Send>;
+
+/// Sets `cancelled` (a job's flag, which the scheduler reads between steps) when `cancel` fires.
+pub(super) fn flag_on_cancel(cancel: &Cancel, cancelled: &Arc<AtomicBool>) -> OnCancel {
+    let cancelled = Arc::clone(cancelled);
+    cancel.on_cancel(move || cancelled.store(true, Ordering::Relaxed))
+}
 
 impl TextStream {
     /// Gives up the turn under way (it looped on results it has): waits for its end, then
@@ -83,6 +94,7 @@ impl TextStream {
             finish.completion_tokens,
         ];
         self.events = events;
+        self.cancel_link = flag_on_cancel(&self.cancel, &cancelled);
         self.cancelled = cancelled;
         self.finish_now = finish_now;
         self.calls = None;
