@@ -606,6 +606,7 @@ fn _ingle(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeSpeechStream>()?;
     m.add_class::<CancelFlag>()?;
     m.add_class::<predictors::RawTensor>()?;
+    m.add("MAX_TENSOR_BYTES", ingle::MAX_TENSOR_BYTES)?;
     m.add_class::<predictors::RawAudio>()?;
     m.add_class::<predictors::LogSink>()?;
     m.add_class::<server::NativeServer>()?;

@@ -56,9 +56,15 @@ def floats(prompt: str, width: Annotated[int, Parameter.ImageWidth()] = 2) -> np
     return np.zeros((2, width, 3), dtype=np.float32)
 
 
+@predictor(tag="@test/vast")
+def vast(prompt: str, width: Annotated[int, Parameter.ImageWidth()] = 2) -> np.ndarray:
+    # 50,000 x 50,000 RGB: 7.5 GB that NumPy maps lazily (zeros), which no copy may touch.
+    return np.zeros((50_000, 50_000, 3), dtype=np.uint8)
+
+
 @pytest.fixture(scope="module")
 def users():
-    return ingle.OpenAI(predictors=[paint, refine, floats])
+    return ingle.OpenAI(predictors=[paint, refine, floats, vast])
 
 
 def pixels(b64: str) -> np.ndarray:
@@ -121,6 +127,18 @@ def test_mistakes_are_errors_naming_the_field_or_the_output(users):
     with pytest.raises(ingle.InternalServerError) as broken:
         users.images.generate(model="@test/floats", prompt="red")
     assert "float32" in str(broken.value)
+    assert users.images.generate(model="@test/paint", prompt="red").data
+
+
+def test_a_predictor_returning_a_50000_by_50000_image_is_refused_before_any_copy(users):
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    with pytest.raises(ingle.InternalServerError) as vast_image:
+        users.images.generate(model="@test/vast", prompt="red")
+    assert "[50000, 50000, 3]" in str(vast_image.value) and "GiB" in str(vast_image.value)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
+    assert grown < 512 * 1024, f"the peak memory grew {grown} KiB"
     assert users.images.generate(model="@test/paint", prompt="red").data
 
 

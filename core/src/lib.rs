@@ -63,7 +63,7 @@ pub use predict::{
     GenerationOption, Inputs, Logs, Metrics, OnCancel, OutputStream, Outputs, Parameter,
     Prediction, PredictionStream, Predictor, PredictorKind, Signature,
 };
-pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType, MAX_NESTING};
+pub use value::{Audio, Dict, Dtype, Tensor, Value, ValueType, MAX_NESTING, MAX_TENSOR_BYTES};
 
 /// The version of ingle.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -57,6 +57,26 @@ impl Dtype {
     }
 }
 
+/// The most bytes one tensor may hold (1 GiB): far above what any output ingle serves needs (a
+/// 4096 × 4096 RGBA image is 64 MiB), and below what would take a machine's memory when a
+/// predictor returns, say, a 50,000 × 50,000 image (7.5 GB, which NumPy allocates lazily).
+pub const MAX_TENSOR_BYTES: usize = 1 << 30;
+
+/// The bytes a tensor of `shape` and `dtype` holds, or an error past [`MAX_TENSOR_BYTES`].
+pub fn tensor_bytes(dtype: Dtype, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(dtype.size(), |bytes, &side| bytes.checked_mul(side))
+        .filter(|&bytes| bytes <= MAX_TENSOR_BYTES)
+        .ok_or_else(|| {
+            Error::internal(format!(
+                "a tensor of shape {} and dtype {dtype:?} is over the {} GiB a tensor may hold",
+                crate::error::shown(&format!("{shape:?}")),
+                MAX_TENSOR_BYTES >> 30
+            ))
+        })
+}
+
 /// A dense, contiguous, row-major tensor.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tensor {
@@ -68,7 +88,7 @@ pub struct Tensor {
 
 impl Tensor {
     pub fn new(dtype: Dtype, shape: Vec<usize>, data: Vec<u8>) -> Result<Self> {
-        let expected = shape.iter().product::<usize>() * dtype.size();
+        let expected = tensor_bytes(dtype, &shape)?;
         if data.len() != expected {
             return Err(Error::internal(format!(
                 "tensor of shape {shape:?} and dtype {dtype:?} needs {expected} bytes, got {}",

@@ -297,3 +297,20 @@ fn paths_of_the_wrong_kind_are_refused() {
     assert!(error.message.contains("not a GGUF file"), "{error:?}");
     std::fs::remove_dir_all(&subdir).unwrap();
 }
+
+#[test]
+fn a_tensor_past_its_bound_or_whose_size_overflows_is_refused_by_its_shape() {
+    use ingle::{Dtype, Tensor, MAX_TENSOR_BYTES};
+    for shape in [
+        vec![50_000, 50_000, 3],
+        vec![usize::MAX, 2],
+        vec![1 << 20, 1 << 20, 1 << 20, 1 << 20],
+        vec![MAX_TENSOR_BYTES + 1],
+    ] {
+        let error = Tensor::new(Dtype::U8, shape.clone(), Vec::new()).unwrap_err();
+        assert!(error.message.contains("GiB"), "{shape:?}: {error}");
+        assert!(error.message.len() <= MAX_MESSAGE_BYTES);
+    }
+    let at_bound = Tensor::new(Dtype::U8, vec![MAX_TENSOR_BYTES], Vec::new()).unwrap_err();
+    assert!(at_bound.message.contains("needs"), "{at_bound}");
+}

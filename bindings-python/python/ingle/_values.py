@@ -49,6 +49,11 @@ def _raw_tensor(array: Any, what: str, dtype: Optional[str]) -> Any:
     if name not in _TENSOR_DTYPES:
         raise _OutputError(
             f"{what} is a {name} array; arrays cross as {', '.join(_TENSOR_DTYPES)}")
+    if array.nbytes > _ingle.MAX_TENSOR_BYTES:
+        # Before any copy: NumPy allocates zeros lazily, a copy of 50,000 x 50,000 would not be.
+        raise _OutputError(
+            f"{what} is a {name} array of shape {list(array.shape)}, {array.nbytes} bytes; "
+            f"at most {_ingle.MAX_TENSOR_BYTES >> 30} GiB crosses into ingle")
     data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
     return _ingle.RawTensor(name, list(array.shape), data.tobytes())
 

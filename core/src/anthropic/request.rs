@@ -178,6 +178,11 @@ impl MessagesRequest {
             }
         };
         let last = messages.len() - 1;
+        // The ids of the previous assistant turn's `tool_use` blocks: what a user turn's
+        // `tool_result` blocks may answer (Anthropic's rule, which its API enforces too). A
+        // turn is the messages of one role in a row, as Anthropic's API joins them.
+        let mut calls: Vec<String> = Vec::new();
+        let mut after_assistant = false;
         for (i, message) in messages.iter().enumerate() {
             let at = format!("messages[{i}]");
             if i == last && message.get("role").and_then(Json::as_str) == Some("assistant") {
@@ -192,8 +197,25 @@ impl MessagesRequest {
             let role = message.get("role").and_then(Json::as_str);
             let content = message.get("content").unwrap_or(&Json::Null);
             match role {
-                Some("user") => user_message(content, &at, &mut chat)?,
-                Some("assistant") => chat.push(assistant_message(content, &at)?),
+                Some("user") => {
+                    user_message(content, &at, &calls, &mut chat)?;
+                    after_assistant = false;
+                }
+                Some("assistant") => {
+                    let message = assistant_message(content, &at)?;
+                    if !after_assistant {
+                        calls.clear();
+                    }
+                    after_assistant = true;
+                    calls.extend(
+                        message["tool_calls"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(|call| Some(call["id"].as_str()?.to_string())),
+                    );
+                    chat.push(message);
+                }
                 // Claude Code sends its environment as a system message among the turns: text,
                 // at its place in the conversation.
                 Some("system") => {
@@ -317,7 +339,8 @@ impl MessagesRequest {
 }
 
 /// A user message: its `tool_result` blocks become `tool` messages, its text one user message.
-fn user_message(content: &Json, at: &str, chat: &mut Vec<Json>) -> Result<()> {
+/// Each `tool_result` answers one of `calls`, the ids of the previous message's `tool_use`s.
+fn user_message(content: &Json, at: &str, calls: &[String], chat: &mut Vec<Json>) -> Result<()> {
     let blocks = match content {
         Json::String(text) => {
             chat.push(json!({"role": "user", "content": text}));
@@ -364,6 +387,17 @@ fn user_message(content: &Json, at: &str, chat: &mut Vec<Json>) -> Result<()> {
                             format!("`{here}` needs the `tool_use_id` of the call it answers"),
                         )
                     })?;
+                if !calls.iter().any(|call| call == id) {
+                    return Err(invalid(
+                        format!("{here}.tool_use_id"),
+                        format!(
+                            "`{here}.tool_use_id` '{}' answers no `tool_use` block of the \
+                             message before it: each `tool_result` block must answer a \
+                             `tool_use` block of the previous (assistant) message",
+                            shown(id)
+                        ),
+                    ));
+                }
                 let result = match block.get("content") {
                     None | Some(Json::Null) => String::new(),
                     Some(content) => text_of(content, &format!("{here}.content"))?,
@@ -427,6 +461,16 @@ fn assistant_message(content: &Json, at: &str) -> Result<Json> {
                         })
                 };
                 let (id, name) = (field("id")?, field("name")?);
+                if calls.iter().any(|call: &Json| call["id"] == id) {
+                    return Err(invalid(
+                        format!("{here}.id"),
+                        format!(
+                            "`{here}.id` '{}' is the id of an earlier `tool_use` block of this \
+                             message; each call needs its own id",
+                            shown(id)
+                        ),
+                    ));
+                }
                 let input = match block.get("input") {
                     Some(input @ Json::Object(_)) => input.to_string(),
                     None | Some(Json::Null) => "{}".to_string(),

@@ -124,3 +124,89 @@ fn what_cannot_be_honoured_is_refused_by_name() {
         "messages[0].content[0].tool_use_id"
     );
 }
+
+#[test]
+fn a_tool_result_answers_a_call_of_the_previous_message_and_call_ids_are_unique() {
+    let call = |id: &str| json!({"type": "tool_use", "id": id, "name": "f", "input": {}});
+    let result = |id: &str| json!({"type": "tool_result", "tool_use_id": id, "content": "42"});
+    let conversation =
+        |messages: Json| read(json!({"model": "m", "max_tokens": 5, "messages": messages}));
+    // Answering the previous message's calls, in any order: read.
+    conversation(json!([
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [call("a"), call("b")]},
+        {"role": "user", "content": [result("b"), result("a")]}]))
+    .unwrap();
+    // Messages of one role in a row are one turn (Anthropic's API joins them); a system
+    // message between turns changes nothing.
+    conversation(json!([
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [call("a")]},
+        {"role": "assistant", "content": [call("b")]},
+        {"role": "system", "content": "# Environment"},
+        {"role": "user", "content": [result("a")]},
+        {"role": "user", "content": [result("b")]}]))
+    .unwrap();
+    for (messages, param) in [
+        // No call at all.
+        (
+            json!([{"role": "user", "content": [result("toolu_x")]}]),
+            "messages[0].content[0].tool_use_id",
+        ),
+        // A call of another id.
+        (
+            json!([{"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": [call("a")]},
+                {"role": "user", "content": [result("a"), result("z")]}]),
+            "messages[2].content[1].tool_use_id",
+        ),
+        // A call of a message before the previous one.
+        (
+            json!([{"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": [call("a")]},
+                {"role": "user", "content": [result("a")]},
+                {"role": "assistant", "content": "Done."},
+                {"role": "user", "content": [result("a")]}]),
+            "messages[4].content[0].tool_use_id",
+        ),
+        // Two calls with one id.
+        (
+            json!([{"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": [call("a"), call("a")]},
+                {"role": "user", "content": [result("a")]}]),
+            "messages[1].content[1].id",
+        ),
+    ] {
+        let error = conversation(messages.clone()).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::InvalidRequest, "{messages}");
+        assert_eq!(error.param.as_deref(), Some(param), "{messages}: {error}");
+    }
+}
+
+#[test]
+fn deep_and_many_blocks_are_refused_or_read_without_overflow() {
+    // Written as text: a serde_json value that deep would overflow the stack when dropped.
+    let deep = format!("{}\"x\"{}", "[".repeat(100_000), "]".repeat(100_000));
+    // serde_json refuses what nests past its recursion limit, before any of it is mapped.
+    let text = format!(
+        r#"{{"model": "m", "max_tokens": 5, "messages": [{{"role": "user", "content": {deep}}}]}}"#
+    );
+    let error = MessagesRequest::from_json(&text).unwrap_err();
+    assert_eq!(error.kind, crate::ErrorKind::InvalidRequest);
+    // Nested tool_result content and 10,000 text blocks: one error, or one user message.
+    let nested = read(json!({"model": "m", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "a",
+            "content": [{"type": "tool_result", "tool_use_id": "a", "content": "x"}]}]}]}))
+    .unwrap_err();
+    assert_eq!(
+        nested.param.as_deref(),
+        Some("messages[2].content[0].content[0].type")
+    );
+    let many = vec![json!({"type": "text", "text": "a"}); 10_000];
+    let chat = read(json!({"model": "m", "max_tokens": 5,
+        "messages": [{"role": "user", "content": many}]}))
+    .unwrap();
+    assert_eq!(chat.messages.len(), 1);
+}
