@@ -185,8 +185,19 @@ fn a_streamed_transcription_in_spanish_joins_to_the_whole() {
 #[test]
 fn languages_the_model_does_not_know_are_400s_naming_language() {
     let transcriptions = &shared().audio.transcriptions;
+    let long = "fr".repeat(500_000);
     for (model, language, says) in [
         (MODEL, "klingon", "not a language Whisper knows"),
+        // Hostile values (an empty one is none: the language is detected): a locale (what a
+        // browser gives), a token, control and bidi characters, a name in French, a megabyte
+        // (quoted cut short).
+        (MODEL, "fr-FR", "give `fr`"),
+        (MODEL, "pt_BR", "give `pt`"),
+        (MODEL, "<|fr|>", "not a language"),
+        (MODEL, "fr\u{0}", "not a language"),
+        (MODEL, "\u{202e}rf", "not a language"),
+        (MODEL, "français", "not a language"),
+        (MODEL, long.as_str(), "more bytes"),
         // Cantonese came with large-v3: base has 99 languages.
         (MODEL, "yue", "does not know"),
         (ENGLISH_ONLY, "fr", "English-only"),
@@ -202,10 +213,16 @@ fn languages_the_model_does_not_know_are_400s_naming_language() {
             "{model} {language}: {error:?}"
         );
         assert!(error.message.contains(says), "{}", error.message);
+        assert!(error.message.len() <= ingle::error::MAX_MESSAGE_BYTES);
     }
-    // English by name on the English-only model is fine.
+    // English by name on the English-only model is fine, and any case and padding of a code.
     let english = TranscriptionRequest::new(ENGLISH_ONLY).language("English");
     assert!(transcriptions.create(&english, beckett()).is_ok());
+    let body = verbose(
+        TranscriptionRequest::new(MODEL).language(" FR "),
+        clip("fr.flac"),
+    );
+    assert_eq!(body["language"], "french", "{body}");
 }
 
 #[test]
@@ -511,4 +528,86 @@ fn a_whisper_folder_is_a_model_by_its_path() {
     );
     assert!(error.message.contains("model.bin"), "{}", error.message);
     std::fs::remove_dir_all(&empty).unwrap();
+}
+
+/// `seconds` of 8 kHz silence as FLAC (a few KB that decode to `seconds` × 16,000 samples).
+fn silence(dir: &Path, seconds: u32) -> TranscriptionAudio {
+    let output = dir.join(format!("silence-{seconds}.flac"));
+    let result = std::process::Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi"])
+        .args(["-i", "anullsrc=r=8000:cl=mono", "-t", &seconds.to_string()])
+        .args(["-c:a", "flac"])
+        .arg(&output)
+        .output()
+        .expect("ffmpeg (scripts/test installs it)");
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    TranscriptionAudio::file(std::fs::read(&output).unwrap(), Some("silence.flac"))
+}
+
+#[test]
+fn three_hours_on_the_multilingual_path_are_taken_and_stop_when_cancelled_longer_is_refused() {
+    let dir = ingle_tests::TempDir::new("three-hours");
+    let client = shared();
+    // 3 hours and a minute: refused from its header, naming the file.
+    let started = std::time::Instant::now();
+    let error = client
+        .audio
+        .transcriptions
+        .create(&TranscriptionRequest::new(MODEL), silence(&dir.0, 10_860))
+        .unwrap_err();
+    assert_eq!(
+        (error.kind, error.param.as_deref()),
+        (ErrorKind::InvalidRequest, Some("file")),
+        "{error}"
+    );
+    assert!(error.message.contains("longer than 3 hours"), "{error}");
+    eprintln!(
+        "3 h 1 min refused in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // 2 hours 59 minutes, its language to detect: decoded (687 MB of samples), then either
+    // transcribed (Whisper skips silent windows without decoding them: nothing to write) or
+    // stopped by the caller's cancel, never failing.
+    let cancel = ingle::Cancel::new();
+    let started = std::time::Instant::now();
+    let mut stream = client
+        .with_cancel(&cancel)
+        .audio
+        .transcriptions
+        .stream(&TranscriptionRequest::new(MODEL), silence(&dir.0, 10_740))
+        .unwrap();
+    let decoded = started.elapsed();
+    let canceller = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_secs(5));
+            cancel.cancel();
+        })
+    };
+    let last = stream
+        .by_ref()
+        .last()
+        .expect("the stream ends with its text or the cancel");
+    eprintln!(
+        "2 h 59 min decoded in {:.1} s, then ended in {:.1} s: {last:?}",
+        decoded.as_secs_f64(),
+        (started.elapsed() - decoded).as_secs_f64()
+    );
+    match last {
+        Ok(TranscriptionEvent::Done { text, seconds }) => {
+            assert_eq!((text.as_str(), seconds), ("", 10_740.0));
+        }
+        Err(error) => assert_eq!(error.kind, ErrorKind::Cancelled, "{error}"),
+        Ok(other) => panic!("the stream ended on {other:?}"),
+    }
+    canceller.join().unwrap();
+    drop(stream);
+    // The model goes on (other tests share it: its counters are not this test's alone).
+    let body = verbose(TranscriptionRequest::new(MODEL), clip("fr.flac"));
+    assert_eq!(body["language"], "french", "{body}");
 }

@@ -282,3 +282,49 @@ fn a_user_predictor_annotated_for_rerank_scores_the_documents() {
         error.message
     );
 }
+
+#[test]
+fn a_hundred_thousand_documents_are_refused_and_huge_documents_ranked_by_their_start() {
+    let client = shared();
+    let method = ingle::methods::method("rerank.create").unwrap();
+    // 100,000 documents through the method table (every door's JSON): refused by name, from
+    // their count, before any is embedded.
+    let many = serde_json::json!({"model": EMBEDDING_MODEL, "query": QUERY,
+        "documents": vec!["a note"; 100_000]});
+    let started = std::time::Instant::now();
+    let error = method.call(client, &many.to_string(), None).unwrap_err();
+    assert_eq!(
+        (error.kind, error.param.as_deref()),
+        (ErrorKind::InvalidRequest, Some("documents")),
+        "{error}"
+    );
+    assert!(error.message.contains("100000 documents"), "{error}");
+    eprintln!("100,000 documents refused in {:?}", started.elapsed());
+
+    // Three 8 MB documents: each is read from its start (the model's 256 tokens), as its first
+    // kilobytes would be, and the one about Paris ranks first.
+    let huge =
+        |start: &str| format!("{start} ") + &"The weather was mild that year. ".repeat(1 << 18);
+    let documents = vec![huge(DOCUMENTS[0]), huge(DOCUMENTS[2]), huge(DOCUMENTS[3])];
+    let response = client
+        .rerank
+        .create(&RerankRequest::new(
+            EMBEDDING_MODEL,
+            QUERY,
+            documents.clone(),
+        ))
+        .unwrap();
+    assert_eq!(response.results[0].index, 1, "{:?}", response.results);
+    let short: Vec<String> = documents.iter().map(|d| d[..4096].to_string()).collect();
+    let same = client
+        .rerank
+        .create(&RerankRequest::new(EMBEDDING_MODEL, QUERY, short))
+        .unwrap();
+    for (whole, start) in response.results.iter().zip(&same.results) {
+        assert_eq!(whole.index, start.index);
+        assert!(
+            (whole.relevance_score - start.relevance_score).abs() < 1e-5,
+            "{whole:?} {start:?}"
+        );
+    }
+}

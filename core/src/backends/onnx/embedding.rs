@@ -71,6 +71,27 @@ struct EmbeddingModel {
     hidden_state: usize,
     dims: usize,
     pooling: Pooling,
+    /// The most bytes of a text tokenized: what `max_length` tokens can take
+    /// ([`BYTES_PER_TOKEN`] each).
+    read_bytes: usize,
+}
+
+/// Bytes of text that a token of a text encoder can stand for, at most in practice: a word
+/// piece is a few bytes; a word over 100 characters (WordPiece's bound) is one unknown token.
+/// A text is cut to `max_length` times this before tokenizing: the tokenizer would otherwise
+/// split all of a 10 MB document (seconds, and hundreds of MB) to keep its first 256 tokens.
+const BYTES_PER_TOKEN: usize = 128;
+
+/// The start of `text`, at most `bytes` long, cut at a character boundary.
+fn leading(text: &str, bytes: usize) -> &str {
+    if text.len() <= bytes {
+        return text;
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 /// The queue of requests and what the last runs saw of concurrency.
@@ -280,6 +301,7 @@ impl EmbeddingModel {
             hidden_state,
             dims,
             pooling,
+            read_bytes: max_length.saturating_mul(BYTES_PER_TOKEN),
         })
     }
 
@@ -288,7 +310,10 @@ impl EmbeddingModel {
     fn embed(&self, texts: &[&str], dims: usize) -> Result<(Vec<f32>, usize)> {
         let encodings = self
             .tokenizer
-            .encode_batch_fast(texts.to_vec(), true)
+            .encode_batch_fast(
+                texts.iter().map(|t| leading(t, self.read_bytes)).collect(),
+                true,
+            )
             .map_err(|e| Error::model(format!("Cannot tokenize the input: {e}")))?;
         let tokens = encodings.iter().map(|e| e.len()).sum();
         let job = Arc::new(Job {

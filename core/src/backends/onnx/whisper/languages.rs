@@ -179,11 +179,20 @@ impl ModelLanguages {
     /// model knows; an invalid-request error naming `param` otherwise.
     pub fn resolve(&self, language: &str, param: &str) -> Result<&'static str> {
         let code = code(language).ok_or_else(|| {
+            // A locale (`fr-FR`, `pt_BR`, what a browser's `navigator.language` gives): its
+            // language's code is what Whisper takes.
+            let primary = language.trim().split(['-', '_']).next().unwrap_or("");
+            let hint = match code(primary) {
+                Some(code) if primary.len() < language.trim().len() => {
+                    format!("; for `{}`, give `{code}`", shown(language))
+                }
+                _ => String::new(),
+            };
             Error::invalid(
                 param,
                 format!(
                     "`{param}` is `{}`, which is not a language Whisper knows: give an ISO-639-1 \
-                     code such as `fr` or an English name such as `french`",
+                     code such as `fr` or an English name such as `french`{hint}",
                     shown(language)
                 ),
             )
