@@ -463,7 +463,7 @@ impl Selection {
                 // that leads out of the cache is none, see `snapshot_files`).
                 let read = |name: &str| -> Option<serde_json::Value> {
                     let relative = folder.join(name).to_string_lossy().replace('\\', "/");
-                    if !self.files.iter().any(|f| *f == relative) {
+                    if !self.files.contains(&relative) {
                         return None;
                     }
                     serde_json::from_slice(&std::fs::read(snapshot.join(relative)).ok()?).ok()
