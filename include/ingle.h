@@ -798,7 +798,8 @@ enum IngleStatus ingle_sink_set_audio(struct IngleSink *sink,
 /**
  * Sets the tensor output `name` of the next `ingle_sink_emit`: `dtype` one of float32,
  * float16, int64, int32, int8, uint8, bool; `ndim` dimensions in `shape`; `data` the
- * row-major little-endian elements, copied.
+ * row-major little-endian elements, copied. At most 1 GiB: a larger shape is refused
+ * (`INGLE_ERROR_INVALID_REQUEST`, param `shape`) before `data` is read.
  */
 enum IngleStatus ingle_sink_set_tensor(struct IngleSink *sink,
                                        const char *name,

@@ -58,13 +58,23 @@ def floats(prompt: str, width: Annotated[int, Parameter.ImageWidth()] = 2) -> np
 
 @predictor(tag="@test/vast")
 def vast(prompt: str, width: Annotated[int, Parameter.ImageWidth()] = 2) -> np.ndarray:
-    # 50,000 x 50,000 RGB: 7.5 GB that NumPy maps lazily (zeros), which no copy may touch.
-    return np.zeros((50_000, 50_000, 3), dtype=np.uint8)
+    # 50,000 x 50,000 RGB: 7.5 GB that a view holds without memory, which no copy may touch.
+    return np.broadcast_to(np.zeros((1, 1, 3), dtype=np.uint8), (50_000, 50_000, 3))
+
+
+@predictor(tag="@test/vast-pair")
+def vast_pair(
+    prompt: str,
+    width: Annotated[int, Parameter.ImageWidth()] = 2,
+    count: Annotated[int, Parameter.ImageCount("How many.", min=1, max=2)] = 2,
+) -> np.ndarray:
+    # Two of 15,000 x 15,000 (675 MB each): each under the bound, their stack over it.
+    return [np.broadcast_to(np.zeros((1, 1, 3), dtype=np.uint8), (15_000, 15_000, 3))] * count
 
 
 @pytest.fixture(scope="module")
 def users():
-    return ingle.OpenAI(predictors=[paint, refine, floats, vast])
+    return ingle.OpenAI(predictors=[paint, refine, floats, vast, vast_pair])
 
 
 def pixels(b64: str) -> np.ndarray:
@@ -137,6 +147,9 @@ def test_a_predictor_returning_a_50000_by_50000_image_is_refused_before_any_copy
     with pytest.raises(ingle.InternalServerError) as vast_image:
         users.images.generate(model="@test/vast", prompt="red")
     assert "[50000, 50000, 3]" in str(vast_image.value) and "GiB" in str(vast_image.value)
+    with pytest.raises(ingle.InternalServerError) as vast_pair_of_images:
+        users.images.generate(model="@test/vast-pair", prompt="red", n=2)
+    assert "list of 2" in str(vast_pair_of_images.value), vast_pair_of_images.value
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
     assert grown < 512 * 1024, f"the peak memory grew {grown} KiB"
     assert users.images.generate(model="@test/paint", prompt="red").data

@@ -441,7 +441,8 @@ pub unsafe extern "C" fn ingle_sink_set_audio(
 
 /// Sets the tensor output `name` of the next `ingle_sink_emit`: `dtype` one of float32,
 /// float16, int64, int32, int8, uint8, bool; `ndim` dimensions in `shape`; `data` the
-/// row-major little-endian elements, copied.
+/// row-major little-endian elements, copied. At most 1 GiB: a larger shape is refused
+/// (`INGLE_ERROR_INVALID_REQUEST`, param `shape`) before `data` is read.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_sink_set_tensor(
     sink: *mut IngleSink,
@@ -474,6 +475,17 @@ pub unsafe extern "C" fn ingle_sink_set_tensor(
             .iter()
             .try_fold(dtype.size(), |n, &d| n.checked_mul(d))
             .ok_or_else(|| Failure::from(Error::invalid("shape", "The tensor's size overflows")))?;
+        // Refused before `data` is read: its bytes are not copied (nor read past, if the shape
+        // claims more than `data` holds).
+        if bytes > ingle_core::MAX_TENSOR_BYTES {
+            return Err(Failure::from(Error::invalid(
+                "shape",
+                format!(
+                    "The tensor holds {bytes} bytes; at most {} GiB crosses into ingle",
+                    ingle_core::MAX_TENSOR_BYTES >> 30
+                ),
+            )));
+        }
         if data.is_null() && bytes > 0 {
             return Err(Failure::null_argument("data"));
         }

@@ -149,6 +149,8 @@ static int json_int(const char *json, const char *key) {
     return at ? atoi(at + strlen(pattern)) : 0;
 }
 
+static atomic_int vast_refused; /* set when paint's 50,000 x 50,000 tensor was refused */
+
 /* An image: red if the prompt says so (else blue), green a gradient along x, (H, W, 3) uint8. */
 static int32_t paint(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
     (void)user_data;
@@ -156,7 +158,18 @@ static int32_t paint(const IngleInputs *inputs, IngleSink *sink, void *user_data
     int width = json_int(json, "width"), height = json_int(json, "height");
     char *prompt = json_string(json, "prompt");
     int red = prompt && strstr(prompt, "red") != NULL;
+    int vast = prompt && strcmp(prompt, "vast") == 0;
     free(prompt);
+    if (vast) {
+        /* 50,000 x 50,000 x 3 claimed over 3 bytes: refused from the shape, the data unread. */
+        static const unsigned char three[3] = {0};
+        size_t claimed[3] = {50000, 50000, 3};
+        IngleStatus refused = ingle_sink_set_tensor(sink, "image", "uint8", claimed, 3, three);
+        atomic_store(&vast_refused, refused == INGLE_ERROR_INVALID_REQUEST &&
+                                        strstr(ingle_last_error_json(), "\"param\":\"shape\"") != NULL);
+        ingle_sink_fail(sink, "the image is too large");
+        return 1;
+    }
     size_t shape[3] = {(size_t)height, (size_t)width, 3};
     unsigned char *pixels = (unsigned char *)malloc((size_t)width * (size_t)height * 3);
     for (int y = 0; y < height; y++)
@@ -326,6 +339,12 @@ static void test_predictor_images(void) {
     CHECK(strstr(ingle_last_error(), "width") || strstr(ingle_last_error(), "size"), "%s", ingle_last_error());
     CHECK_STATUS(ingle_call(client, "images.generate", "{\"model\":\"@c/paint\",\"prompt\":\"blue\"}", &out), INGLE_OK);
     CHECK(out && strstr(out, "\"size\":\"4x2\""), "the predictor's defaults: %s", out ? out : "");
+    ingle_string_free(out);
+    out = NULL;
+    atomic_store(&vast_refused, 0);
+    CHECK_STATUS(ingle_call(client, "images.generate", "{\"model\":\"@c/paint\",\"prompt\":\"vast\"}", &out),
+                 INGLE_ERROR_MODEL);
+    CHECK(atomic_load(&vast_refused), "a 50,000 x 50,000 tensor was not refused by its shape");
     ingle_string_free(out);
 }
 
@@ -538,9 +557,12 @@ static void test_predictor_free_waits(void) {
 
 /* Emits once when asked to, then waits (at most 10 s) for ingle_sink_cancelled and stops there,
  * as a predictor honouring a cancel does: returning 0, or failing (user_data says which). */
+static atomic_int watching; /* set once watch waits for the cancel */
+
 static int32_t watch(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
     int fails = *(const int *)user_data;
     if (strstr(ingle_inputs_json(inputs), "\"emit\":true")) ingle_sink_emit(sink, "{\"n\":1}");
+    atomic_store(&watching, 1);
     for (int i = 0; i < 1000 && !ingle_sink_cancelled(sink); i++) nanosleep(&(struct timespec){0, 10000000}, NULL);
     if (fails) {
         ingle_sink_fail(sink, "stopped early");
@@ -591,12 +613,15 @@ static void test_predictor_honours_cancel(void) {
         CHECK_STATUS(ingle_client_with_cancel(client, cancel, &cancellable), INGLE_OK);
         if (!cancellable) return;
         WatchWorker w = {cancellable, cases[i][0], cases[i][1], INGLE_OK, NULL, ""};
+        atomic_store(&watching, 0);
         pthread_t thread;
         if (pthread_create(&thread, NULL, watch_worker, &w) != 0) {
             CHECK(0, "pthread_create");
             return;
         }
-        nanosleep(&(struct timespec){0, 100000000}, NULL);
+        /* Cancelled once the predictor runs and waits: the cancel it sees ends it. */
+        for (int t = 0; t < 1000 && !atomic_load(&watching); t++) nanosleep(&(struct timespec){0, 10000000}, NULL);
+        CHECK(atomic_load(&watching), "%s never ran", cases[i][0]);
         ingle_cancel_set(cancel);
         pthread_join(thread, NULL);
         CHECK(w.status == INGLE_ERROR_CANCELLED, "%s %s: status %d, %s, %s", cases[i][0], cases[i][1], (int)w.status,

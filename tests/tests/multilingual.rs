@@ -600,7 +600,8 @@ fn three_hours_on_the_multilingual_path_are_taken_and_stop_when_cancelled_longer
     );
     match last {
         Ok(TranscriptionEvent::Done { text, seconds }) => {
-            assert_eq!((text.as_str(), seconds), ("", 10_740.0));
+            assert_eq!(text, "");
+            assert!((seconds - 10_740.0).abs() < 1.0, "{seconds} s");
         }
         Err(error) => assert_eq!(error.kind, ErrorKind::Cancelled, "{error}"),
         Ok(other) => panic!("the stream ended on {other:?}"),

@@ -3,6 +3,8 @@
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __version__: str
+# The most bytes one array may hold to cross into ingle (1 GiB).
+MAX_TENSOR_BYTES: int
 
 class NativeStream:
     @property

@@ -186,6 +186,12 @@ def _stacked(value: Any, what: str) -> Any:
         shapes = ", ".join(f"{a.shape} {a.dtype}" for a in value[:4])
         raise _OutputError(f"{what} is a list of arrays of different shapes or dtypes ({shapes}); "
                            "a list of arrays must be of one shape and dtype")
+    total = sum(a.nbytes for a in value)
+    if total > _ingle.MAX_TENSOR_BYTES:
+        # Before stacking, which copies: NumPy's zeros are lazy, their stack would not be.
+        raise _OutputError(
+            f"{what} is a list of {len(value)} {value[0].dtype} arrays of shape {list(value[0].shape)}, "
+            f"{total} bytes; at most {_ingle.MAX_TENSOR_BYTES >> 30} GiB crosses into ingle")
     return np.stack(value)
 
 

@@ -207,13 +207,27 @@ impl MessagesRequest {
                         calls.clear();
                     }
                     after_assistant = true;
-                    calls.extend(
-                        message["tool_calls"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .filter_map(|call| Some(call["id"].as_str()?.to_string())),
-                    );
+                    for id in message["tool_calls"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|call| call["id"].as_str())
+                    {
+                        // Within a message, `assistant_message` names the block; across the
+                        // messages of one turn, the message.
+                        if calls.iter().any(|call| call == id) {
+                            return Err(invalid(
+                                format!("{at}.content"),
+                                format!(
+                                    "`{at}` repeats the `tool_use` id '{}' of an earlier \
+                                     message of the same assistant turn; each call needs its \
+                                     own id",
+                                    shown(id)
+                                ),
+                            ));
+                        }
+                        calls.push(id.to_string());
+                    }
                     chat.push(message);
                 }
                 // Claude Code sends its environment as a system message among the turns: text,
@@ -392,8 +406,9 @@ fn user_message(content: &Json, at: &str, calls: &[String], chat: &mut Vec<Json>
                         format!("{here}.tool_use_id"),
                         format!(
                             "`{here}.tool_use_id` '{}' answers no `tool_use` block of the \
-                             message before it: each `tool_result` block must answer a \
-                             `tool_use` block of the previous (assistant) message",
+                             assistant turn before it: each `tool_result` block must answer a \
+                             `tool_use` block of the previous assistant message (or messages, \
+                             in a row)",
                             shown(id)
                         ),
                     ));

@@ -46,8 +46,12 @@ impl Models {
         progress: &mut dyn FnMut(&crate::pull::PullEvent) -> bool,
     ) -> Result<crate::pull::PullReport> {
         self.cancel.check()?;
-        let mut progress =
-            |event: &crate::pull::PullEvent| !self.cancel.is_cancelled() && progress(event);
+        // The caller hears every event (`success` too: a pull done is done); a cancel stops
+        // the pull at the next one.
+        let mut progress = |event: &crate::pull::PullEvent| {
+            progress(event)
+                && (event.status == crate::pull::PullStatus::Success || !self.cancel.is_cancelled())
+        };
         let report =
             crate::pull::Puller::new(self.registry.models_dir())?.pull(model, &mut progress)?;
         // A Hub model is served from the snapshot just pulled (`refs/main` may have moved).

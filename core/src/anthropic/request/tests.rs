@@ -176,6 +176,14 @@ fn a_tool_result_answers_a_call_of_the_previous_message_and_call_ids_are_unique(
                 {"role": "user", "content": [result("a")]}]),
             "messages[1].content[1].id",
         ),
+        // Two calls with one id in two messages of one turn.
+        (
+            json!([{"role": "user", "content": "Hi"},
+                {"role": "assistant", "content": [call("a")]},
+                {"role": "assistant", "content": [call("a")]},
+                {"role": "user", "content": [result("a")]}]),
+            "messages[2].content",
+        ),
     ] {
         let error = conversation(messages.clone()).unwrap_err();
         assert_eq!(error.kind, crate::ErrorKind::InvalidRequest, "{messages}");
