@@ -67,11 +67,16 @@ pub(crate) fn running<T: 'static>(
                 return next;
             }
             // A predictor that honours the cancel ends early, or fails with its own error
-            // (a C predictor returns a code, a Python one raises): the call was cancelled,
-            // and its caller is told so, not handed cut-off output or a model error.
-            if let Err(cancelled) = self.cancel.cancel().check() {
-                self.outputs = None;
-                return Some(Err(cancelled));
+            // (a C predictor returns a code): the call was cancelled, and its caller is told
+            // so, not handed cut-off output or a model error. A cancelled error of the door's
+            // own (Python's says why its predictor was stopped) is kept as it is.
+            let said_cancelled =
+                matches!(&next, Some(Err(e)) if e.kind == crate::error::ErrorKind::Cancelled);
+            if !said_cancelled {
+                if let Err(cancelled) = self.cancel.cancel().check() {
+                    self.outputs = None;
+                    return Some(Err(cancelled));
+                }
             }
             if next.is_none() {
                 self.outputs = None;
