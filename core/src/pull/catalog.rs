@@ -337,11 +337,18 @@ impl Catalog {
         self.entries.iter().map(|e| e.tag.as_str()).collect()
     }
 
-    /// What `ingle pull --all` pulls: every entry but the optional ones.
+    /// What `ingle pull --all` pulls: every entry but the optional ones and those another
+    /// entry brings `with_cuda` (ONNX Runtime's 313 MB GPU build: they come along where
+    /// NVIDIA's driver is, see [`Catalog::to_pull`], or by their own tag).
     pub fn default_tags(&self) -> Vec<&str> {
+        let with_cuda = |tag: &str| {
+            self.entries
+                .iter()
+                .any(|e| e.with_cuda.iter().any(|t| t == tag))
+        };
         self.entries
             .iter()
-            .filter(|e| !e.optional)
+            .filter(|e| !e.optional && !with_cuda(&e.tag))
             .map(|e| e.tag.as_str())
             .collect()
     }
@@ -487,6 +494,9 @@ mod tests {
             tags(true),
             ["onnxruntime", "@local/all-minilm-l6-v2", "onnxruntime-gpu"]
         );
+        // `ingle pull --all` leaves the GPU build to the machines that can use it.
+        assert!(catalog.default_tags().contains(&"onnxruntime"));
+        assert!(!catalog.default_tags().contains(&"onnxruntime-gpu"));
         assert_eq!(
             catalog
                 .entry_of_file(
