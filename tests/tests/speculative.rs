@@ -87,6 +87,9 @@ fn serial() -> MutexGuard<'static, ()> {
 /// logits moving by up to 0.84 between batch shapes). Two tokens closer than this may swap.
 const NEAR_TIE: f64 = 1.0;
 
+/// How `top_logprobs` names a special token, such as the end of generation: no text.
+const SPECIAL_TOKEN_TEXT: &str = "";
+
 /// The tokens of each choice, each with its runner-up and the gap between their log
 /// probabilities (asked for: `top_logprobs` = 2).
 fn tokens_of(completion: &ChatCompletion) -> Vec<Vec<(String, String, f64)>> {
@@ -127,12 +130,41 @@ fn same_both_ways(request: ChatCompletionRequest) -> (ChatCompletion, bool) {
     });
     assert_eq!(plain.choices.len(), fast.choices.len());
     let mut same = true;
-    for (a, b) in tokens_of(&plain).iter().zip(&tokens_of(&fast)) {
+    for (i, (a, b)) in tokens_of(&plain).iter().zip(&tokens_of(&fast)).enumerate() {
         let tokens = |run: &[(String, String, f64)]| -> Vec<String> {
             run.iter().map(|t| t.0.clone()).collect()
         };
         match a.iter().zip(b).position(|(x, y)| x.0 != y.0) {
-            None => assert_eq!(tokens(a), tokens(b), "{}", request.model),
+            None if a.len() == b.len() => assert_eq!(tokens(a), tokens(b), "{}", request.model),
+            None => {
+                // One run ended where the other went on: the end of generation was the
+                // runner-up of the token the longer run took there, all but tied with it (seen
+                // on an AVX-512 EPYC: plain decoding's "\n" or speculation's end, by 0.11).
+                same = false;
+                let split = a.len().min(b.len());
+                let (longer, shorter) = if a.len() > b.len() {
+                    (a, &fast.choices[i])
+                } else {
+                    (b, &plain.choices[i])
+                };
+                let (token, runner_up, gap) = &longer[split];
+                eprintln!(
+                    "{}: the same {split} tokens, then {token:?} (by {gap:.4}) or the end",
+                    request.model
+                );
+                assert_eq!(
+                    shorter.finish_reason, "stop",
+                    "{}: the shorter run did not end",
+                    request.model
+                );
+                assert_eq!(
+                    runner_up, SPECIAL_TOKEN_TEXT,
+                    "{}: one run ended after {split} tokens, where the other's runner-up to \
+                     {token:?} is not a special token",
+                    request.model
+                );
+                assert!(*gap < NEAR_TIE, "{}: {token:?} led by {gap}", request.model);
+            }
             Some(split) => {
                 same = false;
                 let (token, runner_up, gap) = &a[split];
@@ -197,6 +229,7 @@ fn a_code_edit_agrees_and_drafts_are_accepted() {
 }
 
 #[test]
+#[ignore = "extended: an essay that drafts little; the code edit and the grammars keep greedy agreement in CI (scripts/test --extended rust)"]
 fn text_that_does_not_repeat_agrees() {
     let _serial = serial();
     for model in [DEFAULT_MODEL, TOOLS_MODEL] {

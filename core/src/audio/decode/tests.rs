@@ -711,7 +711,7 @@ fn long_stereo_holds_only_the_output() {
     if !have_ffmpeg() {
         return;
     }
-    let dir = TempDir::new("long");
+    let dir = TempDir::new("long-stereo");
     let output = dir.0.join("long.opus");
     let result = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi"])
