@@ -23,6 +23,27 @@ def pytest_configure(config):
         "markers", "client(framework, distribution, call, inprocess=False): a docs/clients.md row")
 
 
+def pytest_collection_modifyitems(config, items):
+    """$INGLE_CLIENTS_TIER (scripts/test-clients): `ci` keeps one call per framework and
+    integration (the first, in file order, of each distribution, over a server and in-process,
+    that is not a known failure), `extended` all the others, unset every test (docs/testing.md)."""
+    tier = os.environ.get("INGLE_CLIENTS_TIER")
+    if tier not in ("ci", "extended"):
+        return
+    seen, keep, drop = set(), [], []
+    for item in items:
+        mark = item.get_closest_marker("client")
+        first = False
+        if mark is not None and item.get_closest_marker("xfail") is None:
+            key = (mark.args[1], bool(mark.kwargs.get("inprocess")))
+            first = key not in seen
+            seen.add(key)
+        (keep if first == (tier == "ci") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session")
 def base_url():
     return os.environ["INGLE_SERVE_URL"]

@@ -222,6 +222,7 @@ fn a_500_token_batch_matches_token_by_token_decoding() {
 }
 
 #[test]
+#[ignore = "extended: the 500-token batch test keeps the chosen variant's decoding in CI (scripts/test --extended rust)"]
 fn a_500_token_chat_runs_on_the_chosen_variant() {
     let _one = one_at_a_time();
     let mut text = String::from("Here is a list of fruits and their colours.\n");

@@ -131,6 +131,7 @@ fn streamed_it_gives_the_same_text() {
 }
 
 #[test]
+#[ignore = "extended: the extraction, tool-call and streamed tests keep jump-forward in CI (scripts/test --extended rust)"]
 fn forced_tokens_have_their_log_probabilities() {
     let request = ChatCompletionRequest {
         logprobs: Some(true),
@@ -186,6 +187,7 @@ fn max_tokens_cuts_inside_a_forced_run() {
 }
 
 #[test]
+#[ignore = "extended: the extraction, tool-call and streamed tests keep jump-forward in CI (scripts/test --extended rust)"]
 fn n_choices_under_greedy_are_the_same() {
     let completion = create(&ChatCompletionRequest {
         n: Some(2),

@@ -184,6 +184,7 @@ fn a_seeded_sample_is_the_same_cached_and_cold() {
 /// prefill computes. (A last batch of one token may differ: on this 34-token prompt the logits
 /// moved by 0.84, so a cache hit computes at least the last two tokens again.)
 #[test]
+#[ignore = "extended: logits recomputed at every cut of a 700-token history (47 s); the follow-up and streamed tests keep the cache in CI (scripts/test --extended rust)"]
 fn a_prompt_cut_anywhere_gives_bit_identical_logits() {
     let _one = one_at_a_time();
     use llama_cpp_2::context::params::LlamaContextParams;
