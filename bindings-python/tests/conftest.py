@@ -14,14 +14,6 @@ _STORE = tempfile.mkdtemp(prefix="ingle-python-tests-")
 atexit.register(shutil.rmtree, _STORE, True)
 os.environ["INGLE_RESPONSES_STORE"] = os.path.join(_STORE, "responses.sqlite3")
 
-
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers",
-        "extended: slow and rarely broken: run by `scripts/test --extended python` "
-        "(scripts/test-python --extended), not in CI's tier (docs/testing.md)")
-
-
 MODEL = "@local/smollm2-135m-instruct"
 FRANCE = [
     {"role": "system", "content": "Be brief."},
