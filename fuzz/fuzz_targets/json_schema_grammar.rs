@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     compile(tool_calls(
         &tools,
         FORMAT,
-        data.len() % 2 == 0,
-        data.len() % 3 == 0,
+        data.len().is_multiple_of(2),
+        data.len().is_multiple_of(3),
     ));
 });

@@ -6,8 +6,13 @@
 //! corpus here instead, in the build it has already made, and the extended tier fuzzes
 //! (`scripts/fuzz 60`). Each target file is compiled here as a module: `fuzz_target!` below
 //! turns its body into `run(bytes)`, so the oracle replayed is the one fuzzed, not a copy.
-//! What differs from the fuzz build: no coverage instrumentation, and the release profile's
-//! overflow and debug assertions (off) instead of cargo-fuzz's (on).
+//! What differs from `scripts/fuzz --replay`: no coverage instrumentation, and none of
+//! libFuzzer's limits (`-timeout=10`, `-rss_limit_mb` and `-malloc_limit_mb` of 2 GB), so an
+//! input that only runs too long or allocates too much passes here: those bounds, which the
+//! `chat_template`, `ct2_model` and `pull_catalog` targets are about, are checked by the
+//! extended tier's fuzzing (`scripts/test --extended fuzz`). Both build in release, without
+//! debug assertions. The fuzz build is also the only one of ingle-core without its `llama`
+//! feature.
 
 // The targets' `#![no_main]` is a crate attribute, inert in a module.
 #![allow(unused_attributes)]

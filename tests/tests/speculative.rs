@@ -131,11 +131,8 @@ fn same_both_ways(request: ChatCompletionRequest) -> (ChatCompletion, bool) {
     assert_eq!(plain.choices.len(), fast.choices.len());
     let mut same = true;
     for (i, (a, b)) in tokens_of(&plain).iter().zip(&tokens_of(&fast)).enumerate() {
-        let tokens = |run: &[(String, String, f64)]| -> Vec<String> {
-            run.iter().map(|t| t.0.clone()).collect()
-        };
         match a.iter().zip(b).position(|(x, y)| x.0 != y.0) {
-            None if a.len() == b.len() => assert_eq!(tokens(a), tokens(b), "{}", request.model),
+            None if a.len() == b.len() => {} // the same tokens
             None => {
                 // One run ended where the other went on: the end of generation was the
                 // runner-up of the token the longer run took there, all but tied with it (seen
