@@ -4,8 +4,8 @@
  * (loading it, which synthesises six calibration sentences, had not finished after 17 minutes).
  * ASan replaces malloc, which Rust's allocator calls too, so a leaked or doubly freed
  * IngleSpeechAudio or IngleSpeechSamples, or a read past one, still fails the run. Two short
- * tests, speech_errors and speech_memcheck (one synthesis of "Hi."), also run under valgrind,
- * beside the other C tests.
+ * tests, speech_errors and speech_memcheck (one synthesis of "Hi."), also run under valgrind in
+ * the extended tier (tests/c/run --extended).
  *
  * Usage: test_speech [TEST...]   (no argument: every test) */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */

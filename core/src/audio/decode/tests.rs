@@ -706,7 +706,7 @@ fn peak_rss() -> Option<u64> {
 /// Run alone (the peak is the process's): `cargo test -p ingle-core --lib
 /// audio::decode::tests::long_stereo_holds_only_the_output -- --ignored --exact`.
 #[test]
-#[ignore = "slow in debug builds; measures the whole process's peak memory"]
+#[ignore = "extended: slow in debug builds; measures the whole process's peak memory (scripts/test --extended rust)"]
 fn long_stereo_holds_only_the_output() {
     if !have_ffmpeg() {
         return;
