@@ -2,7 +2,7 @@
 //! installed: the `ingle` binary (`src/main.rs`), and the `ingle` command of the Python wheel
 //! and of the npm package, which call [`run_command`] through their bindings.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use ingle::config::DEFAULT_TRANSCRIPTION_MODEL;
 use ingle::openai::{
     ChatCompletionRequest, ChatMessage, CompletionRequest, EmbeddingRequest, StopSequences,
@@ -136,9 +136,8 @@ enum Command {
     /// kernels it loaded for this machine (with every variant's score), the GPU modules and
     /// GPUs, and where the ONNX models would run (CUDA or the CPU, and why).
     SystemInfo,
-    /// Serves the OpenAI HTTP API (`/v1/chat/completions`, `/v1/completions`,
-    /// `/v1/embeddings`, `/v1/audio/speech`, `/v1/audio/transcriptions`,
-    /// `/v1/audio/translations`, `/v1/responses`, `/v1/models`) until SIGINT or SIGTERM.
+    /// Serves the OpenAI HTTP API, Anthropic's Messages and the rest of the method table
+    /// (the routes are listed below) until SIGINT or SIGTERM.
     Serve {
         /// Address to listen on (loopback by default; 0.0.0.0 for every interface).
         #[arg(long, default_value = "127.0.0.1")]
@@ -279,7 +278,10 @@ pub fn run_command(args: Vec<OsString>) -> u8 {
         return 0;
     }
     // Not `Cli::parse`, which exits the process: the bindings' callers get a status back.
-    let cli = match Cli::try_parse_from(args) {
+    let matches = Cli::command()
+        .mut_subcommand("serve", |serve| serve.after_help(served_routes()))
+        .try_get_matches_from(args);
+    let cli = match matches.and_then(|matches| Cli::from_arg_matches(&matches)) {
         Ok(cli) => cli,
         Err(usage) => {
             let _ = usage.print();
@@ -297,6 +299,26 @@ pub fn run_command(args: Vec<OsString>) -> u8 {
             1
         }
     }
+}
+
+/// `ingle serve --help`'s list of routes, from the method table (as the server makes them).
+fn served_routes() -> String {
+    let mut text = String::from("Routes:\n");
+    for method in ingle::methods::METHODS {
+        let Some(route) = method.route else { continue };
+        let verb = route.verb.as_str().to_ascii_uppercase();
+        let aliases = match route.aliases {
+            [] => String::new(),
+            aliases => format!(" (also {})", aliases.join(", ")),
+        };
+        text.push_str(&format!(
+            "  {verb:<6} /v1{}{aliases}\n          {}\n",
+            route.path.replace("{*", "{"),
+            method.summary
+        ));
+    }
+    text.push_str("  GET    /health, /ready, /openapi.json (and /metrics with --metrics)");
+    text
 }
 
 /// [`run_command`] in a host process (the `ingle` command of the Python wheel and of the npm

@@ -245,6 +245,27 @@ fn a_config_file_registers_its_predictors() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `ingle serve --help` lists every route of the method table, as the server makes them.
+#[test]
+fn serve_help_lists_the_tables_routes() {
+    let out = ingle(&["serve", "--help"]);
+    assert!(out.status.success());
+    let help = stdout(&out);
+    for method in ingle::methods::METHODS {
+        if let Some(route) = method.route {
+            assert!(
+                help.contains(&format!("/v1{}", route.path.replace("{*", "{"))),
+                "{} missing from:\n{help}",
+                route.path
+            );
+        }
+    }
+    assert!(
+        help.contains("/v1/messages") && help.contains("/v1/tokenize"),
+        "{help}"
+    );
+}
+
 #[test]
 fn serve_refuses_nonsense_limits() {
     for args in [

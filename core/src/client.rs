@@ -2,7 +2,9 @@
 
 use crate::config::Config;
 use crate::error::Result;
-use crate::openai::{AudioApi, Chat, Completions, Embeddings, Images, Models, Rerank, Responses};
+use crate::openai::{
+    AudioApi, Chat, Completions, Embeddings, Images, Models, Rerank, Responses, Tokens,
+};
 use crate::predict::{
     last_prediction, Annotation, Cancel, Inputs, Logs, Metrics, Prediction, PredictionStream,
     Predictor, Signature,
@@ -29,6 +31,8 @@ pub struct Client {
     pub images: Images,
     pub audio: AudioApi,
     pub models: Models,
+    /// A text model's own tokenizer: `tokenize` and `detokenize` (llama.cpp server's).
+    pub tokens: Tokens,
     pub predictions: Predictions,
     registry: Arc<Registry>,
 }
@@ -55,6 +59,7 @@ impl Client {
             images: Images::new(Arc::clone(&registry)),
             audio: AudioApi::new(Arc::clone(&registry)),
             models: Models::new(Arc::clone(&registry)),
+            tokens: Tokens::new(Arc::clone(&registry)),
             predictions: Predictions {
                 registry: Arc::clone(&registry),
                 cancel: Cancel::default(),

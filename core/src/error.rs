@@ -91,205 +91,124 @@ impl ErrorKind {
     }
 }
 
-/// An error's machine-readable `code`: a closed catalogue, so every code ingle gives is listed
-/// here once, with what it means. It is independent of [`ErrorKind`] (which gives the HTTP
-/// status and the OpenAI `type`): the same code may come with two kinds, as
-/// `model_file_invalid` does (a config's own file is the caller's mistake, a built-in one's
-/// is not).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    /// The caller stopped the request (HTTP 499).
-    Cancelled,
-    /// A downloaded or assembled file is not the one the catalog or the Hub names (its sha256 or size differs).
-    ChecksumMismatch,
-    /// The prompt plus the completion does not fit the model's context.
-    ContextLengthExceeded,
-    /// The config asks for a device (GPU) this machine cannot use.
-    DeviceUnavailable,
-    /// A download was answered with something other than the file.
-    DownloadFailed,
-    /// A download was cut short; pulling again resumes it.
-    DownloadInterrupted,
-    /// The server answered a download with HTTP 5xx or 429 (tried again).
-    DownloadServerError,
-    /// The server of a download could not be reached.
-    DownloadUnreachable,
-    /// `POST /drain` from a web page, or without the operator key.
-    DrainNotAllowed,
-    /// A Hugging Face repository has no such file at that revision.
-    EntryNotFound,
-    /// A Piper voice needs espeak-ng's data, which is not installed.
-    EspeakNgMissing,
-    /// The Hub refused the request (HTTP 403).
-    Forbidden,
-    /// A gated Hugging Face model whose licence the token's account has not accepted.
-    GatedRepo,
-    /// `ingle serve` was reached under a host name it does not serve (DNS rebinding).
-    HostNotAllowed,
-    /// A bug or an unexpected state inside ingle.
-    InternalError,
-    /// `ingle serve` was called without its API key, or with another.
-    InvalidApiKey,
-    /// An HTTP body that cannot be read as the request it should be.
-    InvalidBody,
-    /// An HTTP body of a content type the route does not take.
-    InvalidContentType,
-    /// A request body that is not JSON.
-    InvalidJson,
-    /// A model id that cannot name a model (in a URL path).
-    InvalidModelId,
-    /// A Hugging Face reference that does not parse.
-    InvalidModelReference,
-    /// The model failed while running.
-    ModelError,
-    /// A model file that is not what ingle reads (a 400 for a config's own file, a 500 for a built-in one's).
-    ModelFileInvalid,
-    /// A model file that is not there (`ingle pull` fetches it).
-    ModelFileMissing,
-    /// `ingle serve` is still loading the model (HTTP 503, try again).
-    ModelLoading,
-    /// No such model: not in the config, the catalog, or on disk.
-    ModelNotFound,
-    /// A model that cannot be loaded, for a reason without a code of its own.
-    ModelUnloadable,
-    /// No such stored object (a response, an HTTP route's object).
-    NotFound,
-    /// A NULL pointer given to the C API where a value is required.
-    NullArgument,
-    /// Two different ONNX Runtime libraries asked for in one process.
-    OnnxruntimeConflict,
-    /// A file given as ONNX Runtime that is not a usable one.
-    OnnxruntimeInvalid,
-    /// ONNX Runtime is not installed (`ingle pull onnxruntime`).
-    OnnxruntimeMissing,
-    /// `ingle serve` was called from a web page it does not allow.
-    OriginNotAllowed,
-    /// `previous_response_id` names no stored response.
-    PreviousResponseNotFound,
-    /// A resumed download asked for a range the server cannot give (started over).
-    RangeNotSatisfiable,
-    /// No such Hugging Face repository (or a private one without a token).
-    RepoNotFound,
-    /// A request body that did not arrive in time.
-    RequestTimeout,
-    /// A request body over the server's limit.
-    RequestTooLarge,
-    /// A Hugging Face repository has no such revision.
-    RevisionNotFound,
-    /// `ingle serve` is draining: it takes no new requests.
-    ServerDraining,
-    /// `ingle serve` shut down while the request ran.
-    ServerShutdown,
-    /// `ingle serve` holds as many connections as it takes.
-    TooManyConnections,
-    /// No such method in the method table (`ingle_call`, `call` in the bindings).
-    UnknownMethod,
-    /// No such route on `ingle serve`.
-    UnknownUrl,
-    /// A Hugging Face repository that holds no model ingle runs.
-    UnsupportedModel,
+/// Declares the codes once each: the enum, [`ErrorCode::ALL`] and [`ErrorCode::as_str`].
+macro_rules! error_codes {
+    ($($(#[doc = $doc:literal])* $code:ident => $text:literal,)*) => {
+        /// An error's machine-readable `code`: a closed catalogue, so every code ingle gives is
+        /// listed here once, with what it means. It is independent of [`ErrorKind`] (which
+        /// gives the HTTP status and the OpenAI `type`): the same code may come with two
+        /// kinds, as `model_file_invalid` does (a config's own file is the caller's mistake, a
+        /// built-in one's is not).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($(#[doc = $doc])* $code,)*
+        }
+
+        impl ErrorCode {
+            /// Every code, in the catalogue's order.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$code,)*];
+
+            /// The code as the OpenAI error object carries it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$code => $text,)*
+                }
+            }
+        }
+    };
 }
 
-impl ErrorCode {
-    /// Every code, in the catalogue's order.
-    pub const ALL: &'static [ErrorCode] = &[
-        ErrorCode::Cancelled,
-        ErrorCode::ChecksumMismatch,
-        ErrorCode::ContextLengthExceeded,
-        ErrorCode::DeviceUnavailable,
-        ErrorCode::DownloadFailed,
-        ErrorCode::DownloadInterrupted,
-        ErrorCode::DownloadServerError,
-        ErrorCode::DownloadUnreachable,
-        ErrorCode::DrainNotAllowed,
-        ErrorCode::EntryNotFound,
-        ErrorCode::EspeakNgMissing,
-        ErrorCode::Forbidden,
-        ErrorCode::GatedRepo,
-        ErrorCode::HostNotAllowed,
-        ErrorCode::InternalError,
-        ErrorCode::InvalidApiKey,
-        ErrorCode::InvalidBody,
-        ErrorCode::InvalidContentType,
-        ErrorCode::InvalidJson,
-        ErrorCode::InvalidModelId,
-        ErrorCode::InvalidModelReference,
-        ErrorCode::ModelError,
-        ErrorCode::ModelFileInvalid,
-        ErrorCode::ModelFileMissing,
-        ErrorCode::ModelLoading,
-        ErrorCode::ModelNotFound,
-        ErrorCode::ModelUnloadable,
-        ErrorCode::NotFound,
-        ErrorCode::NullArgument,
-        ErrorCode::OnnxruntimeConflict,
-        ErrorCode::OnnxruntimeInvalid,
-        ErrorCode::OnnxruntimeMissing,
-        ErrorCode::OriginNotAllowed,
-        ErrorCode::PreviousResponseNotFound,
-        ErrorCode::RangeNotSatisfiable,
-        ErrorCode::RepoNotFound,
-        ErrorCode::RequestTimeout,
-        ErrorCode::RequestTooLarge,
-        ErrorCode::RevisionNotFound,
-        ErrorCode::ServerDraining,
-        ErrorCode::ServerShutdown,
-        ErrorCode::TooManyConnections,
-        ErrorCode::UnknownMethod,
-        ErrorCode::UnknownUrl,
-        ErrorCode::UnsupportedModel,
-    ];
-
-    /// The code as the OpenAI error object carries it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::Cancelled => "cancelled",
-            ErrorCode::ChecksumMismatch => "checksum_mismatch",
-            ErrorCode::ContextLengthExceeded => "context_length_exceeded",
-            ErrorCode::DeviceUnavailable => "device_unavailable",
-            ErrorCode::DownloadFailed => "download_failed",
-            ErrorCode::DownloadInterrupted => "download_interrupted",
-            ErrorCode::DownloadServerError => "download_server_error",
-            ErrorCode::DownloadUnreachable => "download_unreachable",
-            ErrorCode::DrainNotAllowed => "drain_not_allowed",
-            ErrorCode::EntryNotFound => "entry_not_found",
-            ErrorCode::EspeakNgMissing => "espeak_ng_missing",
-            ErrorCode::Forbidden => "forbidden",
-            ErrorCode::GatedRepo => "gated_repo",
-            ErrorCode::HostNotAllowed => "host_not_allowed",
-            ErrorCode::InternalError => "internal_error",
-            ErrorCode::InvalidApiKey => "invalid_api_key",
-            ErrorCode::InvalidBody => "invalid_body",
-            ErrorCode::InvalidContentType => "invalid_content_type",
-            ErrorCode::InvalidJson => "invalid_json",
-            ErrorCode::InvalidModelId => "invalid_model_id",
-            ErrorCode::InvalidModelReference => "invalid_model_reference",
-            ErrorCode::ModelError => "model_error",
-            ErrorCode::ModelFileInvalid => "model_file_invalid",
-            ErrorCode::ModelFileMissing => "model_file_missing",
-            ErrorCode::ModelLoading => "model_loading",
-            ErrorCode::ModelNotFound => "model_not_found",
-            ErrorCode::ModelUnloadable => "model_unloadable",
-            ErrorCode::NotFound => "not_found",
-            ErrorCode::NullArgument => "null_argument",
-            ErrorCode::OnnxruntimeConflict => "onnxruntime_conflict",
-            ErrorCode::OnnxruntimeInvalid => "onnxruntime_invalid",
-            ErrorCode::OnnxruntimeMissing => "onnxruntime_missing",
-            ErrorCode::OriginNotAllowed => "origin_not_allowed",
-            ErrorCode::PreviousResponseNotFound => "previous_response_not_found",
-            ErrorCode::RangeNotSatisfiable => "range_not_satisfiable",
-            ErrorCode::RepoNotFound => "repo_not_found",
-            ErrorCode::RequestTimeout => "request_timeout",
-            ErrorCode::RequestTooLarge => "request_too_large",
-            ErrorCode::RevisionNotFound => "revision_not_found",
-            ErrorCode::ServerDraining => "server_draining",
-            ErrorCode::ServerShutdown => "server_shutdown",
-            ErrorCode::TooManyConnections => "too_many_connections",
-            ErrorCode::UnknownMethod => "unknown_method",
-            ErrorCode::UnknownUrl => "unknown_url",
-            ErrorCode::UnsupportedModel => "unsupported_model",
-        }
-    }
+error_codes! {
+    /// The caller stopped the request (HTTP 499).
+    Cancelled => "cancelled",
+    /// A downloaded or assembled file is not the one the catalog or the Hub names (its sha256 or size differs).
+    ChecksumMismatch => "checksum_mismatch",
+    /// The prompt plus the completion does not fit the model's context.
+    ContextLengthExceeded => "context_length_exceeded",
+    /// The config asks for a device (GPU) this machine cannot use.
+    DeviceUnavailable => "device_unavailable",
+    /// A download was answered with something other than the file.
+    DownloadFailed => "download_failed",
+    /// A download was cut short; pulling again resumes it.
+    DownloadInterrupted => "download_interrupted",
+    /// The server answered a download with HTTP 5xx or 429 (tried again).
+    DownloadServerError => "download_server_error",
+    /// The server of a download could not be reached.
+    DownloadUnreachable => "download_unreachable",
+    /// `POST /drain` from a web page, or without the operator key.
+    DrainNotAllowed => "drain_not_allowed",
+    /// A Hugging Face repository has no such file at that revision.
+    EntryNotFound => "entry_not_found",
+    /// A Piper voice needs espeak-ng's data, which is not installed.
+    EspeakNgMissing => "espeak_ng_missing",
+    /// The Hub refused the request (HTTP 403).
+    Forbidden => "forbidden",
+    /// A gated Hugging Face model whose licence the token's account has not accepted.
+    GatedRepo => "gated_repo",
+    /// `ingle serve` was reached under a host name it does not serve (DNS rebinding).
+    HostNotAllowed => "host_not_allowed",
+    /// A bug or an unexpected state inside ingle.
+    InternalError => "internal_error",
+    /// `ingle serve` was called without its API key, or with another.
+    InvalidApiKey => "invalid_api_key",
+    /// An HTTP body that cannot be read as the request it should be.
+    InvalidBody => "invalid_body",
+    /// An HTTP body of a content type the route does not take.
+    InvalidContentType => "invalid_content_type",
+    /// A request body that is not JSON.
+    InvalidJson => "invalid_json",
+    /// A model id that cannot name a model (in a URL path).
+    InvalidModelId => "invalid_model_id",
+    /// A Hugging Face reference that does not parse.
+    InvalidModelReference => "invalid_model_reference",
+    /// The model failed while running.
+    ModelError => "model_error",
+    /// A model file that is not what ingle reads (a 400 for a config's own file, a 500 for a built-in one's).
+    ModelFileInvalid => "model_file_invalid",
+    /// A model file that is not there (`ingle pull` fetches it).
+    ModelFileMissing => "model_file_missing",
+    /// `ingle serve` is still loading the model (HTTP 503, try again).
+    ModelLoading => "model_loading",
+    /// No such model: not in the config, the catalog, or on disk.
+    ModelNotFound => "model_not_found",
+    /// A model that cannot be loaded, for a reason without a code of its own.
+    ModelUnloadable => "model_unloadable",
+    /// No such stored object (a response, an HTTP route's object).
+    NotFound => "not_found",
+    /// A NULL pointer given to the C API where a value is required.
+    NullArgument => "null_argument",
+    /// Two different ONNX Runtime libraries asked for in one process.
+    OnnxruntimeConflict => "onnxruntime_conflict",
+    /// A file given as ONNX Runtime that is not a usable one.
+    OnnxruntimeInvalid => "onnxruntime_invalid",
+    /// ONNX Runtime is not installed (`ingle pull onnxruntime`).
+    OnnxruntimeMissing => "onnxruntime_missing",
+    /// `ingle serve` was called from a web page it does not allow.
+    OriginNotAllowed => "origin_not_allowed",
+    /// `previous_response_id` names no stored response.
+    PreviousResponseNotFound => "previous_response_not_found",
+    /// A resumed download asked for a range the server cannot give (started over).
+    RangeNotSatisfiable => "range_not_satisfiable",
+    /// No such Hugging Face repository (or a private one without a token).
+    RepoNotFound => "repo_not_found",
+    /// A request body that did not arrive in time.
+    RequestTimeout => "request_timeout",
+    /// A request body over the server's limit.
+    RequestTooLarge => "request_too_large",
+    /// A Hugging Face repository has no such revision.
+    RevisionNotFound => "revision_not_found",
+    /// `ingle serve` is draining: it takes no new requests.
+    ServerDraining => "server_draining",
+    /// `ingle serve` shut down while the request ran.
+    ServerShutdown => "server_shutdown",
+    /// `ingle serve` holds as many connections as it takes.
+    TooManyConnections => "too_many_connections",
+    /// No such method in the method table (`ingle_call`, `call` in the bindings).
+    UnknownMethod => "unknown_method",
+    /// No such route on `ingle serve`.
+    UnknownUrl => "unknown_url",
+    /// A Hugging Face repository that holds no model ingle runs.
+    UnsupportedModel => "unsupported_model",
 }
 
 impl fmt::Display for ErrorCode {

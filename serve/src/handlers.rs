@@ -13,7 +13,7 @@ use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
-use ingle::methods::{Answer, Gives, Method, Request as Parsed, Takes, Verb, METHODS};
+use ingle::methods::{Answer, Dialect, Gives, Method, ParamType, Parsed, Takes, Verb, METHODS};
 use ingle::Error;
 use ingle::ErrorCode;
 
@@ -39,40 +39,35 @@ pub(crate) fn routes() -> Router<AppState> {
 
 async fn handle(state: AppState, method: &'static Method, request: Request) -> Response {
     let parsed = match read(&state, method, request).await {
-        Ok(parsed) => parsed,
+        Ok(parsed) => parsed.over_http(),
         Err(refusal) => return refusal,
     };
+    if let Some(model) = parsed.named_model() {
+        if let Some(refusal) = refuse_a_file_path(model) {
+            return refusal;
+        }
+    }
     if let Some(model) = parsed.model() {
         if let Some(refusal) = refuse_if_loading(&state, model) {
             return refusal;
         }
     }
-    if let Parsed::Model(model) = &parsed {
-        if let Some(refusal) = refuse_a_file_path(model) {
-            return refusal;
-        }
-    }
-    let method = method.for_request(&parsed);
-    let run = move |client: &ingle::Client| method.run(client, parsed);
-    match method.gives {
-        Gives::Json if method.name == "models.list" => {
-            whole(state, move |client| models_over_http(run(client)?)).await
-        }
-        Gives::Json => whole(state, move |client| run(client)?.into_text()).await,
-        Gives::Body => {
+    let method = parsed.method();
+    let run = move |client: &ingle::Client| parsed.run(client);
+    match (method.gives, method.dialect) {
+        (Gives::Json, _) => whole(state, move |client| run(client)?.into_text()).await,
+        (Gives::Body, _) => {
             whole_typed(state, move |client| match run(client)? {
                 Answer::Body { content_type, body } => Ok((content_type, body)),
                 other => Ok(("application/json", other.into_text()?.into_bytes())),
             })
             .await
         }
-        Gives::Chunks => streamed(state, Framing::Done, run).await,
-        Gives::NamedEvents if method.name.starts_with("messages.") => {
-            streamed(state, Framing::Anthropic, run).await
-        }
-        Gives::NamedEvents => streamed(state, Framing::Named, run).await,
-        Gives::Events => streamed(state, Framing::Typed, run).await,
-        Gives::Audio => {
+        (Gives::Chunks, _) => streamed(state, Framing::Done, run).await,
+        (Gives::NamedEvents, Dialect::Anthropic) => streamed(state, Framing::Anthropic, run).await,
+        (Gives::NamedEvents, Dialect::OpenAi) => streamed(state, Framing::Named, run).await,
+        (Gives::Events, _) => streamed(state, Framing::Typed, run).await,
+        (Gives::Audio, _) => {
             speech(state, move |client| match run(client)? {
                 Answer::Audio(stream) => Ok(stream),
                 _ => Err(Error::internal("A speech method answered without audio")),
@@ -102,7 +97,10 @@ async fn read(state: &AppState, method: &Method, request: Request) -> Result<Par
             let Upload { request, audio } = parse_upload(state, request)
                 .await
                 .map_err(IntoResponse::into_response)?;
-            Ok(Parsed::Transcription(request, audio))
+            // The upload's fields as the JSON request the method parses, as every door's.
+            let fields = serde_json::to_string(&request)
+                .map_err(|e| core_error(Error::internal(format!("An upload's fields: {e}"))))?;
+            method.parse(&fields, Some(audio)).map_err(core_error)
         }
         Takes::Named => {
             let named = named_values(method, request.uri())
@@ -142,7 +140,7 @@ fn named_values(method: &Method, uri: &Uri) -> Result<serde_json::Value, Error> 
         };
         values.insert(name.to_string(), value.into());
     }
-    if method.optional.is_empty() {
+    if method.params.is_empty() {
         return Ok(serde_json::Value::Object(values));
     }
     for pair in uri
@@ -156,16 +154,17 @@ fn named_values(method: &Method, uri: &Uri) -> Result<serde_json::Value, Error> 
         if key == "include" || key == "include[]" {
             continue; // extra fields to add; the items here have none
         }
-        let Some((name, schema)) = method.optional.iter().find(|(name, _)| *name == key) else {
+        let Some(param) = method.params.iter().find(|param| param.name == key) else {
             return Err(Error::invalid(
                 key.to_string(),
                 format!("Unrecognized query parameter: {}", ingle::error::shown(key)),
             ));
         };
-        let value = if schema.contains(r#""type": "integer""#) {
+        let name = param.name;
+        let value = if let ParamType::Integer { .. } = param.kind {
             let number = value.parse::<i64>().map_err(|_| {
                 Error::invalid(
-                    *name,
+                    name,
                     format!(
                         "Invalid value for `{name}`: '{}' (an integer)",
                         ingle::error::shown(&value)
@@ -179,21 +178,6 @@ fn named_values(method: &Method, uri: &Uri) -> Result<serde_json::Value, Error> 
         values.insert(name.to_string(), value);
     }
     Ok(serde_json::Value::Object(values))
-}
-
-/// The model list as the HTTP API has it: a model file used by its path in-process
-/// (`ingle.serve` of a client that did) is no model of the HTTP API, its path is the server's
-/// business.
-fn models_over_http(answer: Answer) -> ingle::Result<String> {
-    let mut list: serde_json::Value = serde_json::from_str(&answer.into_text()?)
-        .map_err(|e| Error::internal(format!("The model list is not JSON: {e}")))?;
-    if let Some(data) = list["data"].as_array_mut() {
-        data.retain(|m| {
-            let id = m["id"].as_str().unwrap_or("");
-            !std::path::Path::new(id).is_absolute()
-        });
-    }
-    Ok(list.to_string())
 }
 
 /// `%XX` escapes decoded; None when the result is not UTF-8.

@@ -31,16 +31,11 @@ pub fn openapi() -> serde_json::Value {
         let Some(route) = method.route else { continue };
         let path = route.path.replace("{*", "{");
         // How the method that streams a `stream: true` request frames its events.
-        let streamed = method
-            .streamed_by
-            .and_then(|name| ingle::methods::method(name).ok())
-            .map(|m| match m.gives {
-                Gives::Chunks => "`data: {chunk}` events, then `data: [DONE]`".to_string(),
-                Gives::NamedEvents => format!("`event:` and `data:` lines: {}", m.answer),
-                _ => m.answer.to_string(),
-            });
-        let schema =
-            |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap_or_default();
+        let streamed = method.streamed_by.map(|m| match m.gives {
+            Gives::Chunks => "`data: {chunk}` events, then `data: [DONE]`".to_string(),
+            Gives::NamedEvents => format!("`event:` and `data:` lines: {}", m.answer),
+            _ => m.answer.to_string(),
+        });
         let mut operation = serde_json::json!({"summary": method.summary});
         match method.takes {
             Takes::Json => {
@@ -51,8 +46,8 @@ pub fn openapi() -> serde_json::Value {
                     "file": {"type": "string", "format": "binary", "description": "The audio: wav, flac, mp3, ogg (vorbis, opus), webm or m4a"},
                     "model": {"type": "string"},
                 });
-                for (name, field) in method.optional {
-                    properties[*name] = schema(field);
+                for param in method.params {
+                    properties[param.name] = param.kind.schema();
                 }
                 operation["requestBody"] = serde_json::json!({"required": true, "content": {"multipart/form-data": {"schema": {
                     "type": "object",
@@ -66,10 +61,8 @@ pub fn openapi() -> serde_json::Value {
                     let name = rest.split_once('}').map_or(rest, |(name, _)| name);
                     parameters.push(serde_json::json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}));
                 }
-                for (name, field) in method.optional {
-                    parameters.push(
-                        serde_json::json!({"name": name, "in": "query", "schema": schema(field)}),
-                    );
+                for param in method.params {
+                    parameters.push(serde_json::json!({"name": param.name, "in": "query", "schema": param.kind.schema()}));
                 }
                 if !parameters.is_empty() {
                     operation["parameters"] = parameters.into();

@@ -109,6 +109,8 @@ fn health_models_and_openapi() {
         "/responses/input_tokens",
         "/responses/{response_id}",
         "/responses/{response_id}/input_items",
+        "/tokenize",
+        "/detokenize",
     ] {
         assert!(
             openapi["paths"][path].is_object(),
@@ -228,6 +230,36 @@ fn rerank_at_each_clients_path() {
     assert_eq!(
         (bad.status, bad.error()["param"].as_str()),
         (400, Some("documents"))
+    );
+}
+
+/// `tokenize` and `detokenize` at llama.cpp server's paths and under `/v1`, from the table.
+#[test]
+fn tokenize_and_detokenize_at_llama_cpps_paths() {
+    let server = TestServer::default();
+    let text = "Name the capital of France.";
+    let tokenized = server.post_json(
+        "/tokenize",
+        &format!(r#"{{"model": "{MODEL}", "content": "{text}"}}"#),
+    );
+    assert_eq!(tokenized.status, 200, "{}", tokenized.body);
+    let tokens = tokenized.json()["tokens"].clone();
+    assert!(tokens.as_array().is_some_and(|t| !t.is_empty()), "{tokens}");
+    let back = server.post_json(
+        "/v1/detokenize",
+        &format!(r#"{{"model": "{MODEL}", "tokens": {tokens}}}"#),
+    );
+    assert_eq!(
+        (back.status, back.json()["content"].as_str()),
+        (200, Some(text))
+    );
+    let bad = server.post_json(
+        "/detokenize",
+        &format!(r#"{{"model": "{MODEL}", "tokens": [1, 99999999]}}"#),
+    );
+    assert_eq!(
+        (bad.status, bad.error()["param"].as_str()),
+        (400, Some("tokens[1]"))
     );
 }
 

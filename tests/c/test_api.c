@@ -322,6 +322,34 @@ static void test_call_by_method_name(void) {
     CHECK(strstr(ingle_last_error_json(), "\"param\":\"method\""), "%s", ingle_last_error_json());
 }
 
+/* tokenize and detokenize: methods of the table with no C function of their own, reached by
+ * name as every door reaches them. */
+static void test_tokenize(void) {
+    char *out = NULL;
+    CHECK_STATUS(ingle_call(client, "tokenize",
+                            "{\"model\":\"" MODEL "\",\"content\":\"<|im_start|>Hello world\"}", &out),
+                 INGLE_OK);
+    /* SmolLM2's <|im_start|> is token 1, read as one token (parse_special defaults to true). */
+    CHECK(out && strncmp(out, "{\"tokens\":[1,", 13) == 0, "%s", out);
+    char request[256];
+    const char *ids = strchr(out, '[');
+    snprintf(request, sizeof request, "{\"model\":\"" MODEL "\",\"tokens\":%.*s}",
+             (int)(strchr(ids, ']') - ids + 1), ids);
+    ingle_string_free(out);
+    CHECK_STATUS(ingle_call(client, "detokenize", request, &out), INGLE_OK);
+    CHECK(out && strcmp(out, "{\"content\":\"<|im_start|>Hello world\"}") == 0, "%s", out);
+    ingle_string_free(out);
+
+    out = (char *)"not touched";
+    CHECK_STATUS(ingle_call(client, "detokenize", "{\"model\":\"" MODEL "\",\"tokens\":[1,-5]}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(out == NULL, "out_json must be NULL on failure");
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"tokens[1]\""), "%s", ingle_last_error_json());
+    CHECK_STATUS(ingle_call(client, "tokenize", "{\"model\":\"" EMBEDDING_MODEL "\",\"content\":\"x\"}", &out),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"model\""), "%s", ingle_last_error_json());
+}
+
 static int32_t count_chunk(const char *chunk, size_t len, void *user_data) {
     (void)len;
     int *count = (int *)user_data;
@@ -784,6 +812,7 @@ static const Test tests[] = {
     {"responses", test_responses},
     {"completions", test_completions},
     {"call_by_method_name", test_call_by_method_name},
+    {"tokenize", test_tokenize},
     {"predictions", test_predictions},
     {"bad_json", test_bad_json},
     {"unknown_model", test_unknown_model},

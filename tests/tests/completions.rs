@@ -364,3 +364,73 @@ fn predictions_and_completions_reach_the_engine_alike() {
         );
     }
 }
+
+/// `tokenize` / `detokenize` through the method table, as every door calls them: the model's
+/// own tokenizer, agreeing with the prompt tokens a completion counts.
+#[test]
+fn tokenize_agrees_with_the_prompt_a_completion_reads_and_detokenize_inverts_it() {
+    let call = |name: &str, request: serde_json::Value| -> ingle::Result<serde_json::Value> {
+        let answer = ingle::methods::method(name)?.call(shared(), &request.to_string(), None)?;
+        Ok(serde_json::from_str(&answer.into_text()?).unwrap())
+    };
+    let text = "The capital of France is";
+    let tokens = call(
+        "tokenize",
+        serde_json::json!({"model": MODEL, "content": text, "add_special": true}),
+    )
+    .unwrap()["tokens"]
+        .clone();
+    let ids: Vec<i64> = serde_json::from_value(tokens).unwrap();
+    let usage = shared()
+        .completions
+        .create(&capital())
+        .unwrap()
+        .usage
+        .unwrap();
+    assert_eq!(ids.len(), usage.prompt_tokens as usize, "{ids:?}");
+    let back = call(
+        "detokenize",
+        serde_json::json!({"model": MODEL, "tokens": ids}),
+    )
+    .unwrap();
+    assert_eq!(back["content"], text);
+
+    // Pieces join to the text; special tokens are read as one token unless told not to.
+    let pieces = call(
+        "tokenize",
+        serde_json::json!({"model": MODEL, "content": "<|im_start|>Hi", "with_pieces": true}),
+    )
+    .unwrap();
+    let pieces = pieces["tokens"].as_array().unwrap();
+    assert_eq!(pieces[0]["piece"], "<|im_start|>", "{pieces:?}");
+    let joined: String = pieces
+        .iter()
+        .map(|p| p["piece"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined, "<|im_start|>Hi");
+    let plain = call(
+        "tokenize",
+        serde_json::json!({"model": MODEL, "content": "<|im_start|>Hi", "parse_special": false}),
+    )
+    .unwrap();
+    assert!(
+        plain["tokens"].as_array().unwrap().len() > pieces.len(),
+        "{plain}"
+    );
+
+    // Errors name the field: an id outside the vocabulary, a model without a tokenizer.
+    let error = call(
+        "detokenize",
+        serde_json::json!({"model": MODEL, "tokens": [1, 1_i64 << 40]}),
+    )
+    .unwrap_err();
+    assert_eq!(error.kind, ErrorKind::InvalidRequest);
+    assert_eq!(error.param.as_deref(), Some("tokens[1]"), "{error}");
+    let error = call(
+        "tokenize",
+        serde_json::json!({"model": ingle_tests::EMBEDDING_MODEL, "content": "x"}),
+    )
+    .unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("model"), "{error}");
+    assert!(error.message.contains("tokenizer"), "{error}");
+}

@@ -1,25 +1,26 @@
-//! The method table: every operation of the OpenAI interface declared once — its name, the
-//! HTTP route that serves it, what it takes and how it answers — and the one dispatcher that
-//! parses a request for it and runs it on a [`Client`].
+//! The method table: every operation of the interface declared once, as a type — its request
+//! type, its spec (name, HTTP route, dialect, what it takes and how it answers), how it parses
+//! and runs — and the table that erases those types once, so that every door binds one list.
 //!
-//! The doors bind the table, not the methods: `ingle serve` makes its routes and its OpenAPI
-//! description from [`METHODS`]; the C library's `ingle_call` / `ingle_call_stream` and the
-//! Python and Node bindings' native `call` / `stream` take a method's name and its request as
-//! JSON text. A method added here is reachable in every door; what each door adds by hand is
-//! its typed signature (the `.pyi`, the `.d.ts`, the OpenAI-shaped resource object).
+//! The doors bind the table, not the methods: `ingle serve` makes its routes, its OpenAPI
+//! description and its `--help` from [`METHODS`]; the C library's `ingle_call` /
+//! `ingle_call_stream` and the Python and Node bindings' native `call` / `stream` take a
+//! method's name and its request as JSON text. A method added here is reachable in every door;
+//! what each door adds by hand is its typed signature (the `.pyi`, the `.d.ts`, the
+//! OpenAI-shaped resource object).
+//!
+//! A method is an [`Operation`] (one that may stream its answer when asked is also
+//! [`Streamed`]: its create and stream methods are declared together, on one request type).
+//! Parsing gives a [`Parsed`] request that holds the operation that parsed it, so a request
+//! cannot reach the wrong method: there is no dispatch on a request's kind anywhere.
 //!
 //! Outside the table, because JSON cannot carry what they take or give: `predictions`
 //! (inputs hold tensors and raw audio), `models.pull` (a progress callback), the embedding
 //! matrix and speech samples that the bindings hand over as numbers.
 
-use crate::anthropic::MessagesRequest;
 use crate::error::{shown, Error, ErrorCode, Result};
 use crate::json_text::{to_json_text, JsonTextStream};
-use crate::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, ImageGenerateRequest,
-    RerankRequest, ResponseRequest, SpeechRequest, SpeechStream, TranscriptionAudio,
-    TranscriptionRequest,
-};
+use crate::openai::{SpeechStream, TranscriptionAudio};
 use crate::Client;
 use serde_json::{Map, Value as Json};
 
@@ -64,7 +65,7 @@ pub enum Gives {
     /// JSON chunks; over HTTP `data:` events ending with `data: [DONE]`.
     Chunks,
     /// JSON events, each naming itself in its `type`; over HTTP `event:` and `data:` lines
-    /// (the Responses API).
+    /// (the Responses API; Anthropic's stream with its [`Dialect`]).
     NamedEvents,
     /// JSON events, each naming itself in its `type`; over HTTP `data:` lines only, the last
     /// event ending the stream (transcription).
@@ -80,6 +81,14 @@ impl Gives {
     }
 }
 
+/// Whose API a method is: its errors' shape and its stream's framing over HTTP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    OpenAi,
+    /// Anthropic's Messages: `event:` lines, `ping`s, and Anthropic's error events.
+    Anthropic,
+}
+
 /// A route of `ingle serve` (under `/v1`). `{name}` is one path segment, `{*name}` the rest of
 /// the path (a model id holds `/`); both are percent-decoded.
 #[derive(Clone, Copy, Debug)]
@@ -91,80 +100,189 @@ pub struct Route {
     pub aliases: &'static [&'static str],
 }
 
-/// One operation of the interface.
-pub struct Method {
+/// The type of a value a method takes by name (a query parameter, an upload's part).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ParamType {
+    /// Text; `one_of` non-empty lists the values it may take.
+    Text {
+        one_of: &'static [&'static str],
+        description: &'static str,
+    },
+    /// An integer, within the bounds when given; a URL's query gives it as text.
+    Integer {
+        minimum: Option<i64>,
+        maximum: Option<i64>,
+    },
+    /// A number within `[minimum, maximum]`.
+    Number {
+        minimum: f64,
+        maximum: f64,
+    },
+    Boolean,
+    /// A list of text, each one of `one_of`.
+    TextList {
+        one_of: &'static [&'static str],
+    },
+}
+
+impl ParamType {
+    /// Plain text.
+    pub const TEXT: ParamType = ParamType::Text {
+        one_of: &[],
+        description: "",
+    };
+
+    /// Text that is one of `values`.
+    pub const fn one_of(values: &'static [&'static str]) -> ParamType {
+        ParamType::Text {
+            one_of: values,
+            description: "",
+        }
+    }
+
+    /// Its JSON schema (for the OpenAPI description).
+    pub fn schema(&self) -> Json {
+        let mut schema = Map::new();
+        match *self {
+            ParamType::Text {
+                one_of,
+                description,
+            } => {
+                schema.insert("type".into(), "string".into());
+                if !one_of.is_empty() {
+                    schema.insert("enum".into(), one_of.into());
+                }
+                if !description.is_empty() {
+                    schema.insert("description".into(), description.into());
+                }
+            }
+            ParamType::Integer { minimum, maximum } => {
+                schema.insert("type".into(), "integer".into());
+                if let Some(minimum) = minimum {
+                    schema.insert("minimum".into(), minimum.into());
+                }
+                if let Some(maximum) = maximum {
+                    schema.insert("maximum".into(), maximum.into());
+                }
+            }
+            ParamType::Number { minimum, maximum } => {
+                schema.insert("type".into(), "number".into());
+                schema.insert("minimum".into(), minimum.into());
+                schema.insert("maximum".into(), maximum.into());
+            }
+            ParamType::Boolean => {
+                schema.insert("type".into(), "boolean".into());
+            }
+            ParamType::TextList { one_of } => {
+                schema.insert("type".into(), "array".into());
+                schema.insert(
+                    "items".into(),
+                    serde_json::json!({"type": "string", "enum": one_of}),
+                );
+            }
+        }
+        Json::Object(schema)
+    }
+}
+
+/// A value a method takes by name, beyond its route's segment (or beside an upload's `file`
+/// and `model`).
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub kind: ParamType,
+}
+
+/// What a method is, in data: what the doors read to offer it.
+#[derive(Clone, Copy, Debug)]
+pub struct Spec {
     /// The name every door calls it by: `chat.completions.create`.
     pub name: &'static str,
-    /// One line for the docs and the OpenAPI description.
+    /// One line for the docs, `ingle serve --help` and the OpenAPI description.
     pub summary: &'static str,
     /// What a successful answer is, in words (for the OpenAPI description).
     pub answer: &'static str,
-    /// The core's request type.
-    pub request: &'static str,
     pub takes: Takes,
     pub gives: Gives,
+    pub dialect: Dialect,
     /// The fields a request must have (for the OpenAPI description; the parse checks them).
     pub required: &'static [&'static str],
-    /// For a [`Takes::Named`] or [`Takes::Upload`] method, the other fields it takes, each with
-    /// its JSON schema (for the OpenAPI description: query parameters, upload parts; and for
-    /// serve, which reads an `integer` query parameter as a number). A JSON body's fields are
-    /// its request type's.
-    pub optional: &'static [(&'static str, &'static str)],
+    /// For a [`Takes::Named`] or [`Takes::Upload`] method, the other values it takes (query
+    /// parameters, upload parts). A JSON body's fields are its request type's.
+    pub params: &'static [Param],
     /// Its HTTP route, when it has one of its own.
     pub route: Option<Route>,
-    /// Over HTTP, the method a request with `"stream": true` goes to (same route).
-    pub streamed_by: Option<&'static str>,
-    pub(crate) parse: fn(&str, Option<TranscriptionAudio>) -> Result<Request>,
-    pub(crate) run: fn(&Client, Request) -> Result<Answer>,
 }
 
-/// A request parsed for its method. Made once per call and moved into the call: boxing the
-/// large variants would buy nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum Request {
-    Chat(ChatCompletionRequest),
-    Completion(CompletionRequest),
-    Embedding(EmbeddingRequest),
-    Rerank(RerankRequest),
-    Images(ImageGenerateRequest),
-    /// An Anthropic Messages request.
-    Messages(MessagesRequest),
-    Response(ResponseRequest),
-    Speech(SpeechRequest),
-    Transcription(TranscriptionRequest, TranscriptionAudio),
-    /// A model, by id.
-    Model(String),
-    /// A stored response, by id.
-    ResponseId(String),
-    /// A page of a stored response's input items.
-    InputItems {
-        response_id: String,
-        after: Option<String>,
-        limit: Option<i64>,
-        order: Option<String>,
-    },
-    /// Nothing (`models.list`).
-    Nothing,
+impl Spec {
+    /// The defaults a spec's `..` takes: an OpenAI method with a JSON body that answers with
+    /// one JSON object and has no route.
+    pub const DEFAULT: Spec = Spec {
+        name: "",
+        summary: "",
+        answer: "",
+        takes: Takes::Json,
+        gives: Gives::Json,
+        dialect: Dialect::OpenAi,
+        required: &[],
+        params: &[],
+        route: None,
+    };
 }
 
-impl std::fmt::Debug for Request {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let variant = match self {
-            Request::Chat(_) => "Chat",
-            Request::Completion(_) => "Completion",
-            Request::Embedding(_) => "Embedding",
-            Request::Rerank(_) => "Rerank",
-            Request::Images(_) => "Images",
-            Request::Messages(_) => "Messages",
-            Request::Response(_) => "Response",
-            Request::Speech(_) => "Speech",
-            Request::Transcription(..) => "Transcription",
-            Request::Model(_) => "Model",
-            Request::ResponseId(_) => "ResponseId",
-            Request::InputItems { .. } => "InputItems",
-            Request::Nothing => "Nothing",
-        };
-        f.write_str(variant)
+/// Where a call comes from. Over HTTP a model file named by its path is no model of the API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Door {
+    /// A binding, the C library, the CLI: the caller's own process.
+    InProcess,
+    /// `ingle serve`'s routes.
+    Http,
+}
+
+/// A method of the interface, as a type. Its answer is made from its [`Self::Request`] only, so
+/// the table needs no dispatch on a request's kind.
+pub trait Operation: Send + Sync + 'static {
+    type Request: Send + 'static;
+    const SPEC: Spec;
+    /// Parses the request's JSON text (and `audio`, for a method that takes an upload; the
+    /// table checks that it is there). Errors name the field at fault.
+    fn parse(json: &str, audio: Option<TranscriptionAudio>) -> Result<Self::Request>;
+    /// Runs it on `client` (whose cancel stops it).
+    fn run(client: &Client, request: Self::Request, door: Door) -> Result<Answer>;
+    /// The model the request runs on, when it runs on one.
+    fn model(request: &Self::Request) -> Option<&str> {
+        let _ = request;
+        None
+    }
+    /// The model the request names, whether or not it runs on it (`models.retrieve`'s).
+    fn named_model(request: &Self::Request) -> Option<&str> {
+        Self::model(request)
+    }
+}
+
+/// An operation that also answers in parts, on the same request: its stream method is
+/// declared with it, and over HTTP a request that asks (`"stream": true`) goes to it.
+pub trait Streamed: Operation {
+    /// The streaming method's spec (its `route` is the whole method's).
+    const STREAM: Spec;
+    /// Whether the request asks for its answer as a stream.
+    fn wants_stream(request: &Self::Request) -> bool;
+    fn stream(client: &Client, request: Self::Request) -> Result<Answer>;
+}
+
+/// One operation of the interface, its type erased: what [`METHODS`] lists.
+pub struct Method {
+    pub spec: Spec,
+    /// Over HTTP, the method a request that asks for a stream goes to (same route).
+    pub streamed_by: Option<&'static Method>,
+    parse: fn(&str, Option<TranscriptionAudio>) -> Result<Parsed>,
+}
+
+impl std::ops::Deref for Method {
+    type Target = Spec;
+
+    fn deref(&self) -> &Spec {
+        &self.spec
     }
 }
 
@@ -174,38 +292,166 @@ impl std::fmt::Debug for Method {
     }
 }
 
-impl Request {
-    /// The model a request runs on, when it runs on one.
-    pub fn model(&self) -> Option<&str> {
-        match self {
-            Request::Chat(r) => Some(&r.model),
-            Request::Completion(r) => Some(&r.model),
-            Request::Embedding(r) => Some(&r.model),
-            Request::Rerank(r) => Some(r.model_name()),
-            Request::Images(r) => Some(&r.model),
-            Request::Messages(r) => Some(&r.model),
-            Request::Response(r) => Some(&r.model),
-            Request::Speech(r) => Some(&r.model),
-            Request::Transcription(r, _) => Some(&r.model),
-            _ => None,
-        }
+/// A request parsed by its method, ready to run: it holds its operation, so it runs only as
+/// that one (or its stream, with [`Parsed::over_http`]).
+pub struct Parsed {
+    method: &'static Method,
+    door: Door,
+    request: Box<dyn Prepared>,
+}
+
+impl std::fmt::Debug for Parsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parsed")
+            .field("method", &self.method.name)
+            .finish()
+    }
+}
+
+impl Parsed {
+    /// The method that runs it.
+    pub fn method(&self) -> &'static Method {
+        self.method
     }
 
-    /// Whether the request asks for its answer as a stream (`"stream": true`).
-    pub fn streams(&self) -> bool {
-        match self {
-            Request::Chat(r) => r.stream == Some(true),
-            Request::Completion(r) => r.stream == Some(true),
-            Request::Response(r) => r.stream,
-            Request::Transcription(r, _) => r.stream == Some(true),
-            Request::Messages(r) => r.stream == Some(true),
-            Request::Images(r) => r.stream == Some(true),
-            _ => false,
+    /// The model it runs on, when it runs on one.
+    pub fn model(&self) -> Option<&str> {
+        self.request.model()
+    }
+
+    /// The model it names, whether or not it runs on it.
+    pub fn named_model(&self) -> Option<&str> {
+        self.request.named_model()
+    }
+
+    /// The request as `ingle serve` runs it: a whole method's request that asks for a stream
+    /// goes to its streaming method (same route), and model files named by their paths are
+    /// left out of lists.
+    pub fn over_http(mut self) -> Parsed {
+        if let Some(stream) = self.request.switch_to_stream() {
+            self.method = stream;
+        }
+        self.door = Door::Http;
+        self
+    }
+
+    /// Runs it on `client` (whose cancel stops it).
+    pub fn run(self, client: &Client) -> Result<Answer> {
+        self.request.run(client, self.door)
+    }
+}
+
+/// A parsed request with its operation: the one place a request type meets its `run`.
+trait Prepared: Send {
+    fn model(&self) -> Option<&str>;
+    fn named_model(&self) -> Option<&str>;
+    /// Whether it now runs as its operation's stream: that method, when it switched.
+    fn switch_to_stream(&mut self) -> Option<&'static Method>;
+    fn run(self: Box<Self>, client: &Client, door: Door) -> Result<Answer>;
+}
+
+/// An [`Operation`]'s request.
+struct Whole<O: Operation>(O::Request);
+
+impl<O: Operation> Prepared for Whole<O> {
+    fn model(&self) -> Option<&str> {
+        O::model(&self.0)
+    }
+
+    fn named_model(&self) -> Option<&str> {
+        O::named_model(&self.0)
+    }
+
+    fn switch_to_stream(&mut self) -> Option<&'static Method> {
+        None
+    }
+
+    fn run(self: Box<Self>, client: &Client, door: Door) -> Result<Answer> {
+        O::run(client, self.0, door)
+    }
+}
+
+/// A [`Streamed`] operation's request, run whole or as its stream.
+struct Pair<O: Streamed> {
+    request: O::Request,
+    stream: bool,
+}
+
+impl<O: Streamed> Prepared for Pair<O> {
+    fn model(&self) -> Option<&str> {
+        O::model(&self.request)
+    }
+
+    fn named_model(&self) -> Option<&str> {
+        O::named_model(&self.request)
+    }
+
+    fn switch_to_stream(&mut self) -> Option<&'static Method> {
+        if self.stream || !O::wants_stream(&self.request) {
+            return None;
+        }
+        self.stream = true;
+        Some(Declared::<O>::STREAM)
+    }
+
+    fn run(self: Box<Self>, client: &Client, door: Door) -> Result<Answer> {
+        match self.stream {
+            true => O::stream(client, self.request),
+            false => O::run(client, self.request, door),
         }
     }
 }
 
-/// A method's answer, as its [`Gives`] says (made once per call, as [`Request`]).
+/// An operation's methods, made once from its type: [`Operation`]s give [`Declared::ONE`],
+/// [`Streamed`] ones [`Declared::CREATE`] and [`Declared::STREAM`].
+pub struct Declared<O>(std::marker::PhantomData<O>);
+
+impl<O: Operation> Declared<O> {
+    pub const ONE: &'static Method = &Method {
+        spec: O::SPEC,
+        streamed_by: None,
+        parse: |json, audio| {
+            Ok(Parsed {
+                method: Self::ONE,
+                door: Door::InProcess,
+                request: Box::new(Whole::<O>(O::parse(json, audio)?)),
+            })
+        },
+    };
+}
+
+impl<O: Streamed> Declared<O> {
+    pub const CREATE: &'static Method = &Method {
+        spec: O::SPEC,
+        streamed_by: Some(Self::STREAM),
+        parse: |json, audio| Self::parse_pair(Self::CREATE, json, audio, false),
+    };
+
+    pub const STREAM: &'static Method = &Method {
+        spec: Spec {
+            route: None,
+            ..O::STREAM
+        },
+        streamed_by: None,
+        parse: |json, audio| Self::parse_pair(Self::STREAM, json, audio, true),
+    };
+
+    fn parse_pair(
+        method: &'static Method,
+        json: &str,
+        audio: Option<TranscriptionAudio>,
+        stream: bool,
+    ) -> Result<Parsed> {
+        let request = O::parse(json, audio)?;
+        Ok(Parsed {
+            method,
+            door: Door::InProcess,
+            request: Box::new(Pair::<O> { request, stream }),
+        })
+    }
+}
+
+/// A method's answer, as its [`Gives`] says (made once per call).
 #[allow(clippy::large_enum_variant)]
 pub enum Answer {
     Json(String),
@@ -260,7 +506,7 @@ impl Answer {
 impl Method {
     /// Parses `request` (JSON text; `audio` for a method that takes an upload) for this method.
     /// Errors name the field at fault.
-    pub fn parse(&self, request: &str, audio: Option<TranscriptionAudio>) -> Result<Request> {
+    pub fn parse(&self, request: &str, audio: Option<TranscriptionAudio>) -> Result<Parsed> {
         if self.takes == Takes::Upload && audio.is_none() {
             return Err(Error::invalid(
                 "file",
@@ -270,45 +516,35 @@ impl Method {
         (self.parse)(request, audio)
     }
 
-    /// Runs a request parsed by [`Method::parse`] on `client` (whose cancel stops it).
-    pub fn run(&self, client: &Client, request: Request) -> Result<Answer> {
-        (self.run)(client, request)
-    }
-
-    /// [`Method::parse`], then [`Method::run`].
+    /// [`Method::parse`], then [`Parsed::run`].
     pub fn call(
         &self,
         client: &Client,
         request: &str,
         audio: Option<TranscriptionAudio>,
     ) -> Result<Answer> {
-        let request = self.parse(request, audio)?;
-        self.run(client, request)
-    }
-
-    /// The method a parsed request goes to over HTTP: this one, or the one that streams it.
-    pub fn for_request(&'static self, request: &Request) -> &'static Method {
-        match self.streamed_by {
-            Some(name) if request.streams() => method(name).unwrap_or(self),
-            _ => self,
-        }
+        self.parse(request, audio)?.run(client)
     }
 }
 
 /// The method named `name`; an `unknown_method` error naming the known ones otherwise.
 pub fn method(name: &str) -> Result<&'static Method> {
-    METHODS.iter().find(|m| m.name == name).ok_or_else(|| {
-        let known: Vec<&str> = METHODS.iter().map(|m| m.name).collect();
-        Error::invalid(
-            "method",
-            format!(
-                "Unknown method '{}'; the methods are {}",
-                shown(name),
-                known.join(", ")
-            ),
-        )
-        .with_code(ErrorCode::UnknownMethod)
-    })
+    METHODS
+        .iter()
+        .copied()
+        .find(|m| m.name == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = METHODS.iter().map(|m| m.name).collect();
+            Error::invalid(
+                "method",
+                format!(
+                    "Unknown method '{}'; the methods are {}",
+                    shown(name),
+                    known.join(", ")
+                ),
+            )
+            .with_code(ErrorCode::UnknownMethod)
+        })
 }
 
 /// Runs the method `name` on `client`: [`method`], then [`Method::call`].
@@ -321,25 +557,36 @@ pub fn call(
     method(name)?.call(client, request, audio)
 }
 
-mod table;
+/// A `POST` route of its own (under `/v1`).
+const fn post(path: &'static str) -> Option<Route> {
+    Some(Route {
+        verb: Verb::Post,
+        path,
+        aliases: &[],
+    })
+}
 
+/// A `GET` route of its own (under `/v1`).
+const fn get(path: &'static str) -> Option<Route> {
+    Some(Route {
+        verb: Verb::Get,
+        path,
+        aliases: &[],
+    })
+}
+
+mod audio;
+mod named;
+mod table;
+mod text;
+
+pub use audio::*;
+pub use named::*;
 pub use table::METHODS;
+pub use text::*;
 
 pub(crate) fn json(value: &impl serde::Serialize) -> Result<Answer> {
     Ok(Answer::Json(to_json_text(value)?))
-}
-
-/// A request given to a method whose parse did not make it: a bug of the caller's door.
-pub(crate) fn mismatched() -> Result<Answer> {
-    Err(Error::internal(
-        "A request was run by a method that did not parse it",
-    ))
-}
-
-pub(crate) fn transcription(json: &str, audio: Option<TranscriptionAudio>) -> Result<Request> {
-    let request = TranscriptionRequest::from_json(json)?;
-    let audio = audio.ok_or_else(|| Error::invalid("file", "The audio (`file`) is missing"))?;
-    Ok(Request::Transcription(request, audio))
 }
 
 /// The named values of a [`Takes::Named`] method: a JSON object of strings (a URL's segments

@@ -1,22 +1,29 @@
 use super::*;
 
 #[test]
-fn names_are_unique_and_streamed_by_names_a_streaming_method_on_the_same_request() {
+fn names_are_unique_and_a_stream_twin_streams_without_a_route_of_its_own() {
     for (i, m) in METHODS.iter().enumerate() {
         assert!(
             METHODS[..i].iter().all(|other| other.name != m.name),
             "{} twice",
             m.name
         );
-        if let Some(name) = m.streamed_by {
-            let streaming = method(name).unwrap();
-            assert!(streaming.gives.streams(), "{name} does not stream");
-            assert_eq!(streaming.request, m.request, "{name}");
+        if let Some(streaming) = m.streamed_by {
+            assert!(
+                streaming.gives.streams(),
+                "{} does not stream",
+                streaming.name
+            );
+            assert!(!m.gives.streams(), "{} streams already", m.name);
+            assert_eq!(streaming.takes, m.takes, "{}", streaming.name);
             assert!(
                 streaming.route.is_none(),
-                "{name} shares {}'s route",
+                "{} shares {}'s route",
+                streaming.name,
                 m.name
             );
+            // Listed, right after the method it streams for.
+            assert_eq!(METHODS.get(i + 1).map(|s| s.name), Some(streaming.name));
         }
     }
 }
@@ -61,13 +68,13 @@ fn named_values_are_checked_by_name() {
         .unwrap_err();
     assert_eq!(error.param.as_deref(), Some("limit"));
     assert!(error.message.contains("'ten'"), "{}", error.message);
-    match items.parse(
+    let page = ResponsesInputItemsList::parse(
         r#"{"response_id": "r", "limit": "10", "include[]": "x"}"#,
         None,
-    ) {
-        Ok(Request::InputItems { limit, .. }) => assert_eq!(limit, Some(10)),
-        other => panic!("{:?}", other.err()),
-    }
+    )
+    .unwrap();
+    assert_eq!(page.limit, Some(10));
+    assert_eq!(page.response_id, "r");
     let error = items.parse("{}", None).unwrap_err();
     assert_eq!(error.param.as_deref(), Some("response_id"));
     let error = method("models.retrieve")
@@ -92,28 +99,80 @@ fn a_stream_request_goes_to_the_streaming_method_over_http() {
     let streamed = create
         .parse(r#"{"model": "m", "messages": [], "stream": true}"#, None)
         .unwrap();
+    assert_eq!(streamed.method().name, "chat.completions.create");
     assert_eq!(
-        create.for_request(&streamed).name,
+        streamed.over_http().method().name,
         "chat.completions.stream"
     );
     let whole = create
         .parse(r#"{"model": "m", "messages": []}"#, None)
         .unwrap();
-    assert_eq!(create.for_request(&whole).name, "chat.completions.create");
     assert_eq!(whole.model(), Some("m"));
+    assert_eq!(whole.over_http().method().name, "chat.completions.create");
+    // A stream method's request stays on it.
+    let stream = method("chat.completions.stream").unwrap();
+    let parsed = stream
+        .parse(r#"{"model": "m", "messages": [], "stream": true}"#, None)
+        .unwrap();
+    assert_eq!(parsed.over_http().method().name, "chat.completions.stream");
 }
 
 #[test]
-fn every_optional_field_has_a_json_schema() {
+fn models_retrieve_names_a_model_it_does_not_run_on() {
+    let parsed = method("models.retrieve")
+        .unwrap()
+        .parse(r#"{"model": "/m.gguf"}"#, None)
+        .unwrap();
+    assert_eq!(parsed.model(), None);
+    assert_eq!(parsed.named_model(), Some("/m.gguf"));
+}
+
+#[test]
+fn tokenize_and_detokenize_name_their_fields() {
+    let error = method("tokenize")
+        .unwrap()
+        .parse(r#"{"model": "m", "content": "x", "colour": 1}"#, None)
+        .unwrap_err();
+    assert_eq!(error.param.as_deref(), Some("colour"));
+    let error = method("detokenize")
+        .unwrap()
+        .parse(r#"{"model": "m", "tokens": ["a"]}"#, None)
+        .unwrap_err();
+    assert!(
+        error
+            .param
+            .as_deref()
+            .is_some_and(|p| p.starts_with("tokens")),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn every_param_has_a_json_schema_and_only_named_and_upload_methods_have_params() {
     for m in METHODS {
-        for (name, schema) in m.optional {
-            let schema: serde_json::Value =
-                serde_json::from_str(schema).unwrap_or_else(|e| panic!("{}: {name}: {e}", m.name));
-            assert!(schema["type"].is_string(), "{}: {name}", m.name);
+        for param in m.params {
+            assert!(
+                param.kind.schema()["type"].is_string(),
+                "{}: {}",
+                m.name,
+                param.name
+            );
         }
         assert!(
-            m.optional.is_empty() || m.takes != Takes::Json,
+            m.params.is_empty() || m.takes != Takes::Json,
             "{}: a JSON body's fields are its type's",
+            m.name
+        );
+    }
+}
+
+#[test]
+fn the_anthropic_dialect_is_the_messages_methods() {
+    for m in METHODS {
+        assert_eq!(
+            m.dialect == Dialect::Anthropic,
+            m.name.starts_with("messages."),
+            "{}",
             m.name
         );
     }

@@ -20,6 +20,7 @@ mod rules;
 mod slots;
 mod speech;
 mod subtitles;
+mod tokens;
 mod transcription;
 mod translation;
 mod types;
@@ -39,6 +40,9 @@ pub use rerank::{
 pub use responses::{ResponseRequest, ResponseStream, Responses};
 pub use speech::*;
 pub use subtitles::{srt, vtt};
+pub use tokens::{
+    DetokenizeRequest, TokenizeRequest, Tokens, MAX_DETOKENIZE_TOKENS, MAX_TOKENIZE_BYTES,
+};
 pub use transcription::*;
 pub use translation::Translations;
 pub use types::*;

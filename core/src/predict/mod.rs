@@ -179,6 +179,24 @@ pub trait Predictor: Send + Sync {
     fn generation(&self) -> Option<&dyn Generate> {
         None
     }
+    /// A text model's own tokenizer (`tokenize` / `detokenize`); `None` for every other
+    /// predictor.
+    fn tokenizer(&self) -> Option<&dyn Tokenizer> {
+        None
+    }
+}
+
+/// A text model's tokenizer, as its engine reads and writes text.
+pub trait Tokenizer: Send + Sync {
+    /// How many tokens the vocabulary holds: ids are `0..vocab_size()`.
+    fn vocab_size(&self) -> usize;
+    /// `text`'s token ids; `add_special` adds what the model puts around a prompt (BOS),
+    /// `parse_special` reads special tokens written in the text as such.
+    fn tokenize(&self, text: &str, add_special: bool, parse_special: bool) -> Vec<u32>;
+    /// A token's bytes (a special token's text too). `token` is below [`Self::vocab_size`].
+    fn piece(&self, token: u32) -> Vec<u8>;
+    /// The tokens' bytes, joined as the engine joins them. Each is below [`Self::vocab_size`].
+    fn detokenize(&self, tokens: &[u32]) -> Vec<u8>;
 }
 
 /// Most bytes of logs a prediction keeps; later text is dropped, and the logs say so.

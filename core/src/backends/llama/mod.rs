@@ -41,7 +41,7 @@ use crate::config::{LlamaOptions, PredictorConfig};
 use crate::error::{Error, Result};
 use crate::predict::{
     AtomicHistogram, Context, Generate, GenerationRequest, Inputs, Metrics, OutputStream,
-    Predictor, PredictorKind, Signature,
+    Predictor, PredictorKind, Signature, Tokenizer,
 };
 pub use crate::predict::{MAX_STOP_SEQUENCES, MAX_TOP_LOGPROBS};
 use crate::value::Value;
@@ -415,6 +415,29 @@ impl LlamaPredictor {
     }
 }
 
+impl Tokenizer for LlamaPredictor {
+    fn vocab_size(&self) -> usize {
+        self.model.n_vocab().max(0) as usize
+    }
+
+    fn tokenize(&self, text: &str, add_special: bool, parse_special: bool) -> Vec<u32> {
+        let tokens = self
+            .model
+            .vocab()
+            .tokenize(text.as_bytes(), add_special, parse_special);
+        tokens.into_iter().map(|t| t.0 as u32).collect()
+    }
+
+    fn piece(&self, token: u32) -> Vec<u8> {
+        (self.model.vocab()).token_to_piece(LlamaToken(token as i32), true, None)
+    }
+
+    fn detokenize(&self, tokens: &[u32]) -> Vec<u8> {
+        let tokens: Vec<LlamaToken> = tokens.iter().map(|&t| LlamaToken(t as i32)).collect();
+        self.model.vocab().detokenize(&tokens, false, true)
+    }
+}
+
 impl Drop for LlamaPredictor {
     /// Closes the job channel and waits for the scheduler thread to end, so that freeing a
     /// client (`ingle_client_free`, then perhaps `exit`) never leaves llama.cpp decoding while
@@ -451,6 +474,10 @@ impl Predictor for LlamaPredictor {
     }
 
     fn generation(&self) -> Option<&dyn Generate> {
+        Some(self)
+    }
+
+    fn tokenizer(&self) -> Option<&dyn Tokenizer> {
         Some(self)
     }
 
