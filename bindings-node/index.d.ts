@@ -15,6 +15,10 @@ import type { Metrics } from './metrics';
 export * from './metrics';
 import type { SystemInfo } from './system';
 export * from './system';
+import type { TokenizeParams, TokenizeResponse, DetokenizeParams, DetokenizeResponse } from './tokens';
+export * from './tokens';
+import type { RerankCreateParams, RerankResponse } from './rerank';
+export * from './rerank';
 import type {
   SpeechVoice,
   SpeechCreateParams,
@@ -222,33 +226,6 @@ export type ImageGenStreamEvent =
     /** Predictors count no tokens: all zero. */
     usage: { input_tokens: number; output_tokens: number; total_tokens: number; input_tokens_details: { image_tokens: number; text_tokens: number } };
   });
-
-export interface RerankCreateParams {
-  model: string;
-  query: string;
-  /** Strings, or `{ text }` objects (Jina's and Cohere's v1 form). */
-  documents: Array<string | { text: string }>;
-  /** How many of the best results to return; default: all. */
-  top_n?: number;
-  /** Whether each result carries its document; default true. */
-  return_documents?: boolean;
-}
-
-export interface RerankResult {
-  /** Its place in `documents`. */
-  index: number;
-  /** An embedding model's cosine similarity (-1 to 1), or a reranking predictor's score. */
-  relevance_score: number;
-  document?: { text: string };
-}
-
-export interface RerankResponse {
-  id: string;
-  model: string;
-  /** Most relevant first. */
-  results: Array<RerankResult>;
-  usage: { prompt_tokens: number; total_tokens: number };
-}
 
 export interface CreateEmbeddingResponse<F extends EmbeddingEncoding = 'float'> {
   data: Array<Embedding<F>>;
@@ -593,6 +570,12 @@ export declare class OpenAI {
     /** Errors, a bad argument's too, are thrown by the iteration. */
     stream(body: { tag: string; inputs?: Record<string, unknown> }, options?: RequestOptions | null): Stream<Prediction>;
   };
+  /** Text to token ids with a text model's own tokenizer (llama.cpp server's `/tokenize`). */
+  tokenize(body: TokenizeParams & { with_pieces: true }, options?: RequestOptions | null): Promise<TokenizeResponse<true>>;
+  tokenize(body: TokenizeParams & { with_pieces?: false }, options?: RequestOptions | null): Promise<TokenizeResponse<false>>;
+  tokenize(body: TokenizeParams, options?: RequestOptions | null): Promise<TokenizeResponse>;
+  /** Token ids back to text (llama.cpp server's `/detokenize`). */
+  detokenize(body: DetokenizeParams, options?: RequestOptions | null): Promise<DetokenizeResponse>;
   /** Load figures of a model (ingle's own). */
   metrics(model: string): Promise<Metrics>;
   /** Serve functions of your own through every method above. */

@@ -118,10 +118,16 @@ class Rerank {
    * rerank shape). An embedding model scores by cosine similarity; a predictor annotated
    * RerankQuery, RerankDocuments and RerankScores scores itself. */
   async create(body, options) {
-    const { signal } = requestOptions(options, 'rerank.create');
-    const json = toJson(requestBody(body, 'rerank.create'));
-    return JSON.parse(await abortable((cancel) => this._native.call('rerank.create', json, cancel), signal));
+    return callMethod(this._native, 'rerank.create', body, options);
   }
+}
+
+/** A method of the core's table that answers with one JSON object, by its name: `body` checked
+ * and sent as JSON, the answer parsed; `options.signal` aborts it. */
+async function callMethod(native, method, body, options) {
+  const { signal } = requestOptions(options, method);
+  const json = toJson(requestBody(body, method));
+  return JSON.parse(await abortable((cancel) => native.call(method, json, cancel), signal));
 }
 
 class Speech {
@@ -379,6 +385,19 @@ class OpenAI {
     };
     this.models = new Models(this._native);
     this.predictions = new Predictions(this._native);
+  }
+
+  /** `body`: `model`, `content`, `add_special` (default false), `parse_special` (default
+   * true), `with_pieces` (default false). Resolves to `{ tokens: [id, ...] }`, or with
+   * `with_pieces` `{ tokens: [{ id, piece }, ...] }` (a piece that is not UTF-8 on its own is
+   * its bytes): a text model's own tokenizer, as llama.cpp's server has it. */
+  async tokenize(body, options) {
+    return callMethod(this._native, 'tokenize', body, options);
+  }
+
+  /** `body`: `model`, `tokens` (ids). Resolves to `{ content }`, the text of the tokens. */
+  async detokenize(body, options) {
+    return callMethod(this._native, 'detokenize', body, options);
   }
 
   /** Load figures of a model: active_requests, queued_requests, generated_tokens, cancelled_requests. */

@@ -206,3 +206,15 @@ test('ESM import and version', async () => {
   const cargo = fs.readFileSync(path.join(__dirname, '..', '..', 'Cargo.toml'), 'utf8');
   assert.equal(esm.version, cargo.match(/^version = "(.+)"/m)[1]);
 });
+
+test('tokenize and detokenize round-trip through the method table', async () => {
+  const text = 'Name the capital of France.';
+  const { tokens } = await client.tokenize({ model, content: text });
+  assert.ok(tokens.length > 0 && tokens.every(Number.isInteger), JSON.stringify(tokens));
+  assert.equal((await client.detokenize({ model, tokens })).content, text);
+  const pieces = (await client.tokenize({ model, content: '<|im_start|>Hi', with_pieces: true })).tokens;
+  assert.equal(pieces[0].piece, '<|im_start|>');
+  assert.equal(pieces.map((p) => p.piece).join(''), '<|im_start|>Hi');
+  await assert.rejects(client.detokenize({ model, tokens: [1, -1] }),
+    (e) => e instanceof BadRequestError && e.param === 'tokens[1]');
+});

@@ -1,3 +1,4 @@
+import asyncio
 import json
 
 import openai
@@ -164,3 +165,23 @@ def test_a_gguf_file_is_a_model_by_its_path(client):
     with pytest.raises(ingle.NotFoundError) as e:
         client.chat.completions.create(model="/nonexistent/x.gguf", messages=FRANCE)
     assert e.value.param == "model" and "does not exist" in e.value.message
+
+
+def test_tokenize_and_detokenize_round_trip_sync_and_async(client):
+    text = "Name the capital of France."
+    tokens = client.tokenize(model=MODEL, content=text).tokens
+    assert tokens and all(isinstance(t, int) for t in tokens)
+    assert client.detokenize(model=MODEL, tokens=tokens).content == text
+    pieces = client.tokenize(model=MODEL, content="<|im_start|>Hi", with_pieces=True).tokens
+    assert pieces[0].piece == "<|im_start|>" and isinstance(pieces[0].id, int)
+    assert "".join(p.piece for p in pieces) == "<|im_start|>Hi"
+    with pytest.raises(ingle.BadRequestError) as caught:
+        client.detokenize(model=MODEL, tokens=[1, -1])
+    assert caught.value.param == "tokens[1]"
+
+    async def run():
+        async_client = ingle.AsyncOpenAI()
+        tokens = (await async_client.tokenize(model=MODEL, content=text)).tokens
+        return tokens, (await async_client.detokenize(model=MODEL, tokens=tokens)).content
+
+    assert asyncio.run(run()) == (tokens, text)

@@ -212,6 +212,17 @@ async function rerank(client: OpenAI) {
 }
 void rerank;
 
+// tokenize / detokenize: ids, or pieces with `with_pieces: true`.
+async function tokens(client: OpenAI) {
+  const ids: number[] = (await client.tokenize({ model: 'm', content: 'Hi' })).tokens;
+  const piece: string | number[] = (await client.tokenize({ model: 'm', content: 'Hi', with_pieces: true })).tokens[0].piece;
+  const text: string = (await client.detokenize({ model: 'm', tokens: ids })).content;
+  // @ts-expect-error: ids are numbers
+  await client.detokenize({ model: 'm', tokens: ['a'] });
+  return [piece, text];
+}
+void tokens;
+
 // Anthropic: ingle's messages have the @anthropic-ai/sdk types' fields that a local model gives
 // (the SDK's server-side fields, such as `container`, `caller` or `inference_geo`, it does not).
 async function anthropicMessages() {

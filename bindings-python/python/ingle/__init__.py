@@ -7,6 +7,8 @@
     print(r.choices[0].message.content)
 """
 
+import typing as _typing
+
 from ._cuda import add_to_search_path as _add_cuda_wheels_to_search_path
 
 _add_cuda_wheels_to_search_path()  # before the native module starts llama.cpp
@@ -38,13 +40,13 @@ from ._response import (
 
 
 
-def system_info() -> dict:
+def system_info() -> _typing.Dict[str, _typing.Any]:
     """What ingle runs with here: its version, the CPU variant of llama.cpp's kernels loaded
     for this machine (``cpu_variant``, with every variant's score), the GPU modules loaded or
     skipped and the GPUs they found (``gpu``), and where each chat model runs (``offloads``)."""
     import json
 
-    return json.loads(_system_info())
+    return _typing.cast(_typing.Dict[str, _typing.Any], json.loads(_system_info()))  # an object
 
 
 __all__ = [

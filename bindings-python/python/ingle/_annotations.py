@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence, Type, cast
 
+from . import _ingle
 from ._values import _raw_audio
 
 
@@ -39,8 +40,10 @@ class _Annotation:
         return f"Parameter.{type(self).__name__}({self.description!r})"
 
 
-def _annotation(kind: str, doc: str, base: type = _Annotation) -> type:
-    return type(kind.title().replace("_", ""), (base,), {"kind": kind, "__doc__": doc})
+def _annotation(kind: str, doc: str, base: Type[_Annotation] = _Annotation) -> Type[_Annotation]:
+    # `type()` is typed as making a plain `type`: it makes a subclass of `base`.
+    made = type(kind.title().replace("_", ""), (base,), {"kind": kind, "__doc__": doc})
+    return cast(Type[_Annotation], made)
 
 
 class _Bounded(_Annotation):
@@ -194,5 +197,5 @@ class AudioSamples:
         self.samples = samples
         self.sample_rate = int(sample_rate)
 
-    def _raw(self, what: str) -> Any:
+    def _raw(self, what: str) -> _ingle.RawAudio:
         return _raw_audio(self.samples, self.sample_rate, what)

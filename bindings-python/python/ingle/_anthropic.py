@@ -14,13 +14,15 @@ from __future__ import annotations
 import contextlib
 import json
 from typing import (
-    Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union,
+    Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union, cast,
 )
 
 from . import _arguments, _exceptions, _predictors, _structured
 from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
 from ._client import Predictors, _native_client
-from .types.anthropic import ContentBlock, Message, MessageStreamEvent, MessageTokensCount
+from .types.anthropic import (
+    ContentBlock, Message, MessageDelta, MessageStreamEvent, MessageTokensCount,
+)
 
 __all__ = ["Anthropic", "AsyncAnthropic", "MessageStream", "AsyncMessageStream"]
 
@@ -117,7 +119,7 @@ class _Snapshot:
         ):
             return [event]
         if event.type == "content_block_start":
-            message.content.append(ContentBlock.construct(event.content_block.model_dump()))  # type: ignore[union-attr, arg-type]
+            message.content.append(ContentBlock.construct(event.content_block.model_dump()))  # type: ignore[union-attr]
             return [event]
         if event.type == "message_delta":
             message.stop_reason = event.delta.stop_reason  # type: ignore[union-attr]
@@ -129,23 +131,26 @@ class _Snapshot:
         if event.type == "message_stop":
             self.stopped = True
             return [MessageStreamEvent(type="message_stop", message=message)]
-        block = message.content[event.index]  # type: ignore[index]
+        # A content block's event: it has its `index` (a delta event its `delta`) by its type.
+        index = cast(int, event.index)
+        block = message.content[index]
         if event.type == "content_block_stop":
             if block.type == "text" and self._read is not None:
                 block._parsed = self._read(block.text or "")
             return [MessageStreamEvent(type="content_block_stop", index=event.index, content_block=block)]
-        delta = event.delta
-        if delta.type == "text_delta" and block.type == "text":  # type: ignore[union-attr]
-            block.text = (block.text or "") + delta.text  # type: ignore[union-attr]
-            return [event, MessageStreamEvent(type="text", text=delta.text, snapshot=block.text)]  # type: ignore[union-attr]
-        if delta.type == "input_json_delta" and block.type == "tool_use":  # type: ignore[union-attr]
-            buffer = self._json.get(event.index, "") + (delta.partial_json or "")  # type: ignore[union-attr, arg-type]
-            self._json[event.index] = buffer  # type: ignore[index]
+        delta = cast(MessageDelta, event.delta)
+        if delta.type == "text_delta" and block.type == "text":
+            text = cast(str, delta.text)  # a text_delta has its text
+            block.text = (block.text or "") + text
+            return [event, MessageStreamEvent(type="text", text=text, snapshot=block.text)]
+        if delta.type == "input_json_delta" and block.type == "tool_use":
+            buffer = self._json.get(index, "") + (delta.partial_json or "")
+            self._json[index] = buffer
             try:  # the input so far, once what has come parses (the client reads partial JSON)
                 block.input = json.loads(buffer)
             except ValueError:
                 pass
-            return [event, MessageStreamEvent(type="input_json", partial_json=delta.partial_json, snapshot=block.input)]  # type: ignore[union-attr]
+            return [event, MessageStreamEvent(type="input_json", partial_json=delta.partial_json, snapshot=block.input)]
         return [event]
 
 
@@ -335,7 +340,7 @@ def _body(params: Dict[str, Any]) -> Tuple[str, Optional[Callable[[str], Any]]]:
         output_format = params.pop("output_format", None)
         if output_format is not None and not _arguments._sentinel(output_format):
             if not isinstance(output_format, type):
-                raise _arguments._invalid_argument(
+                raise _exceptions._invalid_argument(
                     "output_format", "`output_format` must be a type (a pydantic model, a "
                     f"dataclass, a TypedDict...), not {type(output_format).__name__}")
             fmt, read = _structured.response_format_of(output_format)
@@ -367,7 +372,7 @@ class Messages(_Resource):
             if streamed:
                 return _Events(self._native.stream("messages.stream", body), MessageStreamEvent)
             text = self._native.call("messages.create", body)
-        return _parsed(Message.construct(json.loads(text)), read)  # type: ignore[arg-type]
+        return _parsed(Message.construct(json.loads(text)), read)
 
     def parse(self, **params: Any) -> Message:
         """``create`` with ``output_format`` (a type): the reply is JSON of its schema, and
@@ -385,7 +390,7 @@ class Messages(_Resource):
         body, _ = _body(params)
         with _anthropic_errors():
             text = self._native.call("messages.count_tokens", body)
-        return MessageTokensCount.construct(json.loads(text))  # type: ignore[return-value]
+        return MessageTokensCount.construct(json.loads(text))
 
 
 class AsyncMessages(_Resource):
@@ -400,7 +405,7 @@ class AsyncMessages(_Resource):
                 native = await _in_thread(self._native.stream, "messages.stream", body)
                 return _AsyncEvents(native, MessageStreamEvent)
             text = await _cancellable(self._native.call, "messages.create", body)
-        return _parsed(Message.construct(json.loads(text)), read)  # type: ignore[arg-type]
+        return _parsed(Message.construct(json.loads(text)), read)
 
     async def parse(self, **params: Any) -> Message:
         """As `Messages.parse`."""
@@ -415,7 +420,7 @@ class AsyncMessages(_Resource):
         body, _ = _body(params)
         with _anthropic_errors():
             text = await _cancellable(self._native.call, "messages.count_tokens", body)
-        return MessageTokensCount.construct(json.loads(text))  # type: ignore[return-value]
+        return MessageTokensCount.construct(json.loads(text))
 
 
 class Anthropic:

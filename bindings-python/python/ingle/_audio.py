@@ -17,7 +17,7 @@ from typing import (
     overload,
 )
 
-from . import _arguments
+from . import _arguments, _ingle
 from ._arguments import NOT_GIVEN, REQUIRED
 from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
 from ._response import (
@@ -64,14 +64,14 @@ def _speech_body(
     return _arguments.speech(params)
 
 
-def _binary_content(result: Any) -> HttpxBinaryResponseContent:
+def _binary_content(result: Tuple[bytes, str, Optional[bytes], int, int]) -> HttpxBinaryResponseContent:
     return HttpxBinaryResponseContent(*result)
 
 
 class Speech(_Resource):
     """``client.audio.speech``: text to speech."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeClient) -> None:
         super().__init__(native)
         self.with_streaming_response = SpeechWithStreamingResponse(self)
 
@@ -165,7 +165,7 @@ def _transcription_body(params: Dict[str, Any], extra: Dict[str, Any]) -> str:
     return _arguments.transcription(params)
 
 
-def _transcription(result: Tuple[str, str, str]) -> Any:
+def _transcription(result: Tuple[str, str, str]) -> Union[Transcription, TranscriptionVerbose, str]:
     """The response of the format: ``Transcription``, ``TranscriptionVerbose``, or for
     ``text``, ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
     response_format, body, _content_type = result
@@ -253,7 +253,7 @@ class Transcriptions(_Resource):
         audio = _arguments.audio_file(file, sample_rate)
         if _arguments.stream_flag(stream):
             native = self._native.audio_transcriptions_stream(body, *audio)
-            return Stream(native, _TranscriptionStreamEvents)  # type: ignore[arg-type]
+            return Stream(native, _TranscriptionStreamEvents)
         return _transcription(self._native.audio_transcriptions_create(body, *audio))
 
 
@@ -321,7 +321,7 @@ class Translations(_Resource):
         return _translation(self._native.audio_translations_create(body, *audio))
 
 
-def _translation(result: Tuple[str, str, str]) -> Any:
+def _translation(result: Tuple[str, str, str]) -> Union[Translation, TranslationVerbose, str]:
     """The response of the format: ``Translation``, ``TranslationVerbose``, or for ``text``,
     ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
     response_format, body, _content_type = result
@@ -335,7 +335,7 @@ def _translation(result: Tuple[str, str, str]) -> Any:
 class Audio(_Resource):
     """``client.audio``."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeClient) -> None:
         super().__init__(native)
         self.speech = Speech(native)
         self.transcriptions = Transcriptions(native)
@@ -345,7 +345,7 @@ class Audio(_Resource):
 class AsyncSpeech(_Resource):
     """``client.audio.speech`` of ``AsyncOpenAI``."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeClient) -> None:
         super().__init__(native)
         self.with_streaming_response = AsyncSpeechWithStreamingResponse(self)
 
@@ -466,7 +466,7 @@ class AsyncTranscriptions(_Resource):
         if streaming:
             # Cancelling the awaiting task while the upload decodes stops the decoding.
             native = await _cancellable(self._native.audio_transcriptions_stream, body, *audio)
-            return AsyncStream(native, _TranscriptionStreamEvents)  # type: ignore[arg-type]
+            return AsyncStream(native, _TranscriptionStreamEvents)
         result = await _cancellable(self._native.audio_transcriptions_create, body, *audio)
         return _transcription(result)
 
@@ -527,7 +527,7 @@ class AsyncTranslations(_Resource):
 class AsyncAudio(_Resource):
     """``client.audio`` of ``AsyncOpenAI``."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeClient) -> None:
         super().__init__(native)
         self.speech = AsyncSpeech(native)
         self.transcriptions = AsyncTranscriptions(native)

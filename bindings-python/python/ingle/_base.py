@@ -9,9 +9,10 @@ from typing import (
     Any,
     AsyncIterator,
     Callable,
+    Dict,
     Generic,
     Iterator,
-    Type,
+    Protocol,
     TypeVar,
 )
 
@@ -20,13 +21,22 @@ from .types import BaseModel
 
 
 T = TypeVar("T", bound=BaseModel)
+T_co = TypeVar("T_co", bound=BaseModel, covariant=True)
+R = TypeVar("R")
+
+
+class _Constructs(Protocol[T_co]):
+    """What builds a stream's items from their JSON: a ``BaseModel`` class, or a class whose
+    ``construct`` picks the type by the event (``_TranscriptionStreamEvents``)."""
+
+    def construct(self, data: Dict[str, Any]) -> T_co: ...
 
 
 class Stream(Generic[T]):
     """Yields response chunks. Stopping early (``break``, ``close()``, leaving a ``with``
     block, garbage collection, Ctrl-C) stops generation at once."""
 
-    def __init__(self, native: Any, cls: Type[T]) -> None:
+    def __init__(self, native: _ingle.NativeStream, cls: _Constructs[T]) -> None:
         self._native = native
         self._cls = cls
 
@@ -36,7 +46,7 @@ class Stream(Generic[T]):
         except BaseException:  # StopIteration, an engine error, or KeyboardInterrupt
             self.close()
             raise
-        return self._cls.construct(json.loads(text))  # type: ignore[return-value]
+        return self._cls.construct(json.loads(text))
 
     def __iter__(self) -> Iterator[T]:
         # A generator, so that `break` (which drops it) closes the stream.
@@ -70,7 +80,7 @@ class AsyncStream(Generic[T]):
     """The async twin of `Stream`: ``async for chunk in stream``. Each chunk is awaited in a
     worker thread, so the event loop never blocks."""
 
-    def __init__(self, native: Any, cls: Type[T]) -> None:
+    def __init__(self, native: _ingle.NativeStream, cls: _Constructs[T]) -> None:
         self._native = native
         self._cls = cls
 
@@ -79,7 +89,7 @@ class AsyncStream(Generic[T]):
         if text is None:
             await self.close()
             raise StopAsyncIteration
-        return self._cls.construct(json.loads(text))  # type: ignore[return-value]
+        return self._cls.construct(json.loads(text))
 
     async def _iterate(self) -> AsyncIterator[T]:
         try:
@@ -112,15 +122,16 @@ class AsyncStream(Generic[T]):
 
 
 class _Resource:
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeClient) -> None:
         self._native = native
 
 
-async def _in_thread(function: Callable[..., Any], *args: Any) -> Any:
+async def _in_thread(function: Callable[..., R], *args: Any) -> R:
     return await asyncio.to_thread(function, *args)
 
 
-async def _cancellable(function: Callable[..., Any], *args: Any) -> Any:
+# `function` takes a `cancel=` keyword besides `args` (a `NativeClient` method).
+async def _cancellable(function: Callable[..., R], *args: Any) -> R:
     """Runs a whole-response create in a worker thread; cancelling the awaiting task stops
     generation at the next token (the next sentence, the next segment)."""
     cancel = _ingle.CancelFlag()

@@ -19,6 +19,7 @@ from typing import (
     Optional,
     Sequence,
     Union,
+    cast,
     overload,
 )
 
@@ -39,8 +40,11 @@ from .types import (
     Prediction,
     PullProgress,
     PullResult,
+    DetokenizeResponse,
     RerankResponse,
     SyncPage,
+    TokenizePiecesResponse,
+    TokenizeResponse,
 )
 
 __all__ = ["OpenAI", "AsyncOpenAI", "Stream", "AsyncStream"]
@@ -55,6 +59,10 @@ class ChatCompletions(_Resource):
     def create(self, *, stream: Literal[True], **params: Any) -> Stream[ChatCompletionChunk]: ...
     @overload
     def create(self, *, stream: Literal[False] = ..., **params: Any) -> ChatCompletion: ...
+    @overload
+    def create(
+        self, *, stream: bool, **params: Any
+    ) -> Union[ChatCompletion, Stream[ChatCompletionChunk]]: ...
     def create(
         self, *, stream: bool = False, **params: Any
     ) -> Union[ChatCompletion, Stream[ChatCompletionChunk]]:
@@ -62,7 +70,7 @@ class ChatCompletions(_Resource):
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
             return Stream(self._native.stream("chat.completions.stream", body), ChatCompletionChunk)
-        return ChatCompletion.construct(json.loads(self._native.call("chat.completions.create", body)))  # type: ignore[return-value]
+        return ChatCompletion.construct(json.loads(self._native.call("chat.completions.create", body)))
 
     def parse(self, *, response_format: Any = NOT_GIVEN, **params: Any) -> ParsedChatCompletion:
         """``create`` whose ``response_format`` may be a type (a pydantic model...), as the
@@ -78,7 +86,7 @@ class ChatCompletions(_Resource):
 
 
 class Chat(_Resource):
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeClient) -> None:
         super().__init__(native)
         self.completions = ChatCompletions(native)
 
@@ -88,12 +96,14 @@ class Completions(_Resource):
     def create(self, *, stream: Literal[True], **params: Any) -> Stream[Completion]: ...
     @overload
     def create(self, *, stream: Literal[False] = ..., **params: Any) -> Completion: ...
+    @overload
+    def create(self, *, stream: bool, **params: Any) -> Union[Completion, Stream[Completion]]: ...
     def create(self, *, stream: bool = False, **params: Any) -> Union[Completion, Stream[Completion]]:
         """``model``, ``prompt`` and the OpenAI completion parameters."""
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
             return Stream(self._native.stream("completions.stream", body), Completion)
-        return Completion.construct(json.loads(self._native.call("completions.create", body)))  # type: ignore[return-value]
+        return Completion.construct(json.loads(self._native.call("completions.create", body)))
 
 
 class Embeddings(_Resource):
@@ -106,11 +116,14 @@ class Embeddings(_Resource):
         return CreateEmbeddingResponse._from_matrix(*self._native.embeddings_create(body))
 
 
-def _reranked(text: str) -> Any:
+def _reranked(text: str) -> RerankResponse:
     """A ranking: a RerankResponse, or for a request with ``texts`` (text-embeddings-inference's
     shape) its bare list of ``{"index", "score", "text"}`` dicts."""
     answer = json.loads(text)
-    return answer if isinstance(answer, list) else RerankResponse.construct(answer)
+    if isinstance(answer, list):
+        # `create` is typed for `documents`; TEI's `texts` shape answers its list as it is.
+        return cast(RerankResponse, answer)
+    return RerankResponse.construct(answer)
 
 
 class Rerank(_Resource):
@@ -125,6 +138,31 @@ class Rerank(_Resource):
         return _reranked(self._native.call("rerank.create", body))
 
 
+def _tokenize_body(
+    model: str, content: str, add_special: bool, parse_special: bool, with_pieces: bool
+) -> str:
+    return _arguments.body(
+        {
+            "model": model,
+            "content": content,
+            "add_special": add_special,
+            "parse_special": parse_special,
+            "with_pieces": with_pieces,
+        }
+    )
+
+
+def _tokenized(text: str, with_pieces: bool) -> Union[TokenizeResponse, TokenizePiecesResponse]:
+    answer = cast(Dict[str, Any], json.loads(text))
+    if with_pieces is True:
+        return TokenizePiecesResponse.construct(answer)
+    return TokenizeResponse.construct(answer)
+
+
+def _detokenize_body(model: str, tokens: Sequence[int]) -> str:
+    return _arguments.body({"model": model, "tokens": tokens})
+
+
 class Images(_Resource):
     def generate(
         self, *, stream: bool = False, **params: Any
@@ -137,16 +175,16 @@ class Images(_Resource):
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
             return Stream(self._native.stream("images.stream", body), ImageGenStreamEvent)
-        return ImagesResponse.construct(json.loads(self._native.call("images.generate", body)))  # type: ignore[return-value]
+        return ImagesResponse.construct(json.loads(self._native.call("images.generate", body)))
 
 
 class Models(_Resource):
     def list(self) -> SyncPage[Model]:
-        return SyncPage.construct(json.loads(self._native.call("models.list", "{}")))  # type: ignore[return-value]
+        return SyncPage.construct(json.loads(self._native.call("models.list", "{}")))
 
     def retrieve(self, model: str = REQUIRED) -> Model:
         text = self._native.call("models.retrieve", _arguments.named(model=_arguments.text("model", model)))
-        return Model.construct(json.loads(text))  # type: ignore[return-value]
+        return Model.construct(json.loads(text))
 
     def pull(
         self, model: str = REQUIRED, *, progress: Optional[Callable[[PullProgress], Any]] = None
@@ -164,16 +202,16 @@ class Models(_Resource):
                 raise TypeError("progress must be a callable taking a PullProgress")
 
             def callback(event_json: str) -> Any:
-                return progress(PullProgress.construct(json.loads(event_json)))  # type: ignore[arg-type]
+                return progress(PullProgress.construct(json.loads(event_json)))
 
         text = self._native.models_pull(_arguments.text("model", model), callback)
-        return PullResult.construct(json.loads(text))  # type: ignore[return-value]
+        return PullResult.construct(json.loads(text))
 
     def catalog(self) -> List[Dict[str, Any]]:
         """What ``pull`` can download: each entry's ``tag``, ``kind``, ``description``,
         ``licence``, ``size`` (bytes), ``cached`` (its files are in the models directory),
         ``requires`` and ``optional`` (left out of ``ingle pull --all``). ingle's own method."""
-        return json.loads(self._native.models_catalog())
+        return cast(List[Dict[str, Any]], json.loads(self._native.models_catalog()))
 
     def unload(self, model: str = REQUIRED) -> bool:
         """Frees the model's memory (weights, KV cache, threads); the next request loads it
@@ -194,7 +232,7 @@ class Predictions(_Resource):
     def create(self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None) -> Prediction:
         tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
         text = self._native.predictions_create(tag, body, raw)
-        return Prediction.construct(json.loads(text))  # type: ignore[return-value]
+        return Prediction.construct(json.loads(text))
 
     def stream(
         self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
@@ -206,7 +244,7 @@ class Predictions(_Resource):
 class Predictors:
     """``client.predictors``: serve functions of your own (see ``ingle.predictor``)."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeClient) -> None:
         self._native = native
 
     def register(self, *predictors: "_predictors.Predictor") -> None:
@@ -272,6 +310,58 @@ class OpenAI:
         self.models = Models(self._native)
         self.predictions = Predictions(self._native)
 
+    @overload
+    def tokenize(
+        self,
+        *,
+        model: str,
+        content: str,
+        add_special: bool = ...,
+        parse_special: bool = ...,
+        with_pieces: Literal[False] = ...,
+    ) -> TokenizeResponse: ...
+    @overload
+    def tokenize(
+        self,
+        *,
+        model: str,
+        content: str,
+        add_special: bool = ...,
+        parse_special: bool = ...,
+        with_pieces: Literal[True],
+    ) -> TokenizePiecesResponse: ...
+    @overload
+    def tokenize(
+        self,
+        *,
+        model: str,
+        content: str,
+        add_special: bool = ...,
+        parse_special: bool = ...,
+        with_pieces: bool,
+    ) -> Union[TokenizeResponse, TokenizePiecesResponse]: ...
+    def tokenize(
+        self,
+        *,
+        model: str,
+        content: str,
+        add_special: bool = NOT_GIVEN,
+        parse_special: bool = NOT_GIVEN,
+        with_pieces: bool = NOT_GIVEN,
+    ) -> Union[TokenizeResponse, TokenizePiecesResponse]:
+        """Text to token ids with a text model's own tokenizer (llama.cpp server's
+        ``/tokenize``). ``add_special`` (default False) adds what the model puts around a prompt
+        (BOS); ``parse_special`` (default True) reads special tokens written in the text as
+        such; ``with_pieces`` gives each token as a ``TokenPiece`` with its text."""
+        body = _tokenize_body(model, content, add_special, parse_special, with_pieces)
+        return _tokenized(self._native.call("tokenize", body), with_pieces)
+
+    def detokenize(self, *, model: str, tokens: Sequence[int]) -> DetokenizeResponse:
+        """Token ids back to text (llama.cpp server's ``/detokenize``); an id outside the
+        model's vocabulary is a BadRequestError naming it (``tokens[i]``)."""
+        text = self._native.call("detokenize", _detokenize_body(model, tokens))
+        return DetokenizeResponse.construct(json.loads(text))
+
     def metrics(self, model: str = REQUIRED) -> Dict[str, Any]:
         """Load figures of a model, counted since it loaded: ``active_requests``,
         ``queued_requests``, ``generated_tokens`` (of which ``forced_tokens``: forced by a
@@ -281,7 +371,8 @@ class OpenAI:
         ``audio_output_seconds``, ``memory_bytes``, and the histograms ``queue_wait``,
         ``time_to_first_token``, ``time_per_output_token`` (``count``, ``sum_seconds``,
         ``buckets``: ``[le, cumulative]``, ``le`` None for +Inf)."""
-        return json.loads(self._native.metrics(_arguments.text("model", model)))  # type: ignore[no-any-return]
+        text = self._native.metrics(_arguments.text("model", model))
+        return cast(Dict[str, Any], json.loads(text))  # a JSON object
 
     def close(self) -> None:
         """Nothing to release early: models are freed with the last client that uses them."""
@@ -294,6 +385,16 @@ class OpenAI:
 
 
 class AsyncChatCompletions(_Resource):
+    @overload
+    async def create(
+        self, *, stream: Literal[True], **params: Any
+    ) -> AsyncStream[ChatCompletionChunk]: ...
+    @overload
+    async def create(self, *, stream: Literal[False] = ..., **params: Any) -> ChatCompletion: ...
+    @overload
+    async def create(
+        self, *, stream: bool, **params: Any
+    ) -> Union[ChatCompletion, AsyncStream[ChatCompletionChunk]]: ...
     async def create(
         self, *, stream: bool = False, **params: Any
     ) -> Union[ChatCompletion, AsyncStream[ChatCompletionChunk]]:
@@ -302,7 +403,7 @@ class AsyncChatCompletions(_Resource):
             native = await _in_thread(self._native.stream, "chat.completions.stream", body)
             return AsyncStream(native, ChatCompletionChunk)
         text = await _cancellable(self._native.call, "chat.completions.create", body)
-        return ChatCompletion.construct(json.loads(text))  # type: ignore[return-value]
+        return ChatCompletion.construct(json.loads(text))
 
     async def parse(self, *, response_format: Any = NOT_GIVEN, **params: Any) -> ParsedChatCompletion:
         """As ``OpenAI().chat.completions.parse``."""
@@ -316,12 +417,20 @@ class AsyncChatCompletions(_Resource):
 
 
 class AsyncChat(_Resource):
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeClient) -> None:
         super().__init__(native)
         self.completions = AsyncChatCompletions(native)
 
 
 class AsyncCompletions(_Resource):
+    @overload
+    async def create(self, *, stream: Literal[True], **params: Any) -> AsyncStream[Completion]: ...
+    @overload
+    async def create(self, *, stream: Literal[False] = ..., **params: Any) -> Completion: ...
+    @overload
+    async def create(
+        self, *, stream: bool, **params: Any
+    ) -> Union[Completion, AsyncStream[Completion]]: ...
     async def create(
         self, *, stream: bool = False, **params: Any
     ) -> Union[Completion, AsyncStream[Completion]]:
@@ -330,7 +439,7 @@ class AsyncCompletions(_Resource):
             native = await _in_thread(self._native.stream, "completions.stream", body)
             return AsyncStream(native, Completion)
         text = await _cancellable(self._native.call, "completions.create", body)
-        return Completion.construct(json.loads(text))  # type: ignore[return-value]
+        return Completion.construct(json.loads(text))
 
 
 class AsyncEmbeddings(_Resource):
@@ -342,12 +451,16 @@ class AsyncEmbeddings(_Resource):
 
 
 class AsyncModels(_Resource):
+    # In a worker thread, as every call that may read the disk: listing checks the models'
+    # files and scans the Hugging Face cache.
     async def list(self) -> SyncPage[Model]:
-        return SyncPage.construct(json.loads(self._native.call("models.list", "{}")))  # type: ignore[return-value]
+        text = await _in_thread(self._native.call, "models.list", "{}")
+        return SyncPage.construct(json.loads(text))
 
     async def retrieve(self, model: str = REQUIRED) -> Model:
-        text = self._native.call("models.retrieve", _arguments.named(model=_arguments.text("model", model)))
-        return Model.construct(json.loads(text))  # type: ignore[return-value]
+        body = _arguments.named(model=_arguments.text("model", model))
+        text = await _in_thread(self._native.call, "models.retrieve", body)
+        return Model.construct(json.loads(text))
 
     async def pull(
         self, model: str = REQUIRED, *, progress: Optional[Callable[[PullProgress], Any]] = None
@@ -358,14 +471,16 @@ class AsyncModels(_Resource):
 
     async def catalog(self) -> List[Dict[str, Any]]:
         """What ``pull`` can download (see ``Models.catalog``)."""
-        return json.loads(self._native.models_catalog())
+        text = await _in_thread(self._native.models_catalog)  # `cached` looks at the disk
+        return cast(List[Dict[str, Any]], json.loads(text))
 
     async def unload(self, model: str = REQUIRED) -> bool:
         """Frees the model's memory; the next request loads it again (see ``Models.unload``)."""
         return await _in_thread(self._native.models_unload, _arguments.text("model", model))
 
     async def is_loaded(self, model: str = REQUIRED) -> bool:
-        return self._native.models_is_loaded(_arguments.text("model", model))
+        # A tag not yet known is looked for in the Hugging Face cache.
+        return await _in_thread(self._native.models_is_loaded, _arguments.text("model", model))
 
 
 class AsyncPredictions(_Resource):
@@ -374,7 +489,7 @@ class AsyncPredictions(_Resource):
     ) -> Prediction:
         tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
         text = await _cancellable(self._native.predictions_create, tag, body, raw)
-        return Prediction.construct(json.loads(text))  # type: ignore[return-value]
+        return Prediction.construct(json.loads(text))
 
     async def stream(
         self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
@@ -402,7 +517,7 @@ class AsyncImages(_Resource):
             native = await _in_thread(self._native.stream, "images.stream", body)
             return AsyncStream(native, ImageGenStreamEvent)
         text = await _cancellable(self._native.call, "images.generate", body)
-        return ImagesResponse.construct(json.loads(text))  # type: ignore[return-value]
+        return ImagesResponse.construct(json.loads(text))
 
 
 class AsyncOpenAI:
@@ -432,9 +547,59 @@ class AsyncOpenAI:
         self.models = AsyncModels(self._native)
         self.predictions = AsyncPredictions(self._native)
 
+    @overload
+    async def tokenize(
+        self,
+        *,
+        model: str,
+        content: str,
+        add_special: bool = ...,
+        parse_special: bool = ...,
+        with_pieces: Literal[False] = ...,
+    ) -> TokenizeResponse: ...
+    @overload
+    async def tokenize(
+        self,
+        *,
+        model: str,
+        content: str,
+        add_special: bool = ...,
+        parse_special: bool = ...,
+        with_pieces: Literal[True],
+    ) -> TokenizePiecesResponse: ...
+    @overload
+    async def tokenize(
+        self,
+        *,
+        model: str,
+        content: str,
+        add_special: bool = ...,
+        parse_special: bool = ...,
+        with_pieces: bool,
+    ) -> Union[TokenizeResponse, TokenizePiecesResponse]: ...
+    async def tokenize(
+        self,
+        *,
+        model: str,
+        content: str,
+        add_special: bool = NOT_GIVEN,
+        parse_special: bool = NOT_GIVEN,
+        with_pieces: bool = NOT_GIVEN,
+    ) -> Union[TokenizeResponse, TokenizePiecesResponse]:
+        """`OpenAI.tokenize`, in a worker thread."""
+        body = _tokenize_body(model, content, add_special, parse_special, with_pieces)
+        text = await _cancellable(self._native.call, "tokenize", body)
+        return _tokenized(text, with_pieces)
+
+    async def detokenize(self, *, model: str, tokens: Sequence[int]) -> DetokenizeResponse:
+        """`OpenAI.detokenize`, in a worker thread."""
+        body = _detokenize_body(model, tokens)
+        text = await _cancellable(self._native.call, "detokenize", body)
+        return DetokenizeResponse.construct(json.loads(text))
+
     async def metrics(self, model: str = REQUIRED) -> Dict[str, Any]:
         text = await _in_thread(self._native.metrics, _arguments.text("model", model))
-        return json.loads(text)  # type: ignore[no-any-return]
+        return cast(Dict[str, Any], json.loads(text))  # a JSON object
 
     async def close(self) -> None:
         """Nothing to release early: models are freed with the last client that uses them."""

@@ -12,15 +12,19 @@ the same wheels. Without them nothing changes: a system CUDA is used where there
 CUDA module is skipped and a GPU is used through Vulkan, or none.
 """
 
+import importlib
 import os
+from typing import List
 
 
-def _wheel_library_dirs():
+def _wheel_library_dirs() -> List[str]:
     try:
-        import nvidia  # a namespace package: one entry per site-packages that has NVIDIA wheels
+        # A namespace package: one entry per site-packages that has NVIDIA wheels. Imported by
+        # name: it is optional (`ingle[cuda]`) and has no type information.
+        nvidia = importlib.import_module("nvidia")
     except ImportError:
         return []
-    dirs = []
+    dirs: List[str] = []
     for root in getattr(nvidia, "__path__", []):
         # CUDA 13's wheels share nvidia/cu13/lib; CUDA 12's and cuDNN have one directory each.
         for part in ("cu13", "cuda_runtime", "cublas", "cudnn"):
@@ -30,7 +34,7 @@ def _wheel_library_dirs():
     return dirs
 
 
-def add_to_search_path():
+def add_to_search_path() -> None:
     dirs = _wheel_library_dirs()
     if not dirs:
         return

@@ -28,7 +28,9 @@ import sys
 import threading
 import traceback
 import typing
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple, TypeVar, Union,
+)
 
 from . import _ingle
 from ._annotations import (
@@ -509,7 +511,7 @@ class _Tee:
     """``sys.stdout``/``sys.stderr`` while predictors are registered: text written while a
     predictor runs (in its thread or its tasks) goes to its logs, the rest where it went."""
 
-    def __init__(self, stream: Any) -> None:
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
 
     def write(self, text: str) -> int:
@@ -517,7 +519,7 @@ class _Tee:
         if logs is not None:
             logs.write(text)
             return len(text)
-        return self._stream.write(text)  # type: ignore[no-any-return]
+        return self._stream.write(text)
 
     def flush(self) -> None:
         if _current_logs.get() is None:
@@ -651,7 +653,7 @@ def predictor(tag: str, *, description: Optional[str] = None) -> Callable[[Calla
     return wrap
 
 
-def _register(native: Any, item: Any) -> None:
+def _register(native: _ingle.NativeClient, item: object) -> None:
     if not isinstance(item, Predictor):
         raise TypeError(f"{item!r} is not a predictor; decorate it with @ingle.predictor(tag=...)")
     _install_tee()
@@ -663,11 +665,16 @@ def _register(native: Any, item: Any) -> None:
         raise
 
 
-def _split_inputs(inputs: Any) -> Tuple[str, Optional[Dict[str, Any]]]:
+# What travels beside the JSON of `predictions` inputs.
+_RawValue = Union[_ingle.RawTensor, _ingle.RawAudio]
+_Raw = TypeVar("_Raw", _ingle.RawTensor, _ingle.RawAudio)
+
+
+def _split_inputs(inputs: Any) -> Tuple[str, Optional[Dict[str, _RawValue]]]:
     """``predictions`` inputs as JSON, and the arrays and audio that travel beside it."""
     from . import _arguments
 
-    raw: Dict[str, Any] = {}
+    raw: Dict[str, _RawValue] = {}
     if isinstance(inputs, collections.abc.Mapping):
         np = sys.modules.get("numpy")
         rest = {}
@@ -682,7 +689,7 @@ def _split_inputs(inputs: Any) -> Tuple[str, Optional[Dict[str, Any]]]:
     return _arguments.inputs(inputs), raw or None
 
 
-def _checked_input(name: str, convert: Callable[[], Any]) -> Any:
+def _checked_input(name: str, convert: Callable[[], _Raw]) -> _Raw:
     from ._exceptions import _invalid_argument
 
     try:

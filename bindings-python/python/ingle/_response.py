@@ -32,7 +32,7 @@ from typing import (
     Union,
 )
 
-from . import _arguments
+from . import _arguments, _ingle
 from ._exceptions import StreamAlreadyConsumed
 
 __all__ = [
@@ -308,7 +308,7 @@ class StreamedBinaryAPIResponse:
 
     status_code: int = 200
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeSpeechStream) -> None:
         self._native = native
         self._content: Optional[bytes] = None
         self._consumed = False
@@ -401,7 +401,7 @@ class AsyncStreamedBinaryAPIResponse:
 
     status_code: int = 200
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeSpeechStream) -> None:
         self._native = native
         self._content: Optional[bytes] = None
         self._consumed = False

@@ -34,15 +34,15 @@ def _text_format(text_format: Any, params: Dict[str, Any]) -> Optional[Callable[
 
 def _parsed(data: Dict[str, Any], read: Optional[Callable[[str], Any]]) -> Response:
     response = Response.construct(data)
-    text = response.output_text  # type: ignore[attr-defined]
+    text = response.output_text
     response.output_parsed = read(text) if read is not None and text else None  # type: ignore[attr-defined]
-    return response  # type: ignore[return-value]
+    return response
 
 
 def _page(response_id: Any, after: Any, limit: Any, order: Any) -> str:
     given = _arguments._given
     if given(limit) and (isinstance(limit, bool) or not isinstance(limit, int)):
-        raise _arguments._invalid_argument("limit", f"`limit` must be an integer, not {type(limit).__name__}")
+        raise _exceptions._invalid_argument("limit", f"`limit` must be an integer, not {type(limit).__name__}")
     return _arguments.named(
         response_id=_arguments.text("response_id", response_id),
         after=_arguments.text("after", after) if given(after) else None,
@@ -151,7 +151,7 @@ class InputItems(_Resource):
         """A page of a stored response's input items: ``order`` ``desc`` (default) or ``asc``,
         ``limit`` 1 to 100 (default 20), after the item ``after``."""
         text = self._native.call("responses.input_items.list", _page(response_id, after, limit, order))
-        return ResponseInputItemList.construct(json.loads(text))  # type: ignore[return-value]
+        return ResponseInputItemList.construct(json.loads(text))
 
 
 class InputTokens(_Resource):
@@ -159,13 +159,13 @@ class InputTokens(_Resource):
         """How many input tokens ``create(**params)`` would take (instructions, tools and the
         conversation of ``previous_response_id`` included), read by the model itself."""
         text = self._native.call("responses.input_tokens", _arguments.body(params))
-        return InputTokenCountResponse.construct(json.loads(text))  # type: ignore[return-value]
+        return InputTokenCountResponse.construct(json.loads(text))
 
 
 class AsyncInputTokens(_Resource):
     async def count(self, **params: Any) -> InputTokenCountResponse:
         text = await _cancellable(self._native.call, "responses.input_tokens", _arguments.body(params))
-        return InputTokenCountResponse.construct(json.loads(text))  # type: ignore[return-value]
+        return InputTokenCountResponse.construct(json.loads(text))
 
 
 class Responses(_Resource):
@@ -180,7 +180,7 @@ class Responses(_Resource):
         body = _arguments.body(params)
         if _arguments.stream_flag(stream):
             return Stream(self._native.stream("responses.stream", body), ResponseStreamEvent)
-        return Response.construct(json.loads(self._native.call("responses.create", body)))  # type: ignore[return-value]
+        return Response.construct(json.loads(self._native.call("responses.create", body)))
 
     def stream(self, **params: Any) -> ResponseStream:
         """``create(stream=True)`` as a context manager with ``get_final_response()``."""
@@ -197,7 +197,7 @@ class Responses(_Resource):
 
     def retrieve(self, response_id: str) -> Response:
         text = self._native.call("responses.retrieve", _arguments.named(response_id=_arguments.text("response_id", response_id)))
-        return Response.construct(json.loads(text))  # type: ignore[return-value]
+        return Response.construct(json.loads(text))
 
     def delete(self, response_id: str) -> None:
         """Forgets a stored response (as openai's, returns nothing; an unknown id raises
@@ -209,7 +209,7 @@ class AsyncInputItems(_Resource):
     async def list(self, response_id: str, *, after: Any = NOT_GIVEN, limit: Any = NOT_GIVEN,
                    order: Any = NOT_GIVEN) -> ResponseInputItemList:
         text = await _in_thread(self._native.call, "responses.input_items.list", _page(response_id, after, limit, order))
-        return ResponseInputItemList.construct(json.loads(text))  # type: ignore[return-value]
+        return ResponseInputItemList.construct(json.loads(text))
 
 
 class AsyncResponses(_Resource):
@@ -226,7 +226,7 @@ class AsyncResponses(_Resource):
             native = await _in_thread(self._native.stream, "responses.stream", body)
             return AsyncStream(native, ResponseStreamEvent)
         text = await _cancellable(self._native.call, "responses.create", body)
-        return Response.construct(json.loads(text))  # type: ignore[return-value]
+        return Response.construct(json.loads(text))
 
     def stream(self, **params: Any) -> "_AsyncStreamStart":
         params.pop("stream", None)
@@ -241,7 +241,7 @@ class AsyncResponses(_Resource):
 
     async def retrieve(self, response_id: str) -> Response:
         text = await _in_thread(self._native.call, "responses.retrieve", _arguments.named(response_id=_arguments.text("response_id", response_id)))
-        return Response.construct(json.loads(text))  # type: ignore[return-value]
+        return Response.construct(json.loads(text))
 
     async def delete(self, response_id: str) -> None:
         await _in_thread(self._native.call, "responses.delete", _arguments.named(response_id=_arguments.text("response_id", response_id)))

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
+
+from . import _ingle
 
 __all__ = ["Server", "serve", "serve_async", "start_server"]
 
@@ -13,7 +15,7 @@ class Server:
     """A server running in the background: ``url`` is its base URL (``.../v1``); ``stop()``
     ends it. A context manager."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: _ingle.NativeServer) -> None:
         self._native = native
         host, port = native.address
         self.host, self.port = host, port
@@ -66,7 +68,7 @@ def start_server(client: Any, host: str = "127.0.0.1", port: int = 8080,
                                            _names(cors_origins, "cors_origins")))
 
 
-def _names(values: Sequence[str], name: str) -> list:
+def _names(values: Sequence[str], name: str) -> List[str]:
     if isinstance(values, str):
         values = [values]
     values = list(values)

@@ -25,7 +25,8 @@ def response_format_of(
         # The openai client's own conversion (strict schema, $defs kept), when it is installed.
         from openai.lib._parsing._completions import type_to_response_format_param
 
-        fmt = dict(type_to_response_format_param(response_format))
+        # Typed `ResponseFormatParam | Omit` by openai; given a type, it is never Omit.
+        fmt = dict(type_to_response_format_param(response_format))  # type: ignore[arg-type]
     except ImportError:
         fmt = {
             "type": "json_schema",
@@ -53,7 +54,7 @@ def parsed(completion: Dict[str, Any], read: Optional[Callable[[str], Any]]) -> 
         message = choice.get("message", {})
         content = message.get("content")
         message["parsed"] = read(content) if read is not None and content is not None else None
-    return ParsedChatCompletion.construct(completion)  # type: ignore[return-value]
+    return ParsedChatCompletion.construct(completion)
 
 
 __all__ = ["response_format_of", "parsed"]

@@ -39,7 +39,7 @@ def _declared_dtype(hint: Any) -> Optional[str]:
     return None
 
 
-def _raw_tensor(array: Any, what: str, dtype: Optional[str]) -> Any:
+def _raw_tensor(array: Any, what: str, dtype: Optional[str]) -> _ingle.RawTensor:
     np = _numpy()
     if not isinstance(array, np.ndarray):
         raise _OutputError(f"{what} is a {type(array).__name__}, declared a NumPy array")
@@ -58,7 +58,7 @@ def _raw_tensor(array: Any, what: str, dtype: Optional[str]) -> Any:
     return _ingle.RawTensor(name, list(array.shape), data.tobytes())
 
 
-def _raw_audio(samples: Any, sample_rate: int, what: str) -> Any:
+def _raw_audio(samples: Any, sample_rate: int, what: str) -> _ingle.RawAudio:
     np = _numpy()
     if not isinstance(samples, np.ndarray):
         raise _OutputError(f"{what} is a {type(samples).__name__}, declared a float32 NumPy array")

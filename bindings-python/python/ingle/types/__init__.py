@@ -16,9 +16,12 @@ from typing import (
     Iterator,
     List,
     Optional,
+    Tuple,
+    Type,
     TypedDict,
     TypeVar,
     Union,
+    cast,
 )
 
 __all__ = [
@@ -43,6 +46,10 @@ __all__ = [
     "RerankResult",
     "RerankUsage",
     "RerankResponse",
+    "TokenPiece",
+    "TokenizeResponse",
+    "TokenizePiecesResponse",
+    "DetokenizeResponse",
     "TranscriptionUsage",
     "Transcription",
     "TranscriptionSegment",
@@ -83,6 +90,9 @@ __all__ = [
 ]
 
 
+_Model = TypeVar("_Model", bound="BaseModel")
+
+
 class BaseModel:
     """Attribute access over an OpenAI JSON object. Fields a response leaves out are ``None``;
     fields this version does not know are kept as attributes too."""
@@ -105,7 +115,7 @@ class BaseModel:
         return names
 
     @classmethod
-    def construct(cls, data: Dict[str, Any]) -> "BaseModel":
+    def construct(cls: Type[_Model], data: Dict[str, Any]) -> _Model:
         """Builds the object from its JSON (a dict), nested objects included."""
         return cls(**data)
 
@@ -138,7 +148,7 @@ class BaseModel:
         return f"{type(self).__name__}({fields})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._fields() == self._fields()  # type: ignore[attr-defined]
+        return type(other) is type(self) and other._fields() == self._fields()
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like pydantic models
 
@@ -277,7 +287,8 @@ class ParsedChoice(Choice):
 
 
 class ParsedChatCompletion(ChatCompletion):
-    choices: List[ParsedChoice]
+    # A list of the subclass, as in openai's ParsedChatCompletion (which waives this check too).
+    choices: List[ParsedChoice]  # type: ignore[assignment]
     _nested = {"choices": ParsedChoice, "usage": CompletionUsage}
 
 
@@ -446,6 +457,8 @@ class CreateEmbeddingResponse(BaseModel):
     object: str
     usage: EmbeddingUsage
     _nested = {"data": Embedding, "usage": EmbeddingUsage}
+    # (matrix, rows, dims) of `_from_matrix`, for `to_numpy`; unset on one made otherwise.
+    _matrix: Tuple[bytes, int, int]
 
     @classmethod
     def _from_matrix(
@@ -455,7 +468,10 @@ class CreateEmbeddingResponse(BaseModel):
         data = []
         for i in range(rows):
             row = floats[i * dims : (i + 1) * dims]
-            vector: Union[List[float], str] = _base64_le(row) if base64 else row.tolist()
+            # A format "f" view holds floats (typeshed types every `tolist()` as ints).
+            vector: Union[List[float], str] = (
+                _base64_le(row) if base64 else cast(List[float], row.tolist())
+            )
             data.append(Embedding(object="embedding", index=i, embedding=vector))
         response = cls(
             object="list",
@@ -479,7 +495,7 @@ class CreateEmbeddingResponse(BaseModel):
         return numpy.frombuffer(raw, dtype=numpy.float32).reshape(rows, dims)
 
 
-def _base64_le(floats: memoryview) -> str:
+def _base64_le(floats: memoryview[float]) -> str:
     """Base64 of float32 values as little-endian bytes (OpenAI's ``encoding_format="base64"``)."""
     import array
     import base64
@@ -585,7 +601,7 @@ class _TranscriptionStreamEvents:
     """The event class of a transcription ``Stream``: builds each event by its ``type``."""
 
     @staticmethod
-    def construct(data: Dict[str, Any]) -> BaseModel:
+    def construct(data: Dict[str, Any]) -> TranscriptionStreamEvent:
         if data.get("type") == "transcript.text.done":
             return TranscriptionTextDoneEvent.construct(data)
         return TranscriptionTextDeltaEvent.construct(data)
@@ -636,7 +652,7 @@ class SyncPage(BaseModel, Generic[T]):
     object: str
     _nested = {"data": Model}
 
-    def __iter__(self) -> Iterator[T]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[T]:
         return iter(self.data)
 
     def __len__(self) -> int:
@@ -758,7 +774,7 @@ class ResponseInputItemList(BaseModel):
     has_more: bool
     _nested = {"data": ResponseOutputItem}
 
-    def __iter__(self) -> Iterator[ResponseOutputItem]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[ResponseOutputItem]:
         return iter(self.data)
 
 
@@ -769,3 +785,4 @@ class ResponseDeleted(BaseModel):
 
 
 from .images import Image, ImageGenStreamEvent, ImagesResponse  # noqa: E402  (they need BaseModel)
+from .tokens import DetokenizeResponse, TokenizePiecesResponse, TokenizeResponse, TokenPiece  # noqa: E402  (they need BaseModel)

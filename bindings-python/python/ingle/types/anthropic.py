@@ -41,6 +41,8 @@ class ContentBlock(BaseModel):
     id: Optional[str]
     name: Optional[str]
     input: Optional[Dict[str, Any]]
+    # Set by `output_format`'s reader on a text block; unset otherwise (not a field).
+    _parsed: Any
 
     @property
     def parsed_output(self) -> Any:
