@@ -1,6 +1,7 @@
 /** `tokenize` and `detokenize`: a text model's own tokenizer, as llama.cpp's server has it. */
 export interface TokenizeParams {
-  model: string;
+  /** A llama.cpp text model; default: the default chat model (as llama.cpp's server). */
+  model?: string;
   content: string;
   /** Add what the model puts around a prompt (BOS); default false. */
   add_special?: boolean;
@@ -21,7 +22,8 @@ export interface TokenizeResponse<P extends boolean = boolean> {
 }
 
 export interface DetokenizeParams {
-  model: string;
+  /** As `TokenizeParams.model`. */
+  model?: string;
   /** Token ids, each in the model's vocabulary. */
   tokens: number[];
 }

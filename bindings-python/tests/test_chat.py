@@ -178,6 +178,13 @@ def test_tokenize_and_detokenize_round_trip_sync_and_async(client):
     with pytest.raises(ingle.BadRequestError) as caught:
         client.detokenize(model=MODEL, tokens=[1, -1])
     assert caught.value.param == "tokens[1]"
+    # As every method: a missing argument is a BadRequestError naming it; `model` defaults to
+    # the default chat model, as on llama.cpp's server.
+    for call, param in [(lambda: client.tokenize(), "content"), (lambda: client.detokenize(), "tokens")]:
+        with pytest.raises(ingle.BadRequestError) as caught:
+            call()
+        assert caught.value.param == param
+    assert client.tokenize(content=text).tokens == tokens
 
     async def run():
         async_client = ingle.AsyncOpenAI()

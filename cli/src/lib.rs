@@ -317,7 +317,8 @@ fn served_routes() -> String {
             method.summary
         ));
     }
-    text.push_str("  GET    /health, /ready, /openapi.json (and /metrics with --metrics)");
+    text.push_str("  GET    /health, /ready, /openapi.json (and /metrics with --metrics)\n");
+    text.push_str("  POST   /drain (drains as SIGTERM does; who may: docs/serve.md)");
     text
 }
 

@@ -9,10 +9,20 @@ use axum::extract::Request;
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use ingle::methods::{Dialect, METHODS};
 
-/// Whether `path` is one of Anthropic's routes.
+/// Whether `path` is one of Anthropic's routes, or under one: the routes of the method table's
+/// methods in Anthropic's dialect (`/v1/messages`, `/v1/messages/count_tokens`).
 fn is_anthropic(path: &str) -> bool {
-    path == "/v1/messages" || path.starts_with("/v1/messages/")
+    let under = |route: &str| {
+        path.strip_prefix(route)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    METHODS
+        .iter()
+        .filter(|method| method.dialect == Dialect::Anthropic)
+        .filter_map(|method| method.route)
+        .any(|route| under(&format!("/v1{}", route.path)) || route.aliases.iter().any(|a| under(a)))
 }
 
 /// Anthropic's error type for an HTTP status.

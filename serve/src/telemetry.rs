@@ -125,6 +125,7 @@ fn surface_of(path: &str) -> &'static str {
         "/audio/translations" => "translation",
         p if p.starts_with("/responses") => "responses",
         p if p.starts_with("/models") => "models",
+        "/tokenize" | "/detokenize" => "tokenize",
         _ => "other",
     }
 }

@@ -434,3 +434,81 @@ fn tokenize_agrees_with_the_prompt_a_completion_reads_and_detokenize_inverts_it(
     assert_eq!(error.param.as_deref(), Some("model"), "{error}");
     assert!(error.message.contains("tokenizer"), "{error}");
 }
+
+/// The edges of `tokenize` / `detokenize`: no model (llama.cpp server's clients name none: the
+/// default chat model), empty text and no ids, pieces that are not UTF-8 on their own (each a
+/// part of an emoji's bytes, given as numbers), which joined give the text's bytes back.
+#[test]
+fn tokenize_edges_no_model_empty_input_and_pieces_that_are_bytes() {
+    let call = |name: &str, request: serde_json::Value| -> serde_json::Value {
+        let answer = ingle::methods::method(name)
+            .unwrap()
+            .call(shared(), &request.to_string(), None)
+            .unwrap();
+        serde_json::from_str(&answer.into_text().unwrap()).unwrap()
+    };
+    let unnamed = call("tokenize", serde_json::json!({"content": "Hello"}));
+    let named = call(
+        "tokenize",
+        serde_json::json!({"model": MODEL, "content": "Hello"}),
+    );
+    assert_eq!(unnamed, named);
+    assert_eq!(
+        call("tokenize", serde_json::json!({"content": ""})),
+        serde_json::json!({"tokens": []})
+    );
+    assert_eq!(
+        call("detokenize", serde_json::json!({"tokens": []})),
+        serde_json::json!({"content": ""})
+    );
+    let text = "🦀🦀 naïve ✓";
+    let pieces = call(
+        "tokenize",
+        serde_json::json!({"content": text, "with_pieces": true}),
+    );
+    let mut bytes = Vec::new();
+    let mut numbered = 0;
+    for token in pieces["tokens"].as_array().unwrap() {
+        match &token["piece"] {
+            serde_json::Value::String(piece) => bytes.extend_from_slice(piece.as_bytes()),
+            serde_json::Value::Array(piece) => {
+                numbered += 1;
+                bytes.extend(piece.iter().map(|b| b.as_u64().unwrap() as u8));
+            }
+            other => panic!("a piece of {other}"),
+        }
+    }
+    assert_eq!(bytes, text.as_bytes(), "{pieces}");
+    assert!(
+        numbered > 0,
+        "SmolLM2 splits an emoji into byte tokens: {pieces}"
+    );
+}
+
+/// Over HTTP (`Door::Http`) a model file used by its path in process is no model of the API;
+/// in process it is listed.
+#[test]
+fn models_list_over_http_leaves_out_a_model_used_by_its_path() {
+    let config = ingle_tests::config();
+    let predictor = config.predictors.iter().find(|p| p.tag == MODEL).unwrap();
+    let path = config.files_of(predictor)[0].clone();
+    let path = path.to_str().unwrap();
+    let client = own_client(|p| p);
+    let request = serde_json::json!({"model": path, "content": "Hi"}).to_string();
+    let method = ingle::methods::method("tokenize").unwrap();
+    method.call(&client, &request, None).unwrap();
+    let list = ingle::methods::method("models.list").unwrap();
+    let ids = |answer: ingle::methods::Answer| -> Vec<String> {
+        let list: serde_json::Value = serde_json::from_str(&answer.into_text().unwrap()).unwrap();
+        let data = list["data"].as_array().unwrap();
+        data.iter()
+            .map(|m| m["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let in_process = ids(list.call(&client, "{}", None).unwrap());
+    assert!(in_process.iter().any(|id| id == path), "{in_process:?}");
+    let parsed = list.parse("{}", None).unwrap().over_http();
+    let over_http = ids(parsed.run(&client).unwrap());
+    assert!(!over_http.iter().any(|id| id == path), "{over_http:?}");
+    assert!(over_http.iter().any(|id| id == MODEL), "{over_http:?}");
+}

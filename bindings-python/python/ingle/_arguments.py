@@ -104,6 +104,13 @@ def text(param: str, value: Any) -> str:
     return value
 
 
+def required(param: str, value: Any) -> Any:
+    """An argument that must be given, as is (the engine checks its type, naming it)."""
+    if isinstance(value, _Required):
+        raise _invalid_argument(param, f"Missing required parameter: {_at(param)}")
+    return value
+
+
 def path(param: str, value: Any) -> Optional[str]:
     """A file path argument (``config``, ``models_dir``): a str, bytes or ``os.PathLike``,
     not empty, without a NUL byte, and that the file system can encode. ``None`` stays

@@ -144,7 +144,7 @@ def _tokenize_body(
     return _arguments.body(
         {
             "model": model,
-            "content": content,
+            "content": _arguments.text("content", content),
             "add_special": add_special,
             "parse_special": parse_special,
             "with_pieces": with_pieces,
@@ -160,7 +160,7 @@ def _tokenized(text: str, with_pieces: bool) -> Union[TokenizeResponse, Tokenize
 
 
 def _detokenize_body(model: str, tokens: Sequence[int]) -> str:
-    return _arguments.body({"model": model, "tokens": tokens})
+    return _arguments.body({"model": model, "tokens": _arguments.required("tokens", tokens)})
 
 
 class Images(_Resource):
@@ -314,7 +314,7 @@ class OpenAI:
     def tokenize(
         self,
         *,
-        model: str,
+        model: str = ...,
         content: str,
         add_special: bool = ...,
         parse_special: bool = ...,
@@ -324,7 +324,7 @@ class OpenAI:
     def tokenize(
         self,
         *,
-        model: str,
+        model: str = ...,
         content: str,
         add_special: bool = ...,
         parse_special: bool = ...,
@@ -334,7 +334,7 @@ class OpenAI:
     def tokenize(
         self,
         *,
-        model: str,
+        model: str = ...,
         content: str,
         add_special: bool = ...,
         parse_special: bool = ...,
@@ -343,8 +343,8 @@ class OpenAI:
     def tokenize(
         self,
         *,
-        model: str,
-        content: str,
+        model: str = NOT_GIVEN,
+        content: str = REQUIRED,
         add_special: bool = NOT_GIVEN,
         parse_special: bool = NOT_GIVEN,
         with_pieces: bool = NOT_GIVEN,
@@ -352,11 +352,14 @@ class OpenAI:
         """Text to token ids with a text model's own tokenizer (llama.cpp server's
         ``/tokenize``). ``add_special`` (default False) adds what the model puts around a prompt
         (BOS); ``parse_special`` (default True) reads special tokens written in the text as
-        such; ``with_pieces`` gives each token as a ``TokenPiece`` with its text."""
+        such; ``with_pieces`` gives each token as a ``TokenPiece`` with its text. ``model``: a
+        llama.cpp text model (default: the default chat model)."""
         body = _tokenize_body(model, content, add_special, parse_special, with_pieces)
         return _tokenized(self._native.call("tokenize", body), with_pieces)
 
-    def detokenize(self, *, model: str, tokens: Sequence[int]) -> DetokenizeResponse:
+    def detokenize(
+        self, *, model: str = NOT_GIVEN, tokens: Sequence[int] = REQUIRED
+    ) -> DetokenizeResponse:
         """Token ids back to text (llama.cpp server's ``/detokenize``); an id outside the
         model's vocabulary is a BadRequestError naming it (``tokens[i]``)."""
         text = self._native.call("detokenize", _detokenize_body(model, tokens))
@@ -551,7 +554,7 @@ class AsyncOpenAI:
     async def tokenize(
         self,
         *,
-        model: str,
+        model: str = ...,
         content: str,
         add_special: bool = ...,
         parse_special: bool = ...,
@@ -561,7 +564,7 @@ class AsyncOpenAI:
     async def tokenize(
         self,
         *,
-        model: str,
+        model: str = ...,
         content: str,
         add_special: bool = ...,
         parse_special: bool = ...,
@@ -571,7 +574,7 @@ class AsyncOpenAI:
     async def tokenize(
         self,
         *,
-        model: str,
+        model: str = ...,
         content: str,
         add_special: bool = ...,
         parse_special: bool = ...,
@@ -580,8 +583,8 @@ class AsyncOpenAI:
     async def tokenize(
         self,
         *,
-        model: str,
-        content: str,
+        model: str = NOT_GIVEN,
+        content: str = REQUIRED,
         add_special: bool = NOT_GIVEN,
         parse_special: bool = NOT_GIVEN,
         with_pieces: bool = NOT_GIVEN,
@@ -591,7 +594,9 @@ class AsyncOpenAI:
         text = await _cancellable(self._native.call, "tokenize", body)
         return _tokenized(text, with_pieces)
 
-    async def detokenize(self, *, model: str, tokens: Sequence[int]) -> DetokenizeResponse:
+    async def detokenize(
+        self, *, model: str = NOT_GIVEN, tokens: Sequence[int] = REQUIRED
+    ) -> DetokenizeResponse:
         """`OpenAI.detokenize`, in a worker thread."""
         body = _detokenize_body(model, tokens)
         text = await _cancellable(self._native.call, "detokenize", body)

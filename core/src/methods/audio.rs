@@ -93,8 +93,8 @@ const RESPONSE_FORMAT: Param = Param {
 const TEMPERATURE: Param = Param {
     name: "temperature",
     kind: ParamType::Number {
-        minimum: 0.0,
-        maximum: 1.0,
+        minimum: 0,
+        maximum: 1,
     },
 };
 

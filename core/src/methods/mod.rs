@@ -113,10 +113,11 @@ pub enum ParamType {
         minimum: Option<i64>,
         maximum: Option<i64>,
     },
-    /// A number within `[minimum, maximum]`.
+    /// A number within `[minimum, maximum]` (whole bounds, written as the OpenAPI document
+    /// always had them).
     Number {
-        minimum: f64,
-        maximum: f64,
+        minimum: i64,
+        maximum: i64,
     },
     Boolean,
     /// A list of text, each one of `one_of`.

@@ -148,15 +148,18 @@ fn tokenize_and_detokenize_name_their_fields() {
 }
 
 #[test]
-fn every_param_has_a_json_schema_and_only_named_and_upload_methods_have_params() {
+fn every_params_schema_is_its_type_and_only_named_and_upload_methods_have_params() {
     for m in METHODS {
         for param in m.params {
-            assert!(
-                param.kind.schema()["type"].is_string(),
-                "{}: {}",
-                m.name,
-                param.name
-            );
+            let schema = param.kind.schema();
+            let expected = match param.kind {
+                ParamType::Text { .. } => "string",
+                ParamType::Integer { .. } => "integer",
+                ParamType::Number { .. } => "number",
+                ParamType::Boolean => "boolean",
+                ParamType::TextList { .. } => "array",
+            };
+            assert_eq!(schema["type"], expected, "{}: {}", m.name, param.name);
         }
         assert!(
             m.params.is_empty() || m.takes != Takes::Json,
@@ -176,4 +179,28 @@ fn the_anthropic_dialect_is_the_messages_methods() {
             m.name
         );
     }
+}
+
+#[test]
+fn a_param_type_writes_its_bounds_and_values() {
+    let limit = ParamType::Integer {
+        minimum: Some(1),
+        maximum: Some(100),
+    };
+    assert_eq!(
+        limit.schema(),
+        serde_json::json!({"type": "integer", "minimum": 1, "maximum": 100})
+    );
+    assert_eq!(
+        ParamType::one_of(&["asc", "desc"]).schema(),
+        serde_json::json!({"type": "string", "enum": ["asc", "desc"]})
+    );
+    assert_eq!(
+        ParamType::Number {
+            minimum: 0,
+            maximum: 1
+        }
+        .schema(),
+        serde_json::json!({"type": "number", "minimum": 0, "maximum": 1})
+    );
 }

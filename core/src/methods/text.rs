@@ -373,7 +373,8 @@ impl Operation for Tokenize {
         name: "tokenize",
         summary: "Tokenize text with a text model's own tokenizer (llama.cpp server's `/tokenize`)",
         answer: "`{tokens: [id, ...]}`, or with `with_pieces: true` `{tokens: [{id, piece}, ...]}`",
-        required: &["model", "content"],
+        // `model` too but for llama.cpp server's clients: the default chat model then.
+        required: &["content"],
         route: Some(Route {
             verb: Verb::Post,
             path: "/tokenize",
@@ -391,7 +392,7 @@ impl Operation for Tokenize {
     }
 
     fn model(request: &Self::Request) -> Option<&str> {
-        Some(&request.model)
+        Some(request.model_name())
     }
 }
 
@@ -404,7 +405,7 @@ impl Operation for Detokenize {
         name: "detokenize",
         summary: "Turn token ids back into text (llama.cpp server's `/detokenize`)",
         answer: "`{content}`",
-        required: &["model", "tokens"],
+        required: &["tokens"],
         route: Some(Route {
             verb: Verb::Post,
             path: "/detokenize",
@@ -422,6 +423,6 @@ impl Operation for Detokenize {
     }
 
     fn model(request: &Self::Request) -> Option<&str> {
-        Some(&request.model)
+        Some(request.model_name())
     }
 }

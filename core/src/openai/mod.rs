@@ -41,7 +41,9 @@ pub use responses::{ResponseRequest, ResponseStream, Responses};
 pub use speech::*;
 pub use subtitles::{srt, vtt};
 pub use tokens::{
-    DetokenizeRequest, TokenizeRequest, Tokens, MAX_DETOKENIZE_TOKENS, MAX_TOKENIZE_BYTES,
+    DetokenizeRequest, DetokenizeResponse, Piece, TokenList, TokenPiece, TokenizeRequest,
+    TokenizeResponse, Tokens, MAX_DETOKENIZED_BYTES, MAX_DETOKENIZE_TOKENS, MAX_PIECES,
+    MAX_TOKENIZE_BYTES,
 };
 pub use transcription::*;
 pub use translation::Translations;
