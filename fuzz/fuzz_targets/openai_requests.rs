@@ -1,10 +1,9 @@
-//! The request JSON of every OpenAI surface, and prediction inputs: parsed or refused with an
-//! invalid-request error of bounded size, never a panic.
+//! The request JSON of every method of the table (a method added there is fuzzed with the
+//! others; an upload's with an empty file beside it), and prediction inputs: parsed or refused
+//! with an invalid-request error of bounded size, never a panic.
 #![no_main]
-use ingle::openai::{
-    ChatCompletionRequest, CompletionRequest, EmbeddingRequest, ResponseRequest, SpeechRequest,
-    TranscriptionRequest,
-};
+use ingle::methods::{Takes, METHODS};
+use ingle::openai::TranscriptionAudio;
 use ingle::{Error, ErrorKind};
 use libfuzzer_sys::fuzz_target;
 
@@ -23,11 +22,10 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    refused_clearly(ChatCompletionRequest::from_json(text).map(drop));
-    refused_clearly(CompletionRequest::from_json(text).map(drop));
-    refused_clearly(EmbeddingRequest::from_json(text).map(drop));
-    refused_clearly(SpeechRequest::from_json(text).map(drop));
-    refused_clearly(TranscriptionRequest::from_json(text).map(drop));
-    refused_clearly(ResponseRequest::from_json(text).map(drop));
+    for method in METHODS {
+        let audio =
+            (method.takes == Takes::Upload).then(|| TranscriptionAudio::file(Vec::new(), None));
+        refused_clearly(method.parse(text, audio).map(drop));
+    }
     refused_clearly(ingle::inputs_from_json(text).map(drop));
 });
