@@ -14,12 +14,16 @@ from __future__ import annotations
 import contextlib
 import json
 from typing import (
-    Any, AsyncIterator, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union, cast,
+    TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, List, Literal, Optional,
+    Sequence, Tuple, Type, Union, cast, overload,
 )
 
 from . import _arguments, _exceptions, _predictors, _structured
-from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
-from ._client import Predictors, _native_client
+from ._base import (
+    _Awaited,
+    M, Async, AsyncStream, Stream, Sync, _Call, _direct, _either, _in_thread, _method, _Resource, _streamed, _streaming, _whole,
+)
+from ._client import Config, Predictors, _native_client
 from .types.anthropic import (
     ContentBlock, Message, MessageDelta, MessageStreamEvent, MessageTokensCount,
 )
@@ -359,89 +363,92 @@ def _parsed(message: Message, read: Optional[Callable[[str], Any]]) -> Message:
     return message
 
 
-class Messages(_Resource):
-    def create(self, *, stream: bool = False, **params: Any) -> Union[Message, Stream[MessageStreamEvent]]:
-        """``model``, ``max_tokens``, ``messages`` (text, ``tool_use`` and ``tool_result``
-        blocks), ``system``, ``tools``, ``tool_choice``, ``stop_sequences``, ``temperature``,
-        ``top_p``, ``top_k``, ``metadata``, ``output_config``; ``stream=True`` gives the raw
-        events (see docs/anthropic.md)."""
-        with _anthropic_errors():
-            streamed = _arguments.stream_flag(stream)
-        body, read = _body(params)
-        with _anthropic_errors():
-            if streamed:
-                return _Events(self._native.stream("messages.stream", body), MessageStreamEvent)
-            text = self._native.call("messages.create", body)
-        return _parsed(Message.construct(json.loads(text)), read)
+def _raising_in_anthropic_terms(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (a native call) whose errors are raised in Anthropic's terms."""
 
-    def parse(self, **params: Any) -> Message:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with _anthropic_errors():
+            return function(*args, **kwargs)
+
+    return call
+
+
+def _messages_create(
+    self: _Resource[Any], *, stream: bool = False, **params: Any
+) -> Union[_Call[Message, Message], _Call[Stream[MessageStreamEvent], AsyncStream[MessageStreamEvent]]]:
+    """``model``, ``max_tokens``, ``messages`` (text, ``tool_use`` and ``tool_result``
+    blocks), ``system``, ``tools``, ``tool_choice``, ``stop_sequences``, ``temperature``,
+    ``top_p``, ``top_k``, ``metadata``, ``output_config``; ``stream=True`` gives the raw
+    events (see docs/anthropic.md)."""
+    with _anthropic_errors():
+        streamed = _arguments.stream_flag(stream)
+    body, read = _body(params)
+    if streamed:
+        opened = _raising_in_anthropic_terms(self._native.stream)
+        return _streamed(MessageStreamEvent, opened, "messages.stream", body, kinds=(_Events, _AsyncEvents))
+    message = lambda text: _parsed(Message.construct(json.loads(text)), read)  # noqa: E731
+    return _whole(message, _raising_in_anthropic_terms(self._native.call), "messages.create", body)
+
+
+class Messages(_Resource[M]):
+    create = _streaming[Message, MessageStreamEvent](_messages_create)
+
+    @_method
+    def parse(self, /, **params: Any) -> _Call[Message, Message]:
         """``create`` with ``output_format`` (a type): the reply is JSON of its schema, and
         ``parsed_output`` (of the message and of each text block) is it validated into it."""
         if params.get("stream"):
             raise TypeError("parse() does not stream; use stream(output_format=...)")
-        return self.create(**params)  # type: ignore[return-value]
+        return cast(_Call[Message, Message], _messages_create(self, **params))
 
-    def stream(self, **params: Any) -> _MessageStreamManager:
-        """``create`` streamed, as a context manager giving a `MessageStream`."""
-        return _MessageStreamManager(self._native, *_body(params))
+    @_direct
+    def stream(self, /, **params: Any) -> _Call[_MessageStreamManager, _AsyncMessageStreamManager]:
+        """``create`` streamed, as a context manager giving a `MessageStream` (in
+        AsyncAnthropic, ``async with`` giving an `AsyncMessageStream`): the stream starts on
+        entry."""
+        native, (body, read) = self._native, _body(params)
+        return _either(
+            lambda: _MessageStreamManager(native, body, read),
+            lambda: _AsyncMessageStreamManager(native, body, read),
+        )
 
-    def count_tokens(self, **params: Any) -> MessageTokensCount:
+    @_method
+    def count_tokens(self, /, **params: Any) -> _Call[MessageTokensCount, MessageTokensCount]:
         """How many input tokens ``create(**params)`` would take, read by the model itself."""
         body, _ = _body(params)
-        with _anthropic_errors():
-            text = self._native.call("messages.count_tokens", body)
-        return MessageTokensCount.construct(json.loads(text))
+        read = lambda text: MessageTokensCount.construct(json.loads(text))  # noqa: E731
+        return _whole(read, _raising_in_anthropic_terms(self._native.call), "messages.count_tokens", body)
 
 
-class AsyncMessages(_Resource):
-    async def create(
-        self, *, stream: bool = False, **params: Any
-    ) -> Union[Message, AsyncStream[MessageStreamEvent]]:
-        with _anthropic_errors():
-            streamed = _arguments.stream_flag(stream)
-        body, read = _body(params)
-        with _anthropic_errors():
-            if streamed:
-                native = await _in_thread(self._native.stream, "messages.stream", body)
-                return _AsyncEvents(native, MessageStreamEvent)
-            text = await _cancellable(self._native.call, "messages.create", body)
-        return _parsed(Message.construct(json.loads(text)), read)
+class _Client(_Resource[M]):
+    """What ``Anthropic`` and ``AsyncAnthropic`` share, in their mode."""
 
-    async def parse(self, **params: Any) -> Message:
-        """As `Messages.parse`."""
-        if params.get("stream"):
-            raise TypeError("parse() does not stream; use stream(output_format=...)")
-        return await self.create(**params)  # type: ignore[return-value]
+    base_url: None = None  # see `Anthropic`
 
-    def stream(self, **params: Any) -> _AsyncMessageStreamManager:
-        return _AsyncMessageStreamManager(self._native, *_body(params))
-
-    async def count_tokens(self, **params: Any) -> MessageTokensCount:
-        body, _ = _body(params)
-        with _anthropic_errors():
-            text = await _cancellable(self._native.call, "messages.count_tokens", body)
-        return MessageTokensCount.construct(json.loads(text))
+    def __init__(
+        self, mode: Type[M], config: Config, models_dir: Any, predictors: Sequence["_predictors.Predictor"]
+    ) -> None:
+        native = _native_client(config, models_dir)
+        super().__init__(native, mode)
+        self.predictors = Predictors(native)
+        self.predictors.register(*predictors)
+        self.messages = Messages(native, mode)
 
 
-class Anthropic:
+class Anthropic(_Client[Sync]):
     """Anthropic's Messages API on the models of this process (``ingle.OpenAI``'s config and
     predictors). The anthropic client's connection arguments (``api_key``, ``base_url``,
     ``timeout``, ...) are accepted and ignored, so existing code runs unchanged."""
 
-    base_url: None = None
-
     def __init__(
         self,
         *,
-        config: Any = None,
+        config: Config = None,
         models_dir: Any = None,
         predictors: Sequence["_predictors.Predictor"] = (),
         **anthropic_arguments: Any,
     ) -> None:
-        self._native = _native_client(config, models_dir)
-        self.predictors = Predictors(self._native)
-        self.predictors.register(*predictors)
-        self.messages = Messages(self._native)
+        super().__init__(Sync, config, models_dir, predictors)
 
     def close(self) -> None:
         """Nothing to release early: models are freed with the last client that uses them."""
@@ -453,23 +460,18 @@ class Anthropic:
         self.close()
 
 
-class AsyncAnthropic:
+class AsyncAnthropic(_Client[Async]):
     """`Anthropic` for asyncio: the same methods, awaited, the engine in worker threads."""
-
-    base_url: None = None
 
     def __init__(
         self,
         *,
-        config: Any = None,
+        config: Config = None,
         models_dir: Any = None,
         predictors: Sequence["_predictors.Predictor"] = (),
         **anthropic_arguments: Any,
     ) -> None:
-        self._native = _native_client(config, models_dir)
-        self.predictors = Predictors(self._native)
-        self.predictors.register(*predictors)
-        self.messages = AsyncMessages(self._native)
+        super().__init__(Async, config, models_dir, predictors)
 
     async def close(self) -> None:
         """Nothing to release early."""

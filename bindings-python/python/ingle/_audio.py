@@ -1,4 +1,5 @@
-"""``client.audio``: speech, transcriptions and translations, sync and async."""
+"""``client.audio``: speech, transcriptions and translations, written once for ``OpenAI`` and
+``AsyncOpenAI`` (see `_base`)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,39 @@ import json
 import os
 from typing import (
     IO,
+    TYPE_CHECKING,
     Any,
+    Callable,
     Dict,
     List,
     Literal,
     Mapping,
     Optional,
     Tuple,
+    Type,
+    TypeVar,
     Union,
     overload,
 )
 
 from . import _arguments, _ingle
 from ._arguments import NOT_GIVEN, REQUIRED
-from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
+from ._base import (
+    _Awaited,
+    M,
+    Async,
+    AsyncStream,
+    Stream,
+    Sync,
+    _Call,
+    _direct,
+    _either,
+    _in_thread,
+    _method,
+    _Resource,
+    _streamed,
+    _whole,
+)
 from ._response import (
     AsyncResponseContextManager,
     AsyncStreamedBinaryAPIResponse,
@@ -68,15 +88,16 @@ def _binary_content(result: Tuple[bytes, str, Optional[bytes], int, int]) -> Htt
     return HttpxBinaryResponseContent(*result)
 
 
-class Speech(_Resource):
+class Speech(_Resource[M]):
     """``client.audio.speech``: text to speech."""
 
-    def __init__(self, native: _ingle.NativeClient) -> None:
-        super().__init__(native)
-        self.with_streaming_response = SpeechWithStreamingResponse(self)
+    def __init__(self, native: _ingle.NativeClient, mode: Type[M]) -> None:
+        super().__init__(native, mode)
+        self.with_streaming_response = SpeechWithStreamingResponse(native, mode)
 
+    @_method
     def create(
-        self,
+        self, /,
         *,
         input: str = REQUIRED,
         model: str = REQUIRED,
@@ -86,7 +107,7 @@ class Speech(_Resource):
         speed: float = NOT_GIVEN,
         stream_format: StreamFormat = NOT_GIVEN,
         **extra: Any,
-    ) -> HttpxBinaryResponseContent:
+    ) -> _Call[HttpxBinaryResponseContent, HttpxBinaryResponseContent]:
         """Speaks ``input`` (1 to 4096 characters) with ``model`` (such as
         ``"@local/piper-en-us-joe-medium"``) in ``voice`` (one of the model's, or any OpenAI
         voice name: ``alloy``, ``ash``, ... map to the model's default). ``response_format``:
@@ -97,22 +118,21 @@ class Speech(_Resource):
 
         Returns the whole file once synthesised (the GIL is released meanwhile), and the
         samples it was encoded from: ``r.write_to_file(path)``, ``r.content``,
-        ``r.to_numpy()`` at ``r.sample_rate``. Ctrl-C stops the synthesis before its next
-        sentence; for audio as it is produced, use ``with_streaming_response.create(...)``."""
+        ``r.to_numpy()`` at ``r.sample_rate``. Ctrl-C (in AsyncOpenAI, cancelling the awaiting
+        task) stops the synthesis before its next sentence; for audio as it is produced, use
+        ``with_streaming_response.create(...)``."""
         body = _speech_body(
             model, input, voice, instructions, response_format, speed, stream_format, extra
         )
-        return _binary_content(self._native.audio_speech_create(body))
+        return _whole(_binary_content, self._native.audio_speech_create, body)
 
 
-class SpeechWithStreamingResponse:
+class SpeechWithStreamingResponse(_Resource[M]):
     """``client.audio.speech.with_streaming_response``."""
 
-    def __init__(self, speech: Speech) -> None:
-        self._speech = speech
-
+    @_direct
     def create(
-        self,
+        self, /,
         *,
         input: str = REQUIRED,
         model: str = REQUIRED,
@@ -122,7 +142,10 @@ class SpeechWithStreamingResponse:
         speed: float = NOT_GIVEN,
         stream_format: StreamFormat = NOT_GIVEN,
         **extra: Any,
-    ) -> ResponseContextManager[StreamedBinaryAPIResponse]:
+    ) -> _Call[
+        ResponseContextManager[StreamedBinaryAPIResponse],
+        AsyncResponseContextManager[AsyncStreamedBinaryAPIResponse],
+    ]:
         """``Speech.create``'s arguments; the audio comes as it is synthesised, a sentence at a
         time::
 
@@ -132,16 +155,25 @@ class SpeechWithStreamingResponse:
                 response.stream_to_file("speech.wav")   # or: for chunk in response.iter_bytes()
 
         The request starts when the ``with`` block is entered (a bad argument raises there);
-        leaving it stops synthesis."""
-        native = self._speech._native
+        leaving it stops synthesis. In AsyncOpenAI: ``async with ... as response: async for
+        chunk in response.iter_bytes(): ...``, each chunk awaited in a worker thread; leaving
+        the block, or cancelling the task, stops synthesis."""
+        native = self._native
 
-        def request() -> StreamedBinaryAPIResponse:
-            body = _speech_body(
+        def body() -> str:
+            return _speech_body(
                 model, input, voice, instructions, response_format, speed, stream_format, extra
             )
-            return StreamedBinaryAPIResponse(native.audio_speech_stream(body))
 
-        return ResponseContextManager(request)
+        def request() -> StreamedBinaryAPIResponse:
+            return StreamedBinaryAPIResponse(native.audio_speech_stream(body()))
+
+        async def request_async() -> AsyncStreamedBinaryAPIResponse:
+            return AsyncStreamedBinaryAPIResponse(await _in_thread(native.audio_speech_stream, body()))
+
+        return _either(
+            lambda: ResponseContextManager(request), lambda: AsyncResponseContextManager(request_async)
+        )
 
 
 FileContent = Union[IO[bytes], bytes, "os.PathLike[str]"]
@@ -155,6 +187,8 @@ FileTypes = Union[
 """``file`` of ``audio.transcriptions.create``: as ``openai`` takes it, or a NumPy array."""
 TranscriptionFormat = Literal["json", "text", "srt", "verbose_json", "vtt"]
 Granularity = Literal["word", "segment"]
+Text = TypeVar("Text", Transcription, Translation)
+Verbose = TypeVar("Verbose", TranscriptionVerbose, TranslationVerbose)
 
 
 def _transcription_body(params: Dict[str, Any], extra: Dict[str, Any]) -> str:
@@ -165,370 +199,161 @@ def _transcription_body(params: Dict[str, Any], extra: Dict[str, Any]) -> str:
     return _arguments.transcription(params)
 
 
-def _transcription(result: Tuple[str, str, str]) -> Union[Transcription, TranscriptionVerbose, str]:
-    """The response of the format: ``Transcription``, ``TranscriptionVerbose``, or for
-    ``text``, ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
-    response_format, body, _content_type = result
-    if response_format == "json":
-        return Transcription.construct(json.loads(body))
-    if response_format == "verbose_json":
-        return TranscriptionVerbose.construct(json.loads(body))
-    return body
+def _upload(function: Callable[..., Any], body: str, file: Any, sample_rate: Optional[int]) -> Callable[..., Any]:
+    """``function`` (a native transcription call) on the request and ``file``'s audio, read
+    and decoded where the call runs: in AsyncOpenAI, in the worker thread, where cancelling
+    the awaiting task stops it."""
+    return lambda **cancel: function(body, *_arguments.audio_file(file, sample_rate), **cancel)
 
 
-class Transcriptions(_Resource):
+def _text_in(text: Type[Text], verbose: Type[Verbose]) -> Callable[[Tuple[str, str, str]], Union[Text, Verbose, str]]:
+    """How to read a transcription's (or translation's) result: ``text`` for ``json``,
+    ``verbose`` for ``verbose_json``, and for ``text``, ``srt`` and ``vtt`` the body as a
+    ``str``, as ``openai`` returns them."""
+
+    def read(result: Tuple[str, str, str]) -> Union[Text, Verbose, str]:
+        response_format, body, _content_type = result
+        if response_format == "json":
+            return text.construct(json.loads(body))
+        if response_format == "verbose_json":
+            return verbose.construct(json.loads(body))
+        return body
+
+    return read
+
+
+def _transcriptions_create(
+    self: _Resource[Any],
+    *,
+    file: FileTypes = REQUIRED,
+    model: str = REQUIRED,
+    chunking_strategy: Any = NOT_GIVEN,
+    include: List[str] = NOT_GIVEN,
+    language: str = NOT_GIVEN,
+    prompt: str = NOT_GIVEN,
+    response_format: TranscriptionFormat = NOT_GIVEN,
+    stream: Optional[bool] = NOT_GIVEN,
+    temperature: float = NOT_GIVEN,
+    timestamp_granularities: List[Granularity] = NOT_GIVEN,
+    sample_rate: Optional[int] = None,
+    **extra: Any,
+) -> _Call[Any, Any]:
+    """Transcribes ``file`` with ``model`` (``"@local/whisper-tiny-en"``: English;
+    ``"@local/whisper-base"``: 99 languages).
+
+    ``file``: as ``openai`` takes it (``bytes``, an open binary file, ``io.BytesIO``, a
+    ``pathlib.Path``, or a ``(filename, content[, content_type])`` tuple) in wav, flac,
+    mp3, ogg (Vorbis, Opus), webm or m4a; or a NumPy array of float samples (1-D mono, or
+    ``(frames, channels)``) at ``sample_rate`` Hz (ingle's own argument), resampled as
+    needed. ``response_format``: ``json`` (default) gives a ``Transcription``,
+    ``verbose_json`` a ``TranscriptionVerbose`` (``segments``, and ``words`` with
+    ``timestamp_granularities=["word"]``), ``text``, ``srt`` and ``vtt`` a ``str``.
+    ``language`` (an ISO-639-1 code such as ``fr``, or an English name such as ``french``;
+    ``en`` only on an English-only model; left out, a multilingual model detects it from
+    the first 30 s with speech and ``verbose_json`` reports it, as ``"french"``),
+    ``prompt`` and ``temperature`` are Whisper's; ``include`` and ``chunking_strategy``
+    are refused (no local model has them).
+
+    With ``stream=True``: a ``Stream`` of ``TranscriptionTextDeltaEvent`` (one per
+    segment, as its 30-second window is decoded) and a last ``TranscriptionTextDoneEvent``;
+    leaving it early stops the transcription. Otherwise the GIL is released while the
+    audio is decoded and transcribed; Ctrl-C stops it before the next segment. In
+    AsyncOpenAI the file is read, decoded and transcribed in a worker thread, and cancelling
+    the awaiting task stops it (while the file decodes, or before its next segment)."""
+    body = _transcription_body(locals(), extra)
+    if _arguments.stream_flag(stream):
+        opened = _upload(self._native.audio_transcriptions_stream, body, file, sample_rate)
+        return _streamed(_TranscriptionStreamEvents, opened, cancellable=True)
+    transcribed = _upload(self._native.audio_transcriptions_create, body, file, sample_rate)
+    return _whole(_text_in(Transcription, TranscriptionVerbose), transcribed)
+
+
+class Transcriptions(_Resource[M]):
     """``client.audio.transcriptions``: speech to text."""
 
-    @overload
-    def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["json"] = ...,
-        stream: Literal[False] = ...,
-        **params: Any,
-    ) -> Transcription: ...
-    @overload
-    def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["verbose_json"],
-        stream: Literal[False] = ...,
-        **params: Any,
-    ) -> TranscriptionVerbose: ...
-    @overload
-    def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["text", "srt", "vtt"],
-        stream: Literal[False] = ...,
-        **params: Any,
-    ) -> str: ...
-    @overload
-    def create(
-        self, *, file: FileTypes, model: str, stream: Literal[True], **params: Any
-    ) -> Stream[TranscriptionStreamEvent]: ...
-    def create(
-        self,
-        *,
-        file: FileTypes = REQUIRED,
-        model: str = REQUIRED,
-        chunking_strategy: Any = NOT_GIVEN,
-        include: List[str] = NOT_GIVEN,
-        language: str = NOT_GIVEN,
-        prompt: str = NOT_GIVEN,
-        response_format: TranscriptionFormat = NOT_GIVEN,
-        stream: Optional[bool] = NOT_GIVEN,
-        temperature: float = NOT_GIVEN,
-        timestamp_granularities: List[Granularity] = NOT_GIVEN,
-        sample_rate: Optional[int] = None,
-        **extra: Any,
-    ) -> Union[Transcription, TranscriptionVerbose, str, Stream[TranscriptionStreamEvent]]:
-        """Transcribes ``file`` with ``model`` (``"@local/whisper-tiny-en"``: English;
-        ``"@local/whisper-base"``: 99 languages).
-
-        ``file``: as ``openai`` takes it (``bytes``, an open binary file, ``io.BytesIO``, a
-        ``pathlib.Path``, or a ``(filename, content[, content_type])`` tuple) in wav, flac,
-        mp3, ogg (Vorbis, Opus), webm or m4a; or a NumPy array of float samples (1-D mono, or
-        ``(frames, channels)``) at ``sample_rate`` Hz (ingle's own argument), resampled as
-        needed. ``response_format``: ``json`` (default) gives a ``Transcription``,
-        ``verbose_json`` a ``TranscriptionVerbose`` (``segments``, and ``words`` with
-        ``timestamp_granularities=["word"]``), ``text``, ``srt`` and ``vtt`` a ``str``.
-        ``language`` (an ISO-639-1 code such as ``fr``, or an English name such as ``french``;
-        ``en`` only on an English-only model; left out, a multilingual model detects it from
-        the first 30 s with speech and ``verbose_json`` reports it, as ``"french"``),
-        ``prompt`` and ``temperature`` are Whisper's; ``include`` and ``chunking_strategy``
-        are refused (no local model has them).
-
-        With ``stream=True``: a ``Stream`` of ``TranscriptionTextDeltaEvent`` (one per
-        segment, as its 30-second window is decoded) and a last ``TranscriptionTextDoneEvent``;
-        leaving it early stops the transcription. Otherwise the GIL is released while the
-        audio is decoded and transcribed; Ctrl-C stops it before the next segment."""
-        body = _transcription_body(locals(), extra)
-        audio = _arguments.audio_file(file, sample_rate)
-        if _arguments.stream_flag(stream):
-            native = self._native.audio_transcriptions_stream(body, *audio)
-            return Stream(native, _TranscriptionStreamEvents)
-        return _transcription(self._native.audio_transcriptions_create(body, *audio))
+    if TYPE_CHECKING:
+        @overload
+        def create(self: Transcriptions[Sync], *, file: FileTypes, model: str, response_format: Literal["json"] = ..., stream: Literal[False] = ..., **params: Any) -> Transcription: ...
+        @overload
+        def create(self: Transcriptions[Sync], *, file: FileTypes, model: str, response_format: Literal["verbose_json"], stream: Literal[False] = ..., **params: Any) -> TranscriptionVerbose: ...
+        @overload
+        def create(self: Transcriptions[Sync], *, file: FileTypes, model: str, response_format: Literal["text", "srt", "vtt"], stream: Literal[False] = ..., **params: Any) -> str: ...
+        @overload
+        def create(self: Transcriptions[Sync], *, file: FileTypes, model: str, stream: Literal[True], **params: Any) -> Stream[TranscriptionStreamEvent]: ...
+        @overload
+        def create(self: Transcriptions[Async], *, file: FileTypes, model: str, response_format: Literal["json"] = ..., stream: Literal[False] = ..., **params: Any) -> _Awaited[Transcription]: ...
+        @overload
+        def create(self: Transcriptions[Async], *, file: FileTypes, model: str, response_format: Literal["verbose_json"], stream: Literal[False] = ..., **params: Any) -> _Awaited[TranscriptionVerbose]: ...
+        @overload
+        def create(self: Transcriptions[Async], *, file: FileTypes, model: str, response_format: Literal["text", "srt", "vtt"], stream: Literal[False] = ..., **params: Any) -> _Awaited[str]: ...
+        @overload
+        def create(self: Transcriptions[Async], *, file: FileTypes, model: str, stream: Literal[True], **params: Any) -> _Awaited[AsyncStream[TranscriptionStreamEvent]]: ...
+        def create(self, **params: Any) -> Any: ...
+    else:
+        create = _method(_transcriptions_create)
 
 
-class Translations(_Resource):
+def _translations_create(
+    self: _Resource[Any],
+    *,
+    file: FileTypes = REQUIRED,
+    model: str = REQUIRED,
+    language: str = NOT_GIVEN,
+    prompt: str = NOT_GIVEN,
+    response_format: TranscriptionFormat = NOT_GIVEN,
+    temperature: float = NOT_GIVEN,
+    timestamp_granularities: List[Granularity] = NOT_GIVEN,
+    sample_rate: Optional[int] = None,
+    **extra: Any,
+) -> _Call[Any, Any]:
+    """Translates the speech of ``file`` into English text with ``model``, a multilingual
+    one such as ``"@local/whisper-base"`` (or a predictor with an input annotated
+    ``Parameter.TranscriptionTask``).
+
+    ``file`` and ``sample_rate`` as in ``Transcriptions.create``. ``response_format``:
+    ``json`` (default) gives a ``Translation`` (``text`` alone, as OpenAI's),
+    ``verbose_json`` a ``TranslationVerbose`` (``task`` ``"translate"``, ``language``
+    ``"english"``, ``duration``, ``segments``), ``text``, ``srt`` and ``vtt`` a ``str``.
+    ``prompt`` and ``temperature`` are Whisper's; ingle also takes ``language`` (the
+    audio's, as a code or a name: detection is skipped) and ``timestamp_granularities``
+    (``words`` in ``verbose_json``). It does not stream. The English-only
+    ``"@local/whisper-tiny-en"`` raises ``BadRequestError`` (``param`` ``model``). The GIL
+    is released while the audio is decoded and translated (in AsyncOpenAI, in a worker
+    thread)."""
+    body = _transcription_body(locals(), extra)
+    translated = _upload(self._native.audio_translations_create, body, file, sample_rate)
+    return _whole(_text_in(Translation, TranslationVerbose), translated)
+
+
+class Translations(_Resource[M]):
     """``client.audio.translations``: speech in any language to English text, on a
     multilingual model (``"@local/whisper-base"``: Whisper's translate task). The English-only
     ``"@local/whisper-tiny-en"`` cannot translate: a request on it raises ``BadRequestError``
     (``param`` is ``model``)."""
 
-    @overload
-    def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["json"] = ...,
-        **params: Any,
-    ) -> Translation: ...
-    @overload
-    def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["verbose_json"],
-        **params: Any,
-    ) -> TranslationVerbose: ...
-    @overload
-    def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["text", "srt", "vtt"],
-        **params: Any,
-    ) -> str: ...
-    def create(
-        self,
-        *,
-        file: FileTypes = REQUIRED,
-        model: str = REQUIRED,
-        language: str = NOT_GIVEN,
-        prompt: str = NOT_GIVEN,
-        response_format: TranscriptionFormat = NOT_GIVEN,
-        temperature: float = NOT_GIVEN,
-        timestamp_granularities: List[Granularity] = NOT_GIVEN,
-        sample_rate: Optional[int] = None,
-        **extra: Any,
-    ) -> Union[Translation, TranslationVerbose, str]:
-        """Translates the speech of ``file`` into English text with ``model``, a multilingual
-        one such as ``"@local/whisper-base"`` (or a predictor with an input annotated
-        ``Parameter.TranscriptionTask``).
-
-        ``file`` and ``sample_rate`` as in ``Transcriptions.create``. ``response_format``:
-        ``json`` (default) gives a ``Translation`` (``text`` alone, as OpenAI's),
-        ``verbose_json`` a ``TranslationVerbose`` (``task`` ``"translate"``, ``language``
-        ``"english"``, ``duration``, ``segments``), ``text``, ``srt`` and ``vtt`` a ``str``.
-        ``prompt`` and ``temperature`` are Whisper's; ingle also takes ``language`` (the
-        audio's, as a code or a name: detection is skipped) and ``timestamp_granularities``
-        (``words`` in ``verbose_json``). It does not stream. The English-only
-        ``"@local/whisper-tiny-en"`` raises ``BadRequestError`` (``param`` ``model``). The GIL
-        is released while the audio is decoded and translated."""
-        body = _transcription_body(locals(), extra)
-        audio = _arguments.audio_file(file, sample_rate)
-        return _translation(self._native.audio_translations_create(body, *audio))
+    if TYPE_CHECKING:
+        @overload
+        def create(self: Translations[Sync], *, file: FileTypes, model: str, response_format: Literal["json"] = ..., **params: Any) -> Translation: ...
+        @overload
+        def create(self: Translations[Sync], *, file: FileTypes, model: str, response_format: Literal["verbose_json"], **params: Any) -> TranslationVerbose: ...
+        @overload
+        def create(self: Translations[Sync], *, file: FileTypes, model: str, response_format: Literal["text", "srt", "vtt"], **params: Any) -> str: ...
+        @overload
+        def create(self: Translations[Async], *, file: FileTypes, model: str, response_format: Literal["json"] = ..., **params: Any) -> _Awaited[Translation]: ...
+        @overload
+        def create(self: Translations[Async], *, file: FileTypes, model: str, response_format: Literal["verbose_json"], **params: Any) -> _Awaited[TranslationVerbose]: ...
+        @overload
+        def create(self: Translations[Async], *, file: FileTypes, model: str, response_format: Literal["text", "srt", "vtt"], **params: Any) -> _Awaited[str]: ...
+        def create(self, **params: Any) -> Any: ...
+    else:
+        create = _method(_translations_create)
 
 
-def _translation(result: Tuple[str, str, str]) -> Union[Translation, TranslationVerbose, str]:
-    """The response of the format: ``Translation``, ``TranslationVerbose``, or for ``text``,
-    ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
-    response_format, body, _content_type = result
-    if response_format == "json":
-        return Translation.construct(json.loads(body))
-    if response_format == "verbose_json":
-        return TranslationVerbose.construct(json.loads(body))
-    return body
-
-
-class Audio(_Resource):
+class Audio(_Resource[M]):
     """``client.audio``."""
 
-    def __init__(self, native: _ingle.NativeClient) -> None:
-        super().__init__(native)
-        self.speech = Speech(native)
-        self.transcriptions = Transcriptions(native)
-        self.translations = Translations(native)
-
-
-class AsyncSpeech(_Resource):
-    """``client.audio.speech`` of ``AsyncOpenAI``."""
-
-    def __init__(self, native: _ingle.NativeClient) -> None:
-        super().__init__(native)
-        self.with_streaming_response = AsyncSpeechWithStreamingResponse(self)
-
-    async def create(
-        self,
-        *,
-        input: str = REQUIRED,
-        model: str = REQUIRED,
-        voice: str = REQUIRED,
-        instructions: str = NOT_GIVEN,
-        response_format: ResponseFormat = NOT_GIVEN,
-        speed: float = NOT_GIVEN,
-        stream_format: StreamFormat = NOT_GIVEN,
-        **extra: Any,
-    ) -> HttpxBinaryResponseContent:
-        """`Speech.create`, synthesised in a worker thread. Cancelling the awaiting task stops
-        the synthesis before its next sentence."""
-        body = _speech_body(
-            model, input, voice, instructions, response_format, speed, stream_format, extra
-        )
-        return _binary_content(await _cancellable(self._native.audio_speech_create, body))
-
-
-class AsyncSpeechWithStreamingResponse:
-    """``client.audio.speech.with_streaming_response`` of ``AsyncOpenAI``."""
-
-    def __init__(self, speech: AsyncSpeech) -> None:
-        self._speech = speech
-
-    def create(
-        self,
-        *,
-        input: str = REQUIRED,
-        model: str = REQUIRED,
-        voice: str = REQUIRED,
-        instructions: str = NOT_GIVEN,
-        response_format: ResponseFormat = NOT_GIVEN,
-        speed: float = NOT_GIVEN,
-        stream_format: StreamFormat = NOT_GIVEN,
-        **extra: Any,
-    ) -> AsyncResponseContextManager[AsyncStreamedBinaryAPIResponse]:
-        """``async with ... as response: async for chunk in response.iter_bytes(): ...``: the
-        audio as it is synthesised, each chunk awaited in a worker thread. Leaving the block,
-        or cancelling the task, stops synthesis."""
-        native = self._speech._native
-
-        async def request() -> AsyncStreamedBinaryAPIResponse:
-            body = _speech_body(
-                model, input, voice, instructions, response_format, speed, stream_format, extra
-            )
-            return AsyncStreamedBinaryAPIResponse(
-                await _in_thread(native.audio_speech_stream, body)
-            )
-
-        return AsyncResponseContextManager(request)
-
-
-class AsyncTranscriptions(_Resource):
-    """``client.audio.transcriptions`` of ``AsyncOpenAI``."""
-
-    @overload
-    async def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["json"] = ...,
-        stream: Literal[False] = ...,
-        **params: Any,
-    ) -> Transcription: ...
-    @overload
-    async def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["verbose_json"],
-        stream: Literal[False] = ...,
-        **params: Any,
-    ) -> TranscriptionVerbose: ...
-    @overload
-    async def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["text", "srt", "vtt"],
-        stream: Literal[False] = ...,
-        **params: Any,
-    ) -> str: ...
-    @overload
-    async def create(
-        self, *, file: FileTypes, model: str, stream: Literal[True], **params: Any
-    ) -> AsyncStream[TranscriptionStreamEvent]: ...
-    async def create(
-        self,
-        *,
-        file: FileTypes = REQUIRED,
-        model: str = REQUIRED,
-        chunking_strategy: Any = NOT_GIVEN,
-        include: List[str] = NOT_GIVEN,
-        language: str = NOT_GIVEN,
-        prompt: str = NOT_GIVEN,
-        response_format: TranscriptionFormat = NOT_GIVEN,
-        stream: Optional[bool] = NOT_GIVEN,
-        temperature: float = NOT_GIVEN,
-        timestamp_granularities: List[Granularity] = NOT_GIVEN,
-        sample_rate: Optional[int] = None,
-        **extra: Any,
-    ) -> Union[Transcription, TranscriptionVerbose, str, AsyncStream[TranscriptionStreamEvent]]:
-        """`Transcriptions.create`: the file is read, decoded and transcribed in a worker
-        thread. Cancelling the awaiting task stops the transcription while the file decodes or
-        before its next segment; with ``stream=True``, ``async for event in stream`` (and
-        cancelling the ``create`` stops the decoding)."""
-        body = _transcription_body(locals(), extra)
-        streaming = _arguments.stream_flag(stream)
-        audio = await _in_thread(_arguments.audio_file, file, sample_rate)
-        if streaming:
-            # Cancelling the awaiting task while the upload decodes stops the decoding.
-            native = await _cancellable(self._native.audio_transcriptions_stream, body, *audio)
-            return AsyncStream(native, _TranscriptionStreamEvents)
-        result = await _cancellable(self._native.audio_transcriptions_create, body, *audio)
-        return _transcription(result)
-
-
-class AsyncTranslations(_Resource):
-    """``client.audio.translations`` of ``AsyncOpenAI``: speech to English text on a
-    multilingual model (the English-only ``"@local/whisper-tiny-en"`` raises
-    ``BadRequestError`` naming ``model``)."""
-
-    @overload
-    async def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["json"] = ...,
-        **params: Any,
-    ) -> Translation: ...
-    @overload
-    async def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["verbose_json"],
-        **params: Any,
-    ) -> TranslationVerbose: ...
-    @overload
-    async def create(
-        self,
-        *,
-        file: FileTypes,
-        model: str,
-        response_format: Literal["text", "srt", "vtt"],
-        **params: Any,
-    ) -> str: ...
-    async def create(
-        self,
-        *,
-        file: FileTypes = REQUIRED,
-        model: str = REQUIRED,
-        language: str = NOT_GIVEN,
-        prompt: str = NOT_GIVEN,
-        response_format: TranscriptionFormat = NOT_GIVEN,
-        temperature: float = NOT_GIVEN,
-        timestamp_granularities: List[Granularity] = NOT_GIVEN,
-        sample_rate: Optional[int] = None,
-        **extra: Any,
-    ) -> Union[Translation, TranslationVerbose, str]:
-        """`Translations.create`: the file is read, decoded and translated in a worker
-        thread."""
-        body = _transcription_body(locals(), extra)
-        audio = await _in_thread(_arguments.audio_file, file, sample_rate)
-        result = await _cancellable(self._native.audio_translations_create, body, *audio)
-        return _translation(result)
-
-
-class AsyncAudio(_Resource):
-    """``client.audio`` of ``AsyncOpenAI``."""
-
-    def __init__(self, native: _ingle.NativeClient) -> None:
-        super().__init__(native)
-        self.speech = AsyncSpeech(native)
-        self.transcriptions = AsyncTranscriptions(native)
-        self.translations = AsyncTranslations(native)
+    def __init__(self, native: _ingle.NativeClient, mode: Type[M]) -> None:
+        super().__init__(native, mode)
+        self.speech = Speech(native, mode)
+        self.transcriptions = Transcriptions(native, mode)
+        self.translations = Translations(native, mode)

@@ -2,7 +2,10 @@
 
 Only conversion happens here: keyword arguments become the OpenAI JSON request, the native
 module (``ingle._ingle``) runs it in the Rust core, and the JSON it returns becomes the objects
-of ``ingle.types``.
+of ``ingle.types``. Each resource is written once for both clients (see `_base`): a method is a
+function returning its `_Call`; the two clients differ only in their mode. A method whose
+return type depends on an argument (``stream=True``) declares its overloads for each mode
+under ``TYPE_CHECKING``, where mypy reads them.
 """
 
 from __future__ import annotations
@@ -10,14 +13,17 @@ from __future__ import annotations
 import json
 import os
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Dict,
+    Generic,
     List,
     Literal,
     Mapping,
     Optional,
     Sequence,
+    Type,
     Union,
     cast,
     overload,
@@ -25,9 +31,23 @@ from typing import (
 
 from . import _arguments, _ingle, _predictors, _structured
 from ._arguments import NOT_GIVEN, REQUIRED
-from ._audio import Audio, AsyncAudio
-from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
-from ._responses import AsyncResponses, Responses
+from ._audio import Audio
+from ._base import (
+    _Awaited,
+    M,
+    Async,
+    AsyncStream,
+    Stream,
+    Sync,
+    _Call,
+    _json,
+    _method,
+    _Resource,
+    _streamed,
+    _streaming,
+    _whole,
+)
+from ._responses import Responses
 from .types import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -54,25 +74,22 @@ __all__ = ["OpenAI", "AsyncOpenAI", "Stream", "AsyncStream"]
 # with a BadRequestError naming it; the engine checks the rest (a missing `model`, a wrong role).
 
 
-class ChatCompletions(_Resource):
-    @overload
-    def create(self, *, stream: Literal[True], **params: Any) -> Stream[ChatCompletionChunk]: ...
-    @overload
-    def create(self, *, stream: Literal[False] = ..., **params: Any) -> ChatCompletion: ...
-    @overload
-    def create(
-        self, *, stream: bool, **params: Any
-    ) -> Union[ChatCompletion, Stream[ChatCompletionChunk]]: ...
-    def create(
-        self, *, stream: bool = False, **params: Any
-    ) -> Union[ChatCompletion, Stream[ChatCompletionChunk]]:
-        """``model``, ``messages`` and the OpenAI chat parameters (see docs/openai-parameters.md)."""
-        body = _arguments.body(params)
-        if _arguments.stream_flag(stream):
-            return Stream(self._native.stream("chat.completions.stream", body), ChatCompletionChunk)
-        return ChatCompletion.construct(json.loads(self._native.call("chat.completions.create", body)))
+def _chat_create(
+    self: _Resource[Any], *, stream: bool = False, **params: Any
+) -> Union[_Call[ChatCompletion, ChatCompletion], _Call[Stream[ChatCompletionChunk], AsyncStream[ChatCompletionChunk]]]:
+    """``model``, ``messages`` and the OpenAI chat parameters (see docs/openai-parameters.md);
+    ``stream=True`` gives the chunks as they are generated."""
+    body = _arguments.body(params)
+    if _arguments.stream_flag(stream):
+        return _streamed(ChatCompletionChunk, self._native.stream, "chat.completions.stream", body)
+    return _whole(_json(ChatCompletion.construct), self._native.call, "chat.completions.create", body)
 
-    def parse(self, *, response_format: Any = NOT_GIVEN, **params: Any) -> ParsedChatCompletion:
+
+class ChatCompletions(_Resource[M]):
+    create = _streaming[ChatCompletion, ChatCompletionChunk](_chat_create)
+
+    @_method
+    def parse(self, /, *, response_format: Any = NOT_GIVEN, **params: Any) -> _Call[ParsedChatCompletion, ParsedChatCompletion]:
         """``create`` whose ``response_format`` may be a type (a pydantic model...), as the
         openai client's ``parse``: the output is constrained to its JSON schema, and
         ``choices[i].message.parsed`` is the content validated into it."""
@@ -81,39 +98,43 @@ class ChatCompletions(_Resource):
         fmt, read = _structured.response_format_of(response_format)
         if fmt is not NOT_GIVEN:
             params["response_format"] = fmt
-        body = _arguments.body(params)
-        return _structured.parsed(json.loads(self._native.call("chat.completions.create", body)), read)
+        parsed = lambda text: _structured.parsed(json.loads(text), read)  # noqa: E731
+        return _whole(parsed, self._native.call, "chat.completions.create", _arguments.body(params))
 
 
-class Chat(_Resource):
-    def __init__(self, native: _ingle.NativeClient) -> None:
-        super().__init__(native)
-        self.completions = ChatCompletions(native)
+class Chat(_Resource[M]):
+    def __init__(self, native: _ingle.NativeClient, mode: Type[M]) -> None:
+        super().__init__(native, mode)
+        self.completions = ChatCompletions(native, mode)
 
 
-class Completions(_Resource):
-    @overload
-    def create(self, *, stream: Literal[True], **params: Any) -> Stream[Completion]: ...
-    @overload
-    def create(self, *, stream: Literal[False] = ..., **params: Any) -> Completion: ...
-    @overload
-    def create(self, *, stream: bool, **params: Any) -> Union[Completion, Stream[Completion]]: ...
-    def create(self, *, stream: bool = False, **params: Any) -> Union[Completion, Stream[Completion]]:
-        """``model``, ``prompt`` and the OpenAI completion parameters."""
-        body = _arguments.body(params)
-        if _arguments.stream_flag(stream):
-            return Stream(self._native.stream("completions.stream", body), Completion)
-        return Completion.construct(json.loads(self._native.call("completions.create", body)))
+def _completions_create(
+    self: _Resource[Any], *, stream: bool = False, **params: Any
+) -> Union[_Call[Completion, Completion], _Call[Stream[Completion], AsyncStream[Completion]]]:
+    """``model``, ``prompt`` and the OpenAI completion parameters."""
+    body = _arguments.body(params)
+    if _arguments.stream_flag(stream):
+        return _streamed(Completion, self._native.stream, "completions.stream", body)
+    return _whole(_json(Completion.construct), self._native.call, "completions.create", body)
 
 
-class Embeddings(_Resource):
-    def create(self, **params: Any) -> CreateEmbeddingResponse:
+class Completions(_Resource[M]):
+    create = _streaming[Completion, Completion](_completions_create)
+
+
+def _from_matrix(result: Any) -> CreateEmbeddingResponse:
+    return CreateEmbeddingResponse._from_matrix(*result)
+
+
+class Embeddings(_Resource[M]):
+    @_method
+    def create(self, /, **params: Any) -> _Call[CreateEmbeddingResponse, CreateEmbeddingResponse]:
         """``model``, ``input`` (a string or a list of strings), ``dimensions``,
         ``encoding_format`` ("float" or "base64"), ``user``. ``.data[i].embedding`` is a list
         of floats (or a base64 string); ``.to_numpy()`` is every vector as one NumPy array,
         without copying through lists."""
         body = _arguments.body(params)
-        return CreateEmbeddingResponse._from_matrix(*self._native.embeddings_create(body))
+        return _whole(_from_matrix, self._native.embeddings_create, body, cancellable=False)
 
 
 def _reranked(text: str) -> RerankResponse:
@@ -126,119 +147,111 @@ def _reranked(text: str) -> RerankResponse:
     return RerankResponse.construct(answer)
 
 
-class Rerank(_Resource):
-    def create(self, **params: Any) -> RerankResponse:
+class Rerank(_Resource[M]):
+    @_method
+    def create(self, /, **params: Any) -> _Call[RerankResponse, RerankResponse]:
         """``model``, ``query``, ``documents`` (strings, or dicts with a ``text``), ``top_n``,
         ``return_documents`` (default True): the documents ranked by relevance to the query,
         most relevant first (Jina's and Cohere's rerank shape). An embedding model scores by
         cosine similarity; a predictor annotated ``RerankQuery``, ``RerankDocuments`` and
         ``RerankScores`` scores itself. With ``texts`` instead of ``documents``
         (text-embeddings-inference's shape) the answer is its list of dicts."""
-        body = _arguments.body(params)
-        return _reranked(self._native.call("rerank.create", body))
+        return _whole(_reranked, self._native.call, "rerank.create", _arguments.body(params))
 
 
-def _tokenize_body(
-    model: str, content: str, add_special: bool, parse_special: bool, with_pieces: bool
-) -> str:
-    return _arguments.body(
-        {
-            "model": model,
-            "content": _arguments.text("content", content),
-            "add_special": add_special,
-            "parse_special": parse_special,
-            "with_pieces": with_pieces,
-        }
-    )
+def _images_generate(
+    self: _Resource[Any], *, stream: bool = False, **params: Any
+) -> Union[_Call[ImagesResponse, ImagesResponse], _Call[Stream[ImageGenStreamEvent], AsyncStream[ImageGenStreamEvent]]]:
+    """``model``, ``prompt``, ``n``, ``size`` (``"WIDTHxHEIGHT"`` or ``"auto"``),
+    ``output_format`` (png, jpeg, webp), ``output_compression``, ``background``,
+    ``quality``, ``partial_images``: images made by a predictor annotated ``ImageWidth``,
+    ``ImageHeight`` or ``ImageCount``, as ``b64_json``. ``stream=True`` gives its
+    ``image_generation.partial_image`` and ``image_generation.completed`` events."""
+    body = _arguments.body(params)
+    if _arguments.stream_flag(stream):
+        return _streamed(ImageGenStreamEvent, self._native.stream, "images.stream", body)
+    return _whole(_json(ImagesResponse.construct), self._native.call, "images.generate", body)
 
 
-def _tokenized(text: str, with_pieces: bool) -> Union[TokenizeResponse, TokenizePiecesResponse]:
-    answer = cast(Dict[str, Any], json.loads(text))
-    if with_pieces is True:
-        return TokenizePiecesResponse.construct(answer)
-    return TokenizeResponse.construct(answer)
+class Images(_Resource[M]):
+    generate = _streaming[ImagesResponse, ImageGenStreamEvent](_images_generate)
 
 
-def _detokenize_body(model: str, tokens: Sequence[int]) -> str:
-    return _arguments.body({"model": model, "tokens": _arguments.required("tokens", tokens)})
+def _pull_progress(progress: Optional[Callable[[PullProgress], Any]]) -> Optional[Callable[[str], Any]]:
+    """The native progress callback that gives ``progress`` each event as a PullProgress."""
+    if progress is None:
+        return None
+    if not callable(progress):
+        raise TypeError("progress must be a callable taking a PullProgress")
+    return lambda event_json: progress(PullProgress.construct(json.loads(event_json)))
 
 
-class Images(_Resource):
-    def generate(
-        self, *, stream: bool = False, **params: Any
-    ) -> Union[ImagesResponse, Stream[ImageGenStreamEvent]]:
-        """``model``, ``prompt``, ``n``, ``size`` (``"WIDTHxHEIGHT"`` or ``"auto"``),
-        ``output_format`` (png, jpeg, webp), ``output_compression``, ``background``,
-        ``quality``, ``partial_images``: images made by a predictor annotated ``ImageWidth``,
-        ``ImageHeight`` or ``ImageCount``, as ``b64_json``. ``stream=True`` gives its
-        ``image_generation.partial_image`` and ``image_generation.completed`` events."""
-        body = _arguments.body(params)
-        if _arguments.stream_flag(stream):
-            return Stream(self._native.stream("images.stream", body), ImageGenStreamEvent)
-        return ImagesResponse.construct(json.loads(self._native.call("images.generate", body)))
+class Models(_Resource[M]):
+    # AsyncOpenAI runs these in a worker thread, as every call that may read the disk: listing
+    # checks the models' files and scans the Hugging Face cache.
+    @_method
+    def list(self) -> _Call[SyncPage[Model], SyncPage[Model]]:
+        read = _json(SyncPage[Model].construct)
+        return _whole(read, self._native.call, "models.list", "{}", cancellable=False)
 
+    @_method
+    def retrieve(self, model: str = REQUIRED) -> _Call[Model, Model]:
+        body = _arguments.named(model=_arguments.text("model", model))
+        return _whole(_json(Model.construct), self._native.call, "models.retrieve", body, cancellable=False)
 
-class Models(_Resource):
-    def list(self) -> SyncPage[Model]:
-        return SyncPage.construct(json.loads(self._native.call("models.list", "{}")))
-
-    def retrieve(self, model: str = REQUIRED) -> Model:
-        text = self._native.call("models.retrieve", _arguments.named(model=_arguments.text("model", model)))
-        return Model.construct(json.loads(text))
-
+    @_method
     def pull(
         self, model: str = REQUIRED, *, progress: Optional[Callable[[PullProgress], Any]] = None
-    ) -> PullResult:
+    ) -> _Call[PullResult, PullResult]:
         """Downloads ``model`` (a tag of ingle's catalog: ``ingle models`` lists them; or a
         Hugging Face reference, ``hf.co/ORG/REPO[:QUANT][@REVISION]``, into the Hub's shared
         cache, where ``huggingface_hub`` finds it too) and what it needs into the models directory, each file verified (sha256) and written atomically;
         an interrupted pull resumes. Files already there are re-hashed, a corrupted one fetched
         again; the model is then served by this client. ``progress`` receives a
         ``PullProgress`` per step; returning ``False`` (or raising, or Ctrl-C) stops the pull.
-        ingle's own method (as Ollama's ``pull``): OpenAI's models are not downloaded."""
-        callback = None
-        if progress is not None:
-            if not callable(progress):
-                raise TypeError("progress must be a callable taking a PullProgress")
+        AsyncOpenAI pulls in a worker thread and calls ``progress`` from it. ingle's own method
+        (as Ollama's ``pull``): OpenAI's models are not downloaded."""
+        model, callback = _arguments.text("model", model), _pull_progress(progress)
+        return _whole(_json(PullResult.construct), self._native.models_pull, model, callback, cancellable=False)
 
-            def callback(event_json: str) -> Any:
-                return progress(PullProgress.construct(json.loads(event_json)))
-
-        text = self._native.models_pull(_arguments.text("model", model), callback)
-        return PullResult.construct(json.loads(text))
-
-    def catalog(self) -> List[Dict[str, Any]]:
+    @_method
+    def catalog(self) -> _Call[List[Dict[str, Any]], List[Dict[str, Any]]]:
         """What ``pull`` can download: each entry's ``tag``, ``kind``, ``description``,
         ``licence``, ``size`` (bytes), ``cached`` (its files are in the models directory),
         ``requires`` and ``optional`` (left out of ``ingle pull --all``). ingle's own method."""
-        return cast(List[Dict[str, Any]], json.loads(self._native.models_catalog()))
+        read = lambda text: cast(List[Dict[str, Any]], json.loads(text))  # noqa: E731
+        return _whole(read, self._native.models_catalog, cancellable=False)
 
-    def unload(self, model: str = REQUIRED) -> bool:
+    @_method
+    def unload(self, model: str = REQUIRED) -> _Call[bool, bool]:
         """Frees the model's memory (weights, KV cache, threads); the next request loads it
         again. Requests running on it finish first. Returns whether it was loaded. ingle's own
         method: OpenAI's models do not live in your process."""
-        return self._native.models_unload(_arguments.text("model", model))
+        return _whole(bool, self._native.models_unload, _arguments.text("model", model), cancellable=False)
 
-    def is_loaded(self, model: str = REQUIRED) -> bool:
-        """Whether the model is in memory now."""
-        return self._native.models_is_loaded(_arguments.text("model", model))
+    @_method
+    def is_loaded(self, model: str = REQUIRED) -> _Call[bool, bool]:
+        """Whether the model is in memory now (a tag not yet known is looked for in the Hugging
+        Face cache)."""
+        return _whole(bool, self._native.models_is_loaded, _arguments.text("model", model), cancellable=False)
 
 
-class Predictions(_Resource):
+class Predictions(_Resource[M]):
     """Run any predictor by tag with named inputs (ingle's own API, below the OpenAI one).
     NumPy arrays are tensor inputs; ``ingle.AudioSamples`` audio ones. Invalid inputs raise;
     a predictor that fails while running gives a prediction with ``error`` (and ``logs``)."""
 
-    def create(self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None) -> Prediction:
+    @_method
+    def create(self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None) -> _Call[Prediction, Prediction]:
         tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
-        text = self._native.predictions_create(tag, body, raw)
-        return Prediction.construct(json.loads(text))
+        return _whole(_json(Prediction.construct), self._native.predictions_create, tag, body, raw)
 
+    @_method
     def stream(
         self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
-    ) -> Stream[Prediction]:
+    ) -> _Call[Stream[Prediction], AsyncStream[Prediction]]:
         tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
-        return Stream(self._native.predictions_stream(tag, body, raw), Prediction)
+        return _streamed(Prediction, self._native.predictions_stream, tag, body, raw)
 
 
 class Predictors:
@@ -277,7 +290,97 @@ def _native_client(config: Any, models_dir: Any) -> Any:
     return _ingle.NativeClient(_arguments.path("config", config), models_dir)
 
 
-class OpenAI:
+Config = Union[str, "os.PathLike[str]", Mapping[str, Any], None]
+
+
+def _tokenize(
+    self: _Resource[Any],
+    *,
+    model: str = NOT_GIVEN,
+    content: str = REQUIRED,
+    add_special: bool = NOT_GIVEN,
+    parse_special: bool = NOT_GIVEN,
+    with_pieces: bool = NOT_GIVEN,
+) -> _Call[Any, Any]:
+    """Text to token ids with a text model's own tokenizer (llama.cpp server's
+    ``/tokenize``). ``add_special`` (default False) adds what the model puts around a prompt
+    (BOS); ``parse_special`` (default True) reads special tokens written in the text as
+    such; ``with_pieces`` gives each token as a ``TokenPiece`` with its text. ``model``: a
+    llama.cpp text model (default: the default chat model)."""
+    body = _arguments.body(
+        {
+            "model": model,
+            "content": _arguments.text("content", content),
+            "add_special": add_special,
+            "parse_special": parse_special,
+            "with_pieces": with_pieces,
+        }
+    )
+    kind = TokenizePiecesResponse if with_pieces is True else TokenizeResponse
+    return _whole(_json(kind.construct), self._native.call, "tokenize", body)
+
+
+class _Client(_Resource[M]):
+    """What ``OpenAI`` and ``AsyncOpenAI`` share: every resource and method, in their mode."""
+
+    base_url: None = None  # see `OpenAI`
+
+    def __init__(
+        self, mode: Type[M], config: Config, models_dir: Any, predictors: Sequence["_predictors.Predictor"]
+    ) -> None:
+        native = _native_client(config, models_dir)
+        super().__init__(native, mode)
+        self.predictors = Predictors(native)
+        self.predictors.register(*predictors)
+        self.chat = Chat(native, mode)
+        self.responses = Responses(native, mode)
+        self.completions = Completions(native, mode)
+        self.embeddings = Embeddings(native, mode)
+        self.rerank = Rerank(native, mode)
+        self.images = Images(native, mode)
+        self.audio = Audio(native, mode)
+        self.models = Models(native, mode)
+        self.predictions = Predictions(native, mode)
+
+    if TYPE_CHECKING:
+        @overload
+        def tokenize(self: _Client[Sync], *, model: str = ..., content: str, add_special: bool = ..., parse_special: bool = ..., with_pieces: Literal[False] = ...) -> TokenizeResponse: ...
+        @overload
+        def tokenize(self: _Client[Sync], *, model: str = ..., content: str, add_special: bool = ..., parse_special: bool = ..., with_pieces: Literal[True]) -> TokenizePiecesResponse: ...
+        @overload
+        def tokenize(self: _Client[Sync], *, model: str = ..., content: str, add_special: bool = ..., parse_special: bool = ..., with_pieces: bool) -> Union[TokenizeResponse, TokenizePiecesResponse]: ...
+        @overload
+        def tokenize(self: _Client[Async], *, model: str = ..., content: str, add_special: bool = ..., parse_special: bool = ..., with_pieces: Literal[False] = ...) -> _Awaited[TokenizeResponse]: ...
+        @overload
+        def tokenize(self: _Client[Async], *, model: str = ..., content: str, add_special: bool = ..., parse_special: bool = ..., with_pieces: Literal[True]) -> _Awaited[TokenizePiecesResponse]: ...
+        @overload
+        def tokenize(self: _Client[Async], *, model: str = ..., content: str, add_special: bool = ..., parse_special: bool = ..., with_pieces: bool) -> _Awaited[Union[TokenizeResponse, TokenizePiecesResponse]]: ...
+        def tokenize(self, **params: Any) -> Any: ...
+    else:
+        tokenize = _method(_tokenize)
+
+    @_method
+    def detokenize(self, *, model: str = NOT_GIVEN, tokens: Sequence[int] = REQUIRED) -> _Call[DetokenizeResponse, DetokenizeResponse]:
+        """Token ids back to text (llama.cpp server's ``/detokenize``); an id outside the
+        model's vocabulary is a BadRequestError naming it (``tokens[i]``)."""
+        body = _arguments.body({"model": model, "tokens": _arguments.required("tokens", tokens)})
+        return _whole(_json(DetokenizeResponse.construct), self._native.call, "detokenize", body)
+
+    @_method
+    def metrics(self, model: str = REQUIRED) -> _Call[Dict[str, Any], Dict[str, Any]]:
+        """Load figures of a model, counted since it loaded: ``active_requests``,
+        ``queued_requests``, ``generated_tokens`` (of which ``forced_tokens``: forced by a
+        grammar, jump-forward), ``draft_tokens`` and ``accepted_draft_tokens`` (speculative
+        decoding), ``prompt_tokens``, ``cancelled_requests``,
+        ``kv_cells_used`` / ``kv_cells_total``, ``audio_input_seconds``,
+        ``audio_output_seconds``, ``memory_bytes``, and the histograms ``queue_wait``,
+        ``time_to_first_token``, ``time_per_output_token`` (``count``, ``sum_seconds``,
+        ``buckets``: ``[le, cumulative]``, ``le`` None for +Inf)."""
+        read = lambda text: cast(Dict[str, Any], json.loads(text))  # noqa: E731  # an object
+        return _whole(read, self._native.metrics, _arguments.text("model", model), cancellable=False)
+
+
+class OpenAI(_Client[Sync]):
     """Runs models in this process. ``config``: an ingle TOML config file, the config as a dict
     (``{"predictors": [...]}``) or as TOML text (default: ``$INGLE_CONFIG``, else the default
     model); ``models_dir``: where model files are.
@@ -287,95 +390,15 @@ class OpenAI:
     there is no server (frameworks that read it, as openai-agents does, then take the client
     for one that is not OpenAI's)."""
 
-    base_url: None = None
-
     def __init__(
         self,
         *,
-        config: Union[str, "os.PathLike[str]", Mapping[str, Any], None] = None,
+        config: Config = None,
         models_dir: Union[str, "os.PathLike[str]", None] = None,
         predictors: Sequence["_predictors.Predictor"] = (),
         **openai_arguments: Any,
     ) -> None:
-        self._native = _native_client(config, models_dir)
-        self.predictors = Predictors(self._native)
-        self.predictors.register(*predictors)
-        self.chat = Chat(self._native)
-        self.responses = Responses(self._native)
-        self.completions = Completions(self._native)
-        self.embeddings = Embeddings(self._native)
-        self.rerank = Rerank(self._native)
-        self.images = Images(self._native)
-        self.audio = Audio(self._native)
-        self.models = Models(self._native)
-        self.predictions = Predictions(self._native)
-
-    @overload
-    def tokenize(
-        self,
-        *,
-        model: str = ...,
-        content: str,
-        add_special: bool = ...,
-        parse_special: bool = ...,
-        with_pieces: Literal[False] = ...,
-    ) -> TokenizeResponse: ...
-    @overload
-    def tokenize(
-        self,
-        *,
-        model: str = ...,
-        content: str,
-        add_special: bool = ...,
-        parse_special: bool = ...,
-        with_pieces: Literal[True],
-    ) -> TokenizePiecesResponse: ...
-    @overload
-    def tokenize(
-        self,
-        *,
-        model: str = ...,
-        content: str,
-        add_special: bool = ...,
-        parse_special: bool = ...,
-        with_pieces: bool,
-    ) -> Union[TokenizeResponse, TokenizePiecesResponse]: ...
-    def tokenize(
-        self,
-        *,
-        model: str = NOT_GIVEN,
-        content: str = REQUIRED,
-        add_special: bool = NOT_GIVEN,
-        parse_special: bool = NOT_GIVEN,
-        with_pieces: bool = NOT_GIVEN,
-    ) -> Union[TokenizeResponse, TokenizePiecesResponse]:
-        """Text to token ids with a text model's own tokenizer (llama.cpp server's
-        ``/tokenize``). ``add_special`` (default False) adds what the model puts around a prompt
-        (BOS); ``parse_special`` (default True) reads special tokens written in the text as
-        such; ``with_pieces`` gives each token as a ``TokenPiece`` with its text. ``model``: a
-        llama.cpp text model (default: the default chat model)."""
-        body = _tokenize_body(model, content, add_special, parse_special, with_pieces)
-        return _tokenized(self._native.call("tokenize", body), with_pieces)
-
-    def detokenize(
-        self, *, model: str = NOT_GIVEN, tokens: Sequence[int] = REQUIRED
-    ) -> DetokenizeResponse:
-        """Token ids back to text (llama.cpp server's ``/detokenize``); an id outside the
-        model's vocabulary is a BadRequestError naming it (``tokens[i]``)."""
-        text = self._native.call("detokenize", _detokenize_body(model, tokens))
-        return DetokenizeResponse.construct(json.loads(text))
-
-    def metrics(self, model: str = REQUIRED) -> Dict[str, Any]:
-        """Load figures of a model, counted since it loaded: ``active_requests``,
-        ``queued_requests``, ``generated_tokens`` (of which ``forced_tokens``: forced by a
-        grammar, jump-forward), ``draft_tokens`` and ``accepted_draft_tokens`` (speculative
-        decoding), ``prompt_tokens``, ``cancelled_requests``,
-        ``kv_cells_used`` / ``kv_cells_total``, ``audio_input_seconds``,
-        ``audio_output_seconds``, ``memory_bytes``, and the histograms ``queue_wait``,
-        ``time_to_first_token``, ``time_per_output_token`` (``count``, ``sum_seconds``,
-        ``buckets``: ``[le, cumulative]``, ``le`` None for +Inf)."""
-        text = self._native.metrics(_arguments.text("model", model))
-        return cast(Dict[str, Any], json.loads(text))  # a JSON object
+        super().__init__(Sync, config, models_dir, predictors)
 
     def close(self) -> None:
         """Nothing to release early: models are freed with the last client that uses them."""
@@ -387,224 +410,19 @@ class OpenAI:
         self.close()
 
 
-class AsyncChatCompletions(_Resource):
-    @overload
-    async def create(
-        self, *, stream: Literal[True], **params: Any
-    ) -> AsyncStream[ChatCompletionChunk]: ...
-    @overload
-    async def create(self, *, stream: Literal[False] = ..., **params: Any) -> ChatCompletion: ...
-    @overload
-    async def create(
-        self, *, stream: bool, **params: Any
-    ) -> Union[ChatCompletion, AsyncStream[ChatCompletionChunk]]: ...
-    async def create(
-        self, *, stream: bool = False, **params: Any
-    ) -> Union[ChatCompletion, AsyncStream[ChatCompletionChunk]]:
-        body = _arguments.body(params)
-        if _arguments.stream_flag(stream):
-            native = await _in_thread(self._native.stream, "chat.completions.stream", body)
-            return AsyncStream(native, ChatCompletionChunk)
-        text = await _cancellable(self._native.call, "chat.completions.create", body)
-        return ChatCompletion.construct(json.loads(text))
-
-    async def parse(self, *, response_format: Any = NOT_GIVEN, **params: Any) -> ParsedChatCompletion:
-        """As ``OpenAI().chat.completions.parse``."""
-        if params.get("stream"):
-            raise TypeError("parse() does not stream; use create(stream=True)")
-        fmt, read = _structured.response_format_of(response_format)
-        if fmt is not NOT_GIVEN:
-            params["response_format"] = fmt
-        text = await _cancellable(self._native.call, "chat.completions.create", _arguments.body(params))
-        return _structured.parsed(json.loads(text), read)
-
-
-class AsyncChat(_Resource):
-    def __init__(self, native: _ingle.NativeClient) -> None:
-        super().__init__(native)
-        self.completions = AsyncChatCompletions(native)
-
-
-class AsyncCompletions(_Resource):
-    @overload
-    async def create(self, *, stream: Literal[True], **params: Any) -> AsyncStream[Completion]: ...
-    @overload
-    async def create(self, *, stream: Literal[False] = ..., **params: Any) -> Completion: ...
-    @overload
-    async def create(
-        self, *, stream: bool, **params: Any
-    ) -> Union[Completion, AsyncStream[Completion]]: ...
-    async def create(
-        self, *, stream: bool = False, **params: Any
-    ) -> Union[Completion, AsyncStream[Completion]]:
-        body = _arguments.body(params)
-        if _arguments.stream_flag(stream):
-            native = await _in_thread(self._native.stream, "completions.stream", body)
-            return AsyncStream(native, Completion)
-        text = await _cancellable(self._native.call, "completions.create", body)
-        return Completion.construct(json.loads(text))
-
-
-class AsyncEmbeddings(_Resource):
-    async def create(self, **params: Any) -> CreateEmbeddingResponse:
-        """`Embeddings.create`, run in a worker thread."""
-        body = _arguments.body(params)
-        result = await _in_thread(self._native.embeddings_create, body)
-        return CreateEmbeddingResponse._from_matrix(*result)
-
-
-class AsyncModels(_Resource):
-    # In a worker thread, as every call that may read the disk: listing checks the models'
-    # files and scans the Hugging Face cache.
-    async def list(self) -> SyncPage[Model]:
-        text = await _in_thread(self._native.call, "models.list", "{}")
-        return SyncPage.construct(json.loads(text))
-
-    async def retrieve(self, model: str = REQUIRED) -> Model:
-        body = _arguments.named(model=_arguments.text("model", model))
-        text = await _in_thread(self._native.call, "models.retrieve", body)
-        return Model.construct(json.loads(text))
-
-    async def pull(
-        self, model: str = REQUIRED, *, progress: Optional[Callable[[PullProgress], Any]] = None
-    ) -> PullResult:
-        """Downloads ``model`` in a worker thread (see ``Models.pull``); ``progress`` is called
-        from that thread."""
-        return await _in_thread(lambda: Models(self._native).pull(model, progress=progress))
-
-    async def catalog(self) -> List[Dict[str, Any]]:
-        """What ``pull`` can download (see ``Models.catalog``)."""
-        text = await _in_thread(self._native.models_catalog)  # `cached` looks at the disk
-        return cast(List[Dict[str, Any]], json.loads(text))
-
-    async def unload(self, model: str = REQUIRED) -> bool:
-        """Frees the model's memory; the next request loads it again (see ``Models.unload``)."""
-        return await _in_thread(self._native.models_unload, _arguments.text("model", model))
-
-    async def is_loaded(self, model: str = REQUIRED) -> bool:
-        # A tag not yet known is looked for in the Hugging Face cache.
-        return await _in_thread(self._native.models_is_loaded, _arguments.text("model", model))
-
-
-class AsyncPredictions(_Resource):
-    async def create(
-        self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
-    ) -> Prediction:
-        tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
-        text = await _cancellable(self._native.predictions_create, tag, body, raw)
-        return Prediction.construct(json.loads(text))
-
-    async def stream(
-        self, *, tag: str = REQUIRED, inputs: Optional[Dict[str, Any]] = None
-    ) -> AsyncStream[Prediction]:
-        tag, (body, raw) = _arguments.text("tag", tag), _predictors._split_inputs(inputs)
-        native = await _in_thread(self._native.predictions_stream, tag, body, raw)
-        return AsyncStream(native, Prediction)
-
-
-class AsyncRerank(_Resource):
-    async def create(self, **params: Any) -> RerankResponse:
-        """`Rerank.create`, run in a worker thread."""
-        body = _arguments.body(params)
-        text = await _cancellable(self._native.call, "rerank.create", body)
-        return _reranked(text)
-
-
-class AsyncImages(_Resource):
-    async def generate(
-        self, *, stream: bool = False, **params: Any
-    ) -> Union[ImagesResponse, AsyncStream[ImageGenStreamEvent]]:
-        """`Images.generate`, the predictor run in a worker thread."""
-        body = _arguments.body(params)
-        if _arguments.stream_flag(stream):
-            native = await _in_thread(self._native.stream, "images.stream", body)
-            return AsyncStream(native, ImageGenStreamEvent)
-        text = await _cancellable(self._native.call, "images.generate", body)
-        return ImagesResponse.construct(json.loads(text))
-
-
-class AsyncOpenAI:
+class AsyncOpenAI(_Client[Async]):
     """`OpenAI` for asyncio: the same methods, awaited. The engine works in worker threads, so
-    the event loop keeps running."""
-
-    base_url: None = None  # as `OpenAI.base_url`
+    the event loop keeps running; cancelling the awaiting task stops generation."""
 
     def __init__(
         self,
         *,
-        config: Union[str, "os.PathLike[str]", Mapping[str, Any], None] = None,
+        config: Config = None,
         models_dir: Union[str, "os.PathLike[str]", None] = None,
         predictors: Sequence["_predictors.Predictor"] = (),
         **openai_arguments: Any,
     ) -> None:
-        self._native = _native_client(config, models_dir)
-        self.predictors = Predictors(self._native)
-        self.predictors.register(*predictors)
-        self.chat = AsyncChat(self._native)
-        self.responses = AsyncResponses(self._native)
-        self.completions = AsyncCompletions(self._native)
-        self.embeddings = AsyncEmbeddings(self._native)
-        self.rerank = AsyncRerank(self._native)
-        self.images = AsyncImages(self._native)
-        self.audio = AsyncAudio(self._native)
-        self.models = AsyncModels(self._native)
-        self.predictions = AsyncPredictions(self._native)
-
-    @overload
-    async def tokenize(
-        self,
-        *,
-        model: str = ...,
-        content: str,
-        add_special: bool = ...,
-        parse_special: bool = ...,
-        with_pieces: Literal[False] = ...,
-    ) -> TokenizeResponse: ...
-    @overload
-    async def tokenize(
-        self,
-        *,
-        model: str = ...,
-        content: str,
-        add_special: bool = ...,
-        parse_special: bool = ...,
-        with_pieces: Literal[True],
-    ) -> TokenizePiecesResponse: ...
-    @overload
-    async def tokenize(
-        self,
-        *,
-        model: str = ...,
-        content: str,
-        add_special: bool = ...,
-        parse_special: bool = ...,
-        with_pieces: bool,
-    ) -> Union[TokenizeResponse, TokenizePiecesResponse]: ...
-    async def tokenize(
-        self,
-        *,
-        model: str = NOT_GIVEN,
-        content: str = REQUIRED,
-        add_special: bool = NOT_GIVEN,
-        parse_special: bool = NOT_GIVEN,
-        with_pieces: bool = NOT_GIVEN,
-    ) -> Union[TokenizeResponse, TokenizePiecesResponse]:
-        """`OpenAI.tokenize`, in a worker thread."""
-        body = _tokenize_body(model, content, add_special, parse_special, with_pieces)
-        text = await _cancellable(self._native.call, "tokenize", body)
-        return _tokenized(text, with_pieces)
-
-    async def detokenize(
-        self, *, model: str = NOT_GIVEN, tokens: Sequence[int] = REQUIRED
-    ) -> DetokenizeResponse:
-        """`OpenAI.detokenize`, in a worker thread."""
-        body = _detokenize_body(model, tokens)
-        text = await _cancellable(self._native.call, "detokenize", body)
-        return DetokenizeResponse.construct(json.loads(text))
-
-    async def metrics(self, model: str = REQUIRED) -> Dict[str, Any]:
-        text = await _in_thread(self._native.metrics, _arguments.text("model", model))
-        return cast(Dict[str, Any], json.loads(text))  # a JSON object
+        super().__init__(Async, config, models_dir, predictors)
 
     async def close(self) -> None:
         """Nothing to release early: models are freed with the last client that uses them."""

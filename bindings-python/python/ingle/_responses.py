@@ -6,11 +6,28 @@ delete, ``input_items.list`` and ``input_tokens.count``. Stored responses are ke
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator, Callable, Dict, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, Literal, Optional, Type, Union, overload
 
 from . import _arguments, _exceptions, _structured
 from ._arguments import NOT_GIVEN
-from ._base import AsyncStream, Stream, _cancellable, _in_thread, _Resource
+from ._base import (
+    _Awaited,
+    M,
+    Async,
+    AsyncStream,
+    Stream,
+    Sync,
+    _Call,
+    _direct,
+    _either,
+    _in_thread,
+    _json,
+    _method,
+    _Resource,
+    _streamed,
+    _streaming,
+    _whole,
+)
 from .types import InputTokenCountResponse, Response, ResponseInputItemList, ResponseStreamEvent
 
 
@@ -145,106 +162,76 @@ class AsyncResponseStream:
         await self.close()
 
 
-class InputItems(_Resource):
-    def list(self, response_id: str, *, after: Any = NOT_GIVEN, limit: Any = NOT_GIVEN,
-             order: Any = NOT_GIVEN) -> ResponseInputItemList:
+class InputItems(_Resource[M]):
+    @_method
+    def list(
+        self, response_id: str, *, after: Any = NOT_GIVEN, limit: Any = NOT_GIVEN, order: Any = NOT_GIVEN
+    ) -> _Call[ResponseInputItemList, ResponseInputItemList]:
         """A page of a stored response's input items: ``order`` ``desc`` (default) or ``asc``,
         ``limit`` 1 to 100 (default 20), after the item ``after``."""
-        text = self._native.call("responses.input_items.list", _page(response_id, after, limit, order))
-        return ResponseInputItemList.construct(json.loads(text))
+        body = _page(response_id, after, limit, order)
+        read = _json(ResponseInputItemList.construct)
+        return _whole(read, self._native.call, "responses.input_items.list", body, cancellable=False)
 
 
-class InputTokens(_Resource):
-    def count(self, **params: Any) -> InputTokenCountResponse:
+class InputTokens(_Resource[M]):
+    @_method
+    def count(self, /, **params: Any) -> _Call[InputTokenCountResponse, InputTokenCountResponse]:
         """How many input tokens ``create(**params)`` would take (instructions, tools and the
         conversation of ``previous_response_id`` included), read by the model itself."""
-        text = self._native.call("responses.input_tokens", _arguments.body(params))
-        return InputTokenCountResponse.construct(json.loads(text))
-
-
-class AsyncInputTokens(_Resource):
-    async def count(self, **params: Any) -> InputTokenCountResponse:
-        text = await _cancellable(self._native.call, "responses.input_tokens", _arguments.body(params))
-        return InputTokenCountResponse.construct(json.loads(text))
-
-
-class Responses(_Resource):
-    def __init__(self, native: Any) -> None:
-        super().__init__(native)
-        self.input_items = InputItems(native)
-        self.input_tokens = InputTokens(native)
-
-    def create(self, *, stream: bool = False, **params: Any) -> Union[Response, Stream[ResponseStreamEvent]]:
-        """``model``, ``input`` (a string or items), ``instructions``, ``tools``,
-        ``previous_response_id``, ... as OpenAI's; ``stream=True`` gives the events."""
         body = _arguments.body(params)
-        if _arguments.stream_flag(stream):
-            return Stream(self._native.stream("responses.stream", body), ResponseStreamEvent)
-        return Response.construct(json.loads(self._native.call("responses.create", body)))
+        return _whole(_json(InputTokenCountResponse.construct), self._native.call, "responses.input_tokens", body)
 
-    def stream(self, **params: Any) -> ResponseStream:
-        """``create(stream=True)`` as a context manager with ``get_final_response()``."""
+
+def _responses_create(
+    self: _Resource[Any], *, stream: bool = False, **params: Any
+) -> Union[_Call[Response, Response], _Call[Stream[ResponseStreamEvent], AsyncStream[ResponseStreamEvent]]]:
+    """``model``, ``input`` (a string or items), ``instructions``, ``tools``,
+    ``previous_response_id``, ... as OpenAI's; ``stream=True`` gives the events."""
+    body = _arguments.body(params)
+    if _arguments.stream_flag(stream):
+        return _streamed(ResponseStreamEvent, self._native.stream, "responses.stream", body)
+    return _whole(_json(Response.construct), self._native.call, "responses.create", body)
+
+
+class Responses(_Resource[M]):
+    def __init__(self, native: Any, mode: Type[M]) -> None:
+        super().__init__(native, mode)
+        self.input_items = InputItems(native, mode)
+        self.input_tokens = InputTokens(native, mode)
+
+    create = _streaming[Response, ResponseStreamEvent](_responses_create)
+
+    @_direct
+    def stream(self, /, **params: Any) -> _Call[ResponseStream, "_AsyncStreamStart"]:
+        """``create(stream=True)`` as a context manager with ``get_final_response()``: in
+        OpenAI the stream starts here, in AsyncOpenAI on ``async with``."""
         params.pop("stream", None)
-        return ResponseStream(Stream(self._native.stream("responses.stream", _arguments.body(params)), ResponseStreamEvent))
+        native, body = self._native, _arguments.body(params)
+        opened = lambda: ResponseStream(Stream(native.stream("responses.stream", body), ResponseStreamEvent))  # noqa: E731
+        return _either(opened, lambda: _AsyncStreamStart(native, body))
 
-    def parse(self, *, text_format: Any = NOT_GIVEN, **params: Any) -> Response:
+    @_method
+    def parse(self, /, *, text_format: Any = NOT_GIVEN, **params: Any) -> _Call[Response, Response]:
         """``create`` whose output follows ``text_format``'s JSON schema; ``output_parsed`` is
         the output text validated into it."""
         if params.get("stream"):
             raise TypeError("parse() does not stream; use create(stream=True)")
         read = _text_format(text_format, params)
-        return _parsed(json.loads(self._native.call("responses.create", _arguments.body(params))), read)
+        parsed = lambda text: _parsed(json.loads(text), read)  # noqa: E731
+        return _whole(parsed, self._native.call, "responses.create", _arguments.body(params))
 
-    def retrieve(self, response_id: str) -> Response:
-        text = self._native.call("responses.retrieve", _arguments.named(response_id=_arguments.text("response_id", response_id)))
-        return Response.construct(json.loads(text))
+    @_method
+    def retrieve(self, response_id: str) -> _Call[Response, Response]:
+        body = _arguments.named(response_id=_arguments.text("response_id", response_id))
+        return _whole(_json(Response.construct), self._native.call, "responses.retrieve", body, cancellable=False)
 
-    def delete(self, response_id: str) -> None:
+    @_method
+    def delete(self, response_id: str) -> _Call[None, None]:
         """Forgets a stored response (as openai's, returns nothing; an unknown id raises
         NotFoundError)."""
-        self._native.call("responses.delete", _arguments.named(response_id=_arguments.text("response_id", response_id)))
-
-
-class AsyncInputItems(_Resource):
-    async def list(self, response_id: str, *, after: Any = NOT_GIVEN, limit: Any = NOT_GIVEN,
-                   order: Any = NOT_GIVEN) -> ResponseInputItemList:
-        text = await _in_thread(self._native.call, "responses.input_items.list", _page(response_id, after, limit, order))
-        return ResponseInputItemList.construct(json.loads(text))
-
-
-class AsyncResponses(_Resource):
-    def __init__(self, native: Any) -> None:
-        super().__init__(native)
-        self.input_items = AsyncInputItems(native)
-        self.input_tokens = AsyncInputTokens(native)
-
-    async def create(
-        self, *, stream: bool = False, **params: Any
-    ) -> Union[Response, AsyncStream[ResponseStreamEvent]]:
-        body = _arguments.body(params)
-        if _arguments.stream_flag(stream):
-            native = await _in_thread(self._native.stream, "responses.stream", body)
-            return AsyncStream(native, ResponseStreamEvent)
-        text = await _cancellable(self._native.call, "responses.create", body)
-        return Response.construct(json.loads(text))
-
-    def stream(self, **params: Any) -> "_AsyncStreamStart":
-        params.pop("stream", None)
-        return _AsyncStreamStart(self._native, _arguments.body(params))
-
-    async def parse(self, *, text_format: Any = NOT_GIVEN, **params: Any) -> Response:
-        if params.get("stream"):
-            raise TypeError("parse() does not stream; use create(stream=True)")
-        read = _text_format(text_format, params)
-        text = await _cancellable(self._native.call, "responses.create", _arguments.body(params))
-        return _parsed(json.loads(text), read)
-
-    async def retrieve(self, response_id: str) -> Response:
-        text = await _in_thread(self._native.call, "responses.retrieve", _arguments.named(response_id=_arguments.text("response_id", response_id)))
-        return Response.construct(json.loads(text))
-
-    async def delete(self, response_id: str) -> None:
-        await _in_thread(self._native.call, "responses.delete", _arguments.named(response_id=_arguments.text("response_id", response_id)))
+        body = _arguments.named(response_id=_arguments.text("response_id", response_id))
+        return _whole(lambda _: None, self._native.call, "responses.delete", body, cancellable=False)
 
 
 class _AsyncStreamStart:
