@@ -155,7 +155,10 @@ class Speech {
   }
 }
 
-function transcriptionResult({ format, body }) {
+// A transcription's (or translation's) body in the `response_format` asked for: JSON for `json`
+// (the default) and `verbose_json`, else the text itself.
+function transcriptionResult(body, responseFormat) {
+  const format = responseFormat == null ? 'json' : responseFormat;
   return format === 'json' || format === 'verbose_json' ? JSON.parse(body) : body;
 }
 
@@ -169,12 +172,12 @@ class Transcriptions {
    * `stream: true` resolves to a Stream of `transcript.text.delta` events and a last
    * `transcript.text.done`. `options.signal` stops the work before the next segment. */
   async create(body, options) {
-    const { signal, json, audio, stream } = await audioRequest(body, options, 'audio.transcriptions.create', true);
+    const { signal, json, audio, stream, format } = await audioRequest(body, options, 'audio.transcriptions.create', true);
     const native = this._native;
     if (stream) {
       // The cancel stops the start too: an abort while the upload decodes ends the decoding.
       const cancel = new NativeCancel();
-      const start = call(() => native.audioTranscriptionsStream(json, audio, cancel));
+      const start = call(() => native.stream('audio.transcriptions.stream', json, cancel, audio));
       const started = await abortableStart(start, signal, cancel);
       if (signal && signal.aborted) {
         started.close();
@@ -182,7 +185,8 @@ class Transcriptions {
       }
       return new Stream(Promise.resolve(started), signal);
     }
-    return transcriptionResult(await abortable((cancel) => native.audioTranscriptionsCreate(json, audio, cancel), signal));
+    const text = await abortable((cancel) => native.call('audio.transcriptions.create', json, cancel, audio), signal);
+    return transcriptionResult(text, format);
   }
 }
 
@@ -199,8 +203,9 @@ class Translations {
    * detection is skipped) and `timestamp_granularities`. The English-only
    * `@local/whisper-tiny-en` cannot translate: it rejects with BadRequestError naming `model`. */
   async create(body, options) {
-    const { signal, json, audio } = await audioRequest(body, options, 'audio.translations.create', false);
-    return transcriptionResult(await abortable((cancel) => this._native.audioTranslationsCreate(json, audio, cancel), signal));
+    const { signal, json, audio, format } = await audioRequest(body, options, 'audio.translations.create', false);
+    const text = await abortable((cancel) => this._native.call('audio.translations.create', json, cancel, audio), signal);
+    return transcriptionResult(text, format);
   }
 }
 

@@ -165,7 +165,8 @@ async function uploadedAudio(file, signal) {
 }
 
 /** The parameters of a transcription or translation: the audio, the request JSON (every other
- * field, checked by the engine) and, where the method streams, `stream`. */
+ * field, checked by the engine), its `response_format` and, where the method streams,
+ * `stream`. */
 async function audioRequest(body, options, method, streams) {
   const { signal } = requestOptions(options, method);
   const { file, ...params } = requestBody(body, method);
@@ -181,10 +182,7 @@ async function audioRequest(body, options, method, streams) {
   checkSignal(signal);
   const audio = await uploadedAudio(file, signal);
   checkSignal(signal);
-  return { signal, json, audio, stream: stream === true };
+  return { signal, json, audio, stream: stream === true, format: params.response_format };
 }
-
-/** A whole transcription as openai's package gives it: an object for `json` and `verbose_json`,
- * else the text (`text`, `srt`, `vtt`). */
 
 module.exports = { FILE_KINDS, audioRequest };

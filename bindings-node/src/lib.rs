@@ -11,7 +11,7 @@ use ingle::json_text::{to_json_text, JsonTextStream};
 use ingle::methods;
 use ingle::openai::{
     EmbeddingMatrix, EmbeddingRequest, EncodingFormat, SpeechRequest, SpeechStream,
-    TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
+    TranscriptionAudio,
 };
 use ingle::{Cancel, Client, Config, Error};
 use napi::bindgen_prelude::{Float32Array, Uint8Array};
@@ -219,34 +219,6 @@ fn transcription_audio(audio: NativeAudio) -> napi::Result<TranscriptionAudio> {
     }
 }
 
-/// A whole transcription: its response format and body (JSON text for `json` and
-/// `verbose_json`, else the text itself).
-#[napi(object)]
-pub struct NativeTranscription {
-    pub format: String,
-    pub body: String,
-}
-
-impl Task for Job<TranscriptionResponse> {
-    type Output = TranscriptionResponse;
-    type JsValue = NativeTranscription;
-
-    fn compute(&mut self) -> napi::Result<TranscriptionResponse> {
-        self.run()
-    }
-
-    fn resolve(
-        &mut self,
-        _env: Env,
-        response: TranscriptionResponse,
-    ) -> napi::Result<NativeTranscription> {
-        Ok(NativeTranscription {
-            format: response.format,
-            body: response.body,
-        })
-    }
-}
-
 /// Set to stop a running call at its next step (an aborted `signal`): the core's [`Cancel`].
 #[napi]
 pub struct NativeCancel {
@@ -313,31 +285,44 @@ impl NativeClient {
     }
 
     /// Any method of the core's method table that answers whole (`chat.completions.create`,
-    /// `responses.retrieve`, ...), by name: its request as JSON text in, its answer as JSON
-    /// text out, on the thread pool; `cancel` stops it.
+    /// `responses.retrieve`, `audio.transcriptions.create`, ...), by name: its request as JSON
+    /// text in, its answer as text out (JSON, or a transcription in its `response_format`), on
+    /// the thread pool; `cancel` stops it. A method that takes an upload takes `audio`, copied
+    /// here and decoded on the pool.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn call(
         &self,
         method: String,
         request: String,
         cancel: Option<&NativeCancel>,
-    ) -> Spawned<Job<Option<String>>> {
+        audio: Option<NativeAudio>,
+    ) -> napi::Result<Spawned<Job<Option<String>>>> {
         let client = cancelled_by(&self.client, cancel);
-        work(move || {
-            let answer = methods::method(&method)?.call(&client, &request, None)?;
+        let upload = audio.map(transcription_audio).transpose()?;
+        Ok(work(move || {
+            let answer = methods::method(&method)?.call(&client, &request, upload)?;
             Ok(Some(answer.into_text()?))
-        })
+        }))
     }
 
-    /// Any method of the table that answers in parts (`chat.completions.stream`, ...), by
-    /// name: its chunks or events as JSON texts.
+    /// Any method of the table that answers in parts (`chat.completions.stream`,
+    /// `audio.transcriptions.stream`, ...), by name: its chunks or events as JSON texts.
+    /// Resolves once the call started (an upload decoded); `cancel` stops the start and the
+    /// stream; so does closing the stream.
     #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn stream(&self, method: String, request: String) -> Spawned<Job<Started<JsonTextStream>>> {
-        start(&self.client, None, move |client| {
+    pub fn stream(
+        &self,
+        method: String,
+        request: String,
+        cancel: Option<&NativeCancel>,
+        audio: Option<NativeAudio>,
+    ) -> napi::Result<Spawned<Job<Started<JsonTextStream>>>> {
+        let upload = audio.map(transcription_audio).transpose()?;
+        Ok(start(&self.client, cancel, move |client| {
             methods::method(&method)?
-                .call(client, &request, None)?
+                .call(client, &request, upload)?
                 .into_stream()
-        })
+        }))
     }
 
     #[napi(ts_return_type = "Promise<NativeEmbeddings>")]
@@ -470,63 +455,6 @@ impl NativeClient {
                 cancel,
             })
         }))))
-    }
-
-    /// `audio.transcriptions.create` without `stream`: the whole transcription in the requested
-    /// format. `cancel` stops it before the next segment.
-    #[napi(ts_return_type = "Promise<NativeTranscription>")]
-    pub fn audio_transcriptions_create(
-        &self,
-        request: String,
-        audio: NativeAudio,
-        cancel: Option<&NativeCancel>,
-    ) -> napi::Result<Spawned<Job<TranscriptionResponse>>> {
-        let client = cancelled_by(&self.client, cancel);
-        let audio = transcription_audio(audio)?;
-        Ok(Spawned::new(Job(Some(Box::new(move || {
-            let request = TranscriptionRequest::from_json(&request)?;
-            client.audio.transcriptions.create(&request, audio)
-        })))))
-    }
-
-    /// `audio.transcriptions.create` with `stream: true`: resolves once the audio is decoded
-    /// and the model started; each `next()` gives a `transcript.text.delta` event (a segment),
-    /// the last `transcript.text.done`. `cancel` stops the start (the audio's decoding) and
-    /// the stream; so does closing the stream (the model at its next token).
-    #[napi(ts_return_type = "Promise<NativeStream>")]
-    pub fn audio_transcriptions_stream(
-        &self,
-        request: String,
-        audio: NativeAudio,
-        cancel: Option<&NativeCancel>,
-    ) -> napi::Result<Spawned<Job<Started<JsonTextStream>>>> {
-        let audio = transcription_audio(audio)?;
-        Ok(start(&self.client, cancel, move |client| {
-            let request = TranscriptionRequest::from_json(&request)?;
-            let events = client.audio.transcriptions.stream(&request, audio)?;
-            Ok(
-                Box::new(events.map(|event| event.map(|e| e.to_json().to_string())))
-                    as JsonTextStream,
-            )
-        }))
-    }
-
-    /// `audio.translations.create`: as `audio_transcriptions_create`, into English (a
-    /// multilingual model; an English-only one is an invalid-request error naming `model`).
-    /// `cancel` stops it before the next segment.
-    #[napi(ts_return_type = "Promise<NativeTranscription>")]
-    pub fn audio_translations_create(
-        &self,
-        request: String,
-        audio: NativeAudio,
-        cancel: Option<&NativeCancel>,
-    ) -> napi::Result<Spawned<Job<TranscriptionResponse>>> {
-        let client = cancelled_by(&self.client, cancel);
-        let audio = transcription_audio(audio)?;
-        Ok(Spawned::new(Job(Some(Box::new(move || {
-            let request = TranscriptionRequest::from_json(&request)?;
-            client.audio.translations.create(&request, audio)
-        })))))
     }
 
     /// Load figures of a model as JSON, loading it if needed.

@@ -14,12 +14,9 @@ mod streams;
 
 use streams::{NativeSpeechStream, NativeStream};
 
-use ingle::json_text::{to_json_text, JsonTextStream};
+use ingle::json_text::to_json_text;
 use ingle::methods;
-use ingle::openai::{
-    EmbeddingRequest, EncodingFormat, SpeechRequest, TranscriptionAudio, TranscriptionRequest,
-    TranscriptionResponse,
-};
+use ingle::openai::{EmbeddingRequest, EncodingFormat, SpeechRequest, TranscriptionAudio};
 use ingle::{inputs_from_json, Cancel, Client, Config, Error, OnCancel};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -167,11 +164,6 @@ fn transcription_audio(
     }
 }
 
-/// `(format, body, content_type)` of a whole transcription (or translation).
-fn transcription_result(response: TranscriptionResponse) -> (String, String, &'static str) {
-    (response.format, response.body, response.content_type)
-}
-
 /// A client of the core, shared by every thread that uses the Python client.
 #[pyclass(frozen, module = "ingle._ingle")]
 struct NativeClient {
@@ -205,38 +197,67 @@ impl NativeClient {
     }
 
     /// Any method of the core's method table that answers whole (`chat.completions.create`,
-    /// `responses.retrieve`, ...), by name: its request as JSON text in, its answer as JSON
-    /// text out. The GIL is released while it runs; Ctrl-C, or setting `cancel`, stops it.
-    #[pyo3(signature = (method, request, cancel=None))]
+    /// `responses.retrieve`, `audio.transcriptions.create`, ...), by name: its request as JSON
+    /// text in, its answer as text out (JSON, or a transcription in its `response_format`). A
+    /// method that takes an upload takes `audio`: a file's bytes, or with `sample_rate` float32
+    /// samples (native byte order, `channels` interleaved), as `_arguments.audio_file` gives
+    /// them. The GIL is released while it runs (the upload decodes then too); Ctrl-C, or
+    /// setting `cancel`, stops it.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (method, request, audio=None, filename=None, sample_rate=None, channels=1, cancel=None))]
     fn call(
         &self,
         py: Python<'_>,
         method: &str,
         request: String,
+        audio: Option<&[u8]>,
+        filename: Option<String>,
+        sample_rate: Option<u32>,
+        channels: u16,
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
         let call = CallCancel::new(cancel.as_ref());
         let client = call.client(&self.client);
         let result = py.detach(|| {
+            let upload =
+                audio.map(|audio| transcription_audio(audio, filename, sample_rate, channels));
             methods::method(method)?
-                .call(&client, &request, None)?
+                .call(&client, &request, upload)?
                 .into_text()
         });
         call.finish(result)
     }
 
-    /// Any method of the table that answers in parts (`chat.completions.stream`, ...), by
-    /// name: its chunks or events as JSON texts. Closing the stream cancels the call.
-    fn stream(&self, py: Python<'_>, method: &str, request: String) -> PyResult<NativeStream> {
-        let cancel = Cancel::new();
-        let client = self.client.with_cancel(&cancel);
-        py.detach(|| {
+    /// Any method of the table that answers in parts (`chat.completions.stream`,
+    /// `audio.transcriptions.stream`, ...), by name: its chunks or events as JSON texts. `audio`
+    /// as `call`'s. A bad request, or audio that cannot be decoded, raises here, before any
+    /// chunk; Ctrl-C or `cancel` stops the start (an upload's decoding), and closing the stream
+    /// cancels the call.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (method, request, audio=None, filename=None, sample_rate=None, channels=1, cancel=None))]
+    fn stream(
+        &self,
+        py: Python<'_>,
+        method: &str,
+        request: String,
+        audio: Option<&[u8]>,
+        filename: Option<String>,
+        sample_rate: Option<u32>,
+        channels: u16,
+        cancel: Option<Py<CancelFlag>>,
+    ) -> PyResult<NativeStream> {
+        let call = CallCancel::new(cancel.as_ref());
+        let client = call.client(&self.client);
+        let result = py.detach(|| {
+            let upload =
+                audio.map(|audio| transcription_audio(audio, filename, sample_rate, channels));
             methods::method(method)?
-                .call(&client, &request, None)?
+                .call(&client, &request, upload)?
                 .into_stream()
-        })
-        .map(|stream| NativeStream::new(stream, cancel))
-        .map_err(py_err)
+        });
+        let cancel = call.cancel.clone();
+        call.finish(result)
+            .map(|stream| NativeStream::new(stream, cancel))
     }
 
     /// Embeddings as numbers, not JSON: `(model, rows, dims, prompt_tokens, base64, matrix)`,
@@ -337,90 +358,6 @@ impl NativeClient {
         })
         .map(|stream| NativeSpeechStream::new(stream, cancel))
         .map_err(py_err)
-    }
-
-    /// A whole transcription: `(format, body, content_type)`, where `body` is the HTTP API's
-    /// response body (JSON text for `json` and `verbose_json`, else the text itself). `audio`
-    /// is a file's bytes, or with `sample_rate` float32 samples (native byte order,
-    /// `channels` interleaved). The GIL is released while decoding and transcribing; `cancel`
-    /// (or Ctrl-C) stops it before the next segment.
-    // The arguments are `_arguments.AudioFile`'s fields, unpacked by the Python side.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1, cancel=None))]
-    fn audio_transcriptions_create(
-        &self,
-        py: Python<'_>,
-        request: String,
-        audio: &[u8],
-        filename: Option<String>,
-        sample_rate: Option<u32>,
-        channels: u16,
-        cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<(String, String, &'static str)> {
-        let call = CallCancel::new(cancel.as_ref());
-        let client = call.client(&self.client);
-        let result = py.detach(|| {
-            let request = TranscriptionRequest::from_json(&request)?;
-            let audio = transcription_audio(audio, filename, sample_rate, channels);
-            client.audio.transcriptions.create(&request, audio)
-        });
-        call.finish(result).map(transcription_result)
-    }
-
-    /// A transcription as events (`transcript.text.delta` per segment, then
-    /// `transcript.text.done`), as JSON texts. A bad request, or audio that cannot be decoded,
-    /// raises here, before any event. The GIL is released while the upload decodes; `cancel`
-    /// (or Ctrl-C) stops the decoding, and the model never gets the audio.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1, cancel=None))]
-    fn audio_transcriptions_stream(
-        &self,
-        py: Python<'_>,
-        request: String,
-        audio: &[u8],
-        filename: Option<String>,
-        sample_rate: Option<u32>,
-        channels: u16,
-        cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<NativeStream> {
-        let call = CallCancel::new(cancel.as_ref());
-        let client = call.client(&self.client);
-        let result = py.detach(|| {
-            let request = TranscriptionRequest::from_json(&request)?;
-            let audio = transcription_audio(audio, filename, sample_rate, channels);
-            let stream = (client.audio.transcriptions).stream(&request, audio)?;
-            let texts: JsonTextStream =
-                Box::new(stream.map(|event| event.map(|event| event.to_json().to_string())));
-            Ok(texts)
-        });
-        let cancel = call.cancel.clone();
-        call.finish(result)
-            .map(|stream| NativeStream::new(stream, cancel))
-    }
-
-    /// `audio.translations.create`: as `audio_transcriptions_create`, into English (a
-    /// multilingual model; an English-only one is an invalid-request error naming `model`);
-    /// `cancel` (or Ctrl-C) stops it before the next segment.
-    #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (request, audio, filename=None, sample_rate=None, channels=1, cancel=None))]
-    fn audio_translations_create(
-        &self,
-        py: Python<'_>,
-        request: String,
-        audio: &[u8],
-        filename: Option<String>,
-        sample_rate: Option<u32>,
-        channels: u16,
-        cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<(String, String, &'static str)> {
-        let call = CallCancel::new(cancel.as_ref());
-        let client = call.client(&self.client);
-        let result = py.detach(|| {
-            let request = TranscriptionRequest::from_json(&request)?;
-            let audio = transcription_audio(audio, filename, sample_rate, channels);
-            client.audio.translations.create(&request, audio)
-        });
-        call.finish(result).map(transcription_result)
     }
 
     /// Downloads `model` from ingle's catalog into the client's models directory; the report

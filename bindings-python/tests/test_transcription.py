@@ -716,7 +716,7 @@ def test_a_cancelled_stream_stops_while_its_upload_decodes(client):
     cancel.set()
     body = '{"model": "%s", "stream": true}' % MODEL
     with pytest.raises(ingle.APIError) as raised:
-        client._native.audio_transcriptions_stream(body, buffer.getvalue(), "a.wav", cancel=cancel)
+        client._native.stream("audio.transcriptions.stream", body, buffer.getvalue(), "a.wav", cancel=cancel)
     assert "cancelled" in str(raised.value), raised.value
     after = client.metrics(MODEL)
     assert after["audio_input_seconds"] == before["audio_input_seconds"], after

@@ -6,6 +6,7 @@ use crate::call::{
     out_arg, str_arg, take_slice, Failure, FfiResult,
 };
 use crate::{IngleAudioCallback, IngleChunkCallback, IngleClient, IngleStatus};
+use ingle_core::methods::{self, Answer};
 use ingle_core::openai::{
     SpeechRequest, TranscriptionAudio, TranscriptionRequest, TranscriptionResponse,
 };
@@ -193,21 +194,44 @@ unsafe fn bytes_arg<'a>(data: *const u8, len: usize, name: &str) -> FfiResult<&'
     Ok(std::slice::from_raw_parts(data, len))
 }
 
-/// The request of a transcription function and its audio file (`filename` may be NULL).
-unsafe fn transcription_file_args(
-    request_json: *const c_char,
+/// The audio file of a transcription function (`filename` may be NULL).
+unsafe fn transcription_file(
     file: *const u8,
     file_len: usize,
     filename: *const c_char,
-) -> FfiResult<(TranscriptionRequest, TranscriptionAudio)> {
+) -> FfiResult<TranscriptionAudio> {
     let bytes = bytes_arg(file, file_len, "file")?;
     let filename = if filename.is_null() {
         None
     } else {
         Some(str_arg(filename, "filename")?)
     };
-    let request = TranscriptionRequest::from_json(str_arg(request_json, "request_json")?)?;
-    Ok((request, TranscriptionAudio::file(bytes, filename)))
+    Ok(TranscriptionAudio::file(bytes, filename))
+}
+
+/// Runs `method` of the table (`audio.transcriptions.create` or `audio.translations.create`)
+/// on `request_json` and an uploaded file, its response given to `*out`.
+unsafe fn transcribe_file(
+    client: *mut IngleClient,
+    method: &str,
+    request_json: *const c_char,
+    (file, file_len, filename): (*const u8, usize, *const c_char),
+    out: *mut *mut IngleTranscription,
+) -> FfiResult<()> {
+    let out = out_arg(out, "out")?;
+    let client = client_arg(client)?;
+    let audio = transcription_file(file, file_len, filename)?;
+    let request = str_arg(request_json, "request_json")?;
+    match methods::method(method)?.call(client, request, Some(audio))? {
+        Answer::Transcription(response) => {
+            give_transcription(out, response);
+            Ok(())
+        }
+        other => Err(Error::internal(format!(
+            "`{method}` answered {other:?}, not a transcription"
+        ))
+        .into()),
+    }
 }
 
 fn give_transcription(out: &mut *mut IngleTranscription, response: TranscriptionResponse) {
@@ -244,12 +268,14 @@ pub unsafe extern "C" fn ingle_audio_transcriptions_create(
     out: *mut *mut IngleTranscription,
 ) -> IngleStatus {
     ffi_call(|| {
-        let out = out_arg(out, "out")?;
-        let client = client_arg(client)?;
-        let (request, audio) = transcription_file_args(request_json, file, file_len, filename)?;
-        let response = client.audio.transcriptions.create(&request, audio)?;
-        give_transcription(out, response);
-        Ok(())
+        let file = (file, file_len, filename);
+        transcribe_file(
+            client,
+            "audio.transcriptions.create",
+            request_json,
+            file,
+            out,
+        )
     })
 }
 
@@ -270,12 +296,8 @@ pub unsafe extern "C" fn ingle_audio_translations_create(
     out: *mut *mut IngleTranscription,
 ) -> IngleStatus {
     ffi_call(|| {
-        let out = out_arg(out, "out")?;
-        let client = client_arg(client)?;
-        let (request, audio) = transcription_file_args(request_json, file, file_len, filename)?;
-        let response = client.audio.translations.create(&request, audio)?;
-        give_transcription(out, response);
-        Ok(())
+        let file = (file, file_len, filename);
+        transcribe_file(client, "audio.translations.create", request_json, file, out)
     })
 }
 
@@ -301,10 +323,12 @@ pub unsafe extern "C" fn ingle_audio_transcriptions_stream(
     ffi_call(|| {
         let client = client_arg(client)?;
         let on_chunk = callback_arg(on_chunk)?;
-        let (request, audio) = transcription_file_args(request_json, file, file_len, filename)?;
+        let audio = transcription_file(file, file_len, filename)?;
+        let request = str_arg(request_json, "request_json")?;
+        let method = methods::method("audio.transcriptions.stream")?;
         // Dropping the stream on the way out (an error, or the callback's stop) stops it.
-        for event in client.audio.transcriptions.stream(&request, audio)? {
-            deliver(event?.to_json().to_string(), on_chunk, user_data)?;
+        for event in method.call(client, request, Some(audio))?.into_stream()? {
+            deliver(event?, on_chunk, user_data)?;
         }
         Ok(())
     })

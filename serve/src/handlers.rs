@@ -56,13 +56,7 @@ async fn handle(state: AppState, method: &'static Method, request: Request) -> R
     let run = move |client: &ingle::Client| parsed.run(client);
     match (method.gives, method.dialect) {
         (Gives::Json, _) => whole(state, move |client| run(client)?.into_text()).await,
-        (Gives::Body, _) => {
-            whole_typed(state, move |client| match run(client)? {
-                Answer::Body { content_type, body } => Ok((content_type, body)),
-                other => Ok(("application/json", other.into_text()?.into_bytes())),
-            })
-            .await
-        }
+        (Gives::Body, _) => whole_typed(state, move |client| run(client)?.into_body()).await,
         (Gives::Chunks, _) => streamed(state, Framing::Done, run).await,
         (Gives::NamedEvents, Dialect::Anthropic) => streamed(state, Framing::Anthropic, run).await,
         (Gives::NamedEvents, Dialect::OpenAi) => streamed(state, Framing::Named, run).await,

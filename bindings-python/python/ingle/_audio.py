@@ -199,23 +199,27 @@ def _transcription_body(params: Dict[str, Any], extra: Dict[str, Any]) -> str:
     return _arguments.transcription(params)
 
 
-def _upload(function: Callable[..., Any], body: str, file: Any, sample_rate: Optional[int]) -> Callable[..., Any]:
-    """``function`` (a native transcription call) on the request and ``file``'s audio, read
-    and decoded where the call runs: in AsyncOpenAI, in the worker thread, where cancelling
-    the awaiting task stops it."""
-    return lambda **cancel: function(body, *_arguments.audio_file(file, sample_rate), **cancel)
+def _upload(
+    function: Callable[..., Any], method: str, body: str, file: Any, sample_rate: Optional[int]
+) -> Callable[..., Any]:
+    """``function`` (the native ``call`` or ``stream``) of ``method`` on the request and
+    ``file``'s audio, read and decoded where the call runs: in AsyncOpenAI, in the worker
+    thread, where cancelling the awaiting task stops it."""
+    return lambda **cancel: function(method, body, *_arguments.audio_file(file, sample_rate), **cancel)
 
 
-def _text_in(text: Type[Text], verbose: Type[Verbose]) -> Callable[[Tuple[str, str, str]], Union[Text, Verbose, str]]:
-    """How to read a transcription's (or translation's) result: ``text`` for ``json``,
-    ``verbose`` for ``verbose_json``, and for ``text``, ``srt`` and ``vtt`` the body as a
-    ``str``, as ``openai`` returns them."""
+def _text_in(
+    text: Type[Text], verbose: Type[Verbose], response_format: Any
+) -> Callable[[str], Union[Text, Verbose, str]]:
+    """How to read a transcription's (or translation's) body in the ``response_format`` asked
+    for: ``text`` for ``json`` (the default), ``verbose`` for ``verbose_json``, and for
+    ``text``, ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
+    asked = response_format if _arguments._given(response_format) else "json"
 
-    def read(result: Tuple[str, str, str]) -> Union[Text, Verbose, str]:
-        response_format, body, _content_type = result
-        if response_format == "json":
+    def read(body: str) -> Union[Text, Verbose, str]:
+        if asked == "json":
             return text.construct(json.loads(body))
-        if response_format == "verbose_json":
+        if asked == "verbose_json":
             return verbose.construct(json.loads(body))
         return body
 
@@ -262,10 +266,10 @@ def _transcriptions_create(
     the awaiting task stops it (while the file decodes, or before its next segment)."""
     body = _transcription_body(locals(), extra)
     if _arguments.stream_flag(stream):
-        opened = _upload(self._native.audio_transcriptions_stream, body, file, sample_rate)
+        opened = _upload(self._native.stream, "audio.transcriptions.stream", body, file, sample_rate)
         return _streamed(_TranscriptionStreamEvents, opened, cancellable=True)
-    transcribed = _upload(self._native.audio_transcriptions_create, body, file, sample_rate)
-    return _whole(_text_in(Transcription, TranscriptionVerbose), transcribed)
+    transcribed = _upload(self._native.call, "audio.transcriptions.create", body, file, sample_rate)
+    return _whole(_text_in(Transcription, TranscriptionVerbose, response_format), transcribed)
 
 
 class Transcriptions(_Resource[M]):
@@ -321,8 +325,8 @@ def _translations_create(
     is released while the audio is decoded and translated (in AsyncOpenAI, in a worker
     thread)."""
     body = _transcription_body(locals(), extra)
-    translated = _upload(self._native.audio_translations_create, body, file, sample_rate)
-    return _whole(_text_in(Translation, TranslationVerbose), translated)
+    translated = _upload(self._native.call, "audio.translations.create", body, file, sample_rate)
+    return _whole(_text_in(Translation, TranslationVerbose, response_format), translated)
 
 
 class Translations(_Resource[M]):

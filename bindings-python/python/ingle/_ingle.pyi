@@ -105,10 +105,31 @@ class NativeClient:
         config_text: Optional[str] = None,
     ) -> NativeClient: ...
     # Any method of the core's method table by name (`chat.completions.create`,
-    # `responses.retrieve`, ...): its request as JSON text; a whole answer as JSON text, or
-    # the chunks of a streamed one.
-    def call(self, method: str, request: str, cancel: Optional[CancelFlag] = None) -> str: ...
-    def stream(self, method: str, request: str) -> NativeStream: ...
+    # `responses.retrieve`, `audio.transcriptions.create`, ...): its request as JSON text; a
+    # whole answer as text (JSON, or a transcription in its format), or the chunks of a streamed
+    # one. `audio` (a method that takes an upload): a file's bytes (`filename` a hint of its
+    # format), or with `sample_rate` float32 samples in native byte order, `channels`
+    # interleaved.
+    def call(
+        self,
+        method: str,
+        request: str,
+        audio: Optional[bytes] = None,
+        filename: Optional[str] = None,
+        sample_rate: Optional[int] = None,
+        channels: int = 1,
+        cancel: Optional[CancelFlag] = None,
+    ) -> str: ...
+    def stream(
+        self,
+        method: str,
+        request: str,
+        audio: Optional[bytes] = None,
+        filename: Optional[str] = None,
+        sample_rate: Optional[int] = None,
+        channels: int = 1,
+        cancel: Optional[CancelFlag] = None,
+    ) -> NativeStream: ...
     # (model, rows, dims, prompt_tokens, base64, matrix): `matrix` the row-major float32 bytes.
     def embeddings_create(self, request: str) -> Tuple[str, int, int, int, bool, bytes]: ...
     # (content, content_type, samples, sample_rate, channels); `samples` None for SSE.
@@ -116,37 +137,6 @@ class NativeClient:
         self, request: str, cancel: Optional[CancelFlag] = None
     ) -> Tuple[bytes, str, Optional[bytes], int, int]: ...
     def audio_speech_stream(self, request: str) -> NativeSpeechStream: ...
-    # `audio`: a file's bytes (`filename` a hint of its format), or with `sample_rate` float32
-    # samples in native byte order, `channels` interleaved. Returns (format, body, content_type).
-    def audio_transcriptions_create(
-        self,
-        request: str,
-        audio: bytes,
-        filename: Optional[str] = None,
-        sample_rate: Optional[int] = None,
-        channels: int = 1,
-        cancel: Optional[CancelFlag] = None,
-    ) -> Tuple[str, str, str]: ...
-    def audio_transcriptions_stream(
-        self,
-        request: str,
-        audio: bytes,
-        filename: Optional[str] = None,
-        sample_rate: Optional[int] = None,
-        channels: int = 1,
-        cancel: Optional[CancelFlag] = None,
-    ) -> NativeStream: ...
-    # `audio.translations.create` (the translate task of a multilingual model; an English-only
-    # one is a 400 naming `model`): as `audio_transcriptions_create`.
-    def audio_translations_create(
-        self,
-        request: str,
-        audio: bytes,
-        filename: Optional[str] = None,
-        sample_rate: Optional[int] = None,
-        channels: int = 1,
-        cancel: Optional[CancelFlag] = None,
-    ) -> Tuple[str, str, str]: ...
     # The report as JSON. `progress(event_json)` hears each event; a `False` return (or an
     # exception, raised here) stops the pull.
     def models_pull(self, model: str, progress: Optional[Callable[[str], object]] = None) -> str: ...

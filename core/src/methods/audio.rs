@@ -135,11 +135,9 @@ impl Operation for AudioTranscriptionsCreate {
     }
 
     fn run(client: &Client, (request, audio): Self::Request, _: Door) -> Result<Answer> {
-        let response = client.audio.transcriptions.create(&request, audio)?;
-        Ok(Answer::Body {
-            content_type: response.content_type,
-            body: response.body.into_bytes(),
-        })
+        Ok(Answer::Transcription(
+            client.audio.transcriptions.create(&request, audio)?,
+        ))
     }
 
     fn model(request: &Self::Request) -> Option<&str> {
@@ -202,11 +200,9 @@ impl Operation for AudioTranslationsCreate {
     }
 
     fn run(client: &Client, (request, audio): Self::Request, _: Door) -> Result<Answer> {
-        let response = client.audio.translations.create(&request, audio)?;
-        Ok(Answer::Body {
-            content_type: response.content_type,
-            body: response.body.into_bytes(),
-        })
+        Ok(Answer::Transcription(
+            client.audio.translations.create(&request, audio)?,
+        ))
     }
 
     fn model(request: &Self::Request) -> Option<&str> {

@@ -20,7 +20,7 @@
 
 use crate::error::{shown, Error, ErrorCode, Result};
 use crate::json_text::{to_json_text, JsonTextStream};
-use crate::openai::{SpeechStream, TranscriptionAudio};
+use crate::openai::{SpeechStream, TranscriptionAudio, TranscriptionResponse};
 use crate::Client;
 use serde_json::{Map, Value as Json};
 
@@ -460,6 +460,9 @@ pub enum Answer {
         content_type: &'static str,
         body: Vec<u8>,
     },
+    /// A transcription or translation: its body in the requested format (what HTTP, Python and
+    /// Node give), with the text and duration beside it (what C's `IngleTranscription` gives).
+    Transcription(TranscriptionResponse),
     /// Chunks or events, as JSON texts.
     Stream(JsonTextStream),
     Audio(SpeechStream),
@@ -474,6 +477,11 @@ impl std::fmt::Debug for Answer {
                 .field("content_type", content_type)
                 .field("bytes", &body.len())
                 .finish(),
+            Answer::Transcription(response) => f
+                .debug_struct("Transcription")
+                .field("format", &response.format)
+                .field("bytes", &response.body.len())
+                .finish(),
             Answer::Stream(_) => f.write_str("Stream"),
             Answer::Audio(_) => f.write_str("Audio"),
         }
@@ -481,15 +489,27 @@ impl std::fmt::Debug for Answer {
 }
 
 impl Answer {
-    /// A [`Answer::Json`]'s text, or a [`Answer::Body`]'s when it is text.
+    /// A [`Answer::Json`]'s text, or a [`Answer::Body`]'s (a transcription's) when it is text.
     pub fn into_text(self) -> Result<String> {
         match self {
             Answer::Json(json) => Ok(json),
+            Answer::Transcription(response) => Ok(response.body),
             Answer::Body { body, .. } => String::from_utf8(body)
                 .map_err(|_| Error::internal("This method answers with binary data, not text")),
             Answer::Stream(_) | Answer::Audio(_) => Err(Error::internal(
                 "This method answers with a stream: call it as one",
             )),
+        }
+    }
+
+    /// A whole answer as an HTTP body and its content type.
+    pub fn into_body(self) -> Result<(&'static str, Vec<u8>)> {
+        match self {
+            Answer::Body { content_type, body } => Ok((content_type, body)),
+            Answer::Transcription(response) => {
+                Ok((response.content_type, response.body.into_bytes()))
+            }
+            other => Ok(("application/json", other.into_text()?.into_bytes())),
         }
     }
 
