@@ -15,7 +15,7 @@ mod streams;
 use streams::{NativeSpeechStream, NativeStream};
 
 use ingle::json_text::to_json_text;
-use ingle::methods;
+use ingle::methods::{self, Answer};
 use ingle::openai::{EmbeddingRequest, EncodingFormat, SpeechRequest, TranscriptionAudio};
 use ingle::{inputs_from_json, Cancel, Client, Config, Error, OnCancel};
 use pyo3::prelude::*;
@@ -164,6 +164,27 @@ fn transcription_audio(
     }
 }
 
+/// An upload as `call` and `stream` take it: `transcription_audio`'s arguments.
+type Upload<'a> = (&'a [u8], Option<String>, Option<u32>, u16);
+
+/// Runs the table's `method` on `request` (and its upload) with the GIL released, and there
+/// turns the answer into what the caller gives (`into_text`, `into_stream`).
+fn run_method<T: Send>(
+    py: Python<'_>,
+    client: &Client,
+    method: &str,
+    request: &str,
+    upload: Option<Upload<'_>>,
+    give: impl FnOnce(Answer) -> ingle::Result<T> + Send,
+) -> ingle::Result<T> {
+    py.detach(|| {
+        let audio = upload.map(|(audio, filename, sample_rate, channels)| {
+            transcription_audio(audio, filename, sample_rate, channels)
+        });
+        give(methods::method(method)?.call(client, request, audio)?)
+    })
+}
+
 /// A client of the core, shared by every thread that uses the Python client.
 #[pyclass(frozen, module = "ingle._ingle")]
 struct NativeClient {
@@ -217,14 +238,9 @@ impl NativeClient {
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<String> {
         let call = CallCancel::new(cancel.as_ref());
+        let upload = audio.map(|audio| (audio, filename, sample_rate, channels));
         let client = call.client(&self.client);
-        let result = py.detach(|| {
-            let upload =
-                audio.map(|audio| transcription_audio(audio, filename, sample_rate, channels));
-            methods::method(method)?
-                .call(&client, &request, upload)?
-                .into_text()
-        });
+        let result = run_method(py, &client, method, &request, upload, Answer::into_text);
         call.finish(result)
     }
 
@@ -247,14 +263,9 @@ impl NativeClient {
         cancel: Option<Py<CancelFlag>>,
     ) -> PyResult<NativeStream> {
         let call = CallCancel::new(cancel.as_ref());
+        let upload = audio.map(|audio| (audio, filename, sample_rate, channels));
         let client = call.client(&self.client);
-        let result = py.detach(|| {
-            let upload =
-                audio.map(|audio| transcription_audio(audio, filename, sample_rate, channels));
-            methods::method(method)?
-                .call(&client, &request, upload)?
-                .into_stream()
-        });
+        let result = run_method(py, &client, method, &request, upload, Answer::into_stream);
         let cancel = call.cancel.clone();
         call.finish(result)
             .map(|stream| NativeStream::new(stream, cancel))

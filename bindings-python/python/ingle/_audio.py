@@ -209,19 +209,20 @@ def _upload(
 
 
 def _text_in(
-    text: Type[Text], verbose: Type[Verbose], response_format: Any
+    text: Type[Text], verbose: Type[Verbose], body: str
 ) -> Callable[[str], Union[Text, Verbose, str]]:
-    """How to read a transcription's (or translation's) body in the ``response_format`` asked
-    for: ``text`` for ``json`` (the default), ``verbose`` for ``verbose_json``, and for
-    ``text``, ``srt`` and ``vtt`` the body as a ``str``, as ``openai`` returns them."""
-    asked = response_format if _arguments._given(response_format) else "json"
+    """How to read a transcription's (or translation's) answer in the ``response_format`` its
+    request ``body`` asks for (``extra_body`` included): ``text`` for ``json`` (the default),
+    ``verbose`` for ``verbose_json``, and for ``text``, ``srt`` and ``vtt`` the body as a
+    ``str``, as ``openai`` returns them."""
+    asked = json.loads(body).get("response_format") or "json"
 
-    def read(body: str) -> Union[Text, Verbose, str]:
+    def read(answer: str) -> Union[Text, Verbose, str]:
         if asked == "json":
-            return text.construct(json.loads(body))
+            return text.construct(json.loads(answer))
         if asked == "verbose_json":
-            return verbose.construct(json.loads(body))
-        return body
+            return verbose.construct(json.loads(answer))
+        return answer
 
     return read
 
@@ -269,7 +270,7 @@ def _transcriptions_create(
         opened = _upload(self._native.stream, "audio.transcriptions.stream", body, file, sample_rate)
         return _streamed(_TranscriptionStreamEvents, opened, cancellable=True)
     transcribed = _upload(self._native.call, "audio.transcriptions.create", body, file, sample_rate)
-    return _whole(_text_in(Transcription, TranscriptionVerbose, response_format), transcribed)
+    return _whole(_text_in(Transcription, TranscriptionVerbose, body), transcribed)
 
 
 class Transcriptions(_Resource[M]):
@@ -326,7 +327,7 @@ def _translations_create(
     thread)."""
     body = _transcription_body(locals(), extra)
     translated = _upload(self._native.call, "audio.translations.create", body, file, sample_rate)
-    return _whole(_text_in(Translation, TranslationVerbose, response_format), translated)
+    return _whole(_text_in(Translation, TranslationVerbose, body), translated)
 
 
 class Translations(_Resource[M]):

@@ -16,6 +16,7 @@ import functools
 import inspect
 import json
 import sys
+import types
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -257,16 +258,45 @@ class _method(Generic[P, S, A]):
     """A resource's method, written once as a function that returns its `_Call`: on an
     ``OpenAI`` resource it returns the call's result; on an ``AsyncOpenAI`` resource it is a
     coroutine function (``inspect.iscoroutinefunction`` is true, as frameworks that wrap
-    ``create`` check), its arguments checked when it is awaited."""
+    ``create`` check), its arguments checked when it is awaited.
+
+    Each mode's function is made once, here, and bound to the resource as a plain method is
+    (``types.MethodType``): nothing is kept on the resource, so a client is freed as soon as it
+    is dropped, and a patch of the class's attribute (``mock.patch.object``, ``wrapt``) is seen
+    by every resource."""
 
     def __init__(self, prepare: "Callable[Concatenate[Any, P], _Call[S, A]]") -> None:
         self._prepare = prepare
         self.__doc__ = prepare.__doc__
-        self._name = prepare.__name__
-        self._signature: Optional[inspect.Signature] = None
+        # Its name and docstring are the function's (its name the attribute's, once set); its
+        # signature is the function's without the `_Call` it returns.
+        signature = inspect.signature(prepare).replace(return_annotation=inspect.Signature.empty)
+        self._functions = (self._in_sync(), self._in_async())
+        for function in self._functions:
+            functools.update_wrapper(function, prepare)
+            del function.__wrapped__  # type: ignore[attr-defined]
+            function.__signature__ = signature  # type: ignore[attr-defined]
+
+    def _in_sync(self) -> Callable[..., Any]:
+        prepare = self._prepare
+
+        def method(resource: "_Resource[Any]", /, *args: Any, **kwargs: Any) -> Any:
+            return _run(prepare(resource, *args, **kwargs))
+
+        return method
+
+    def _in_async(self) -> Callable[..., Any]:
+        prepare = self._prepare
+
+        async def method(resource: "_Resource[Any]", /, *args: Any, **kwargs: Any) -> Any:
+            return await _run_async(prepare(resource, *args, **kwargs))
+
+        return method
 
     def __set_name__(self, owner: Any, name: str) -> None:
-        self._name = name
+        for function in self._functions:
+            function.__name__ = name
+            function.__qualname__ = f"{owner.__qualname__}.{name}"
 
     @overload
     def __get__(self, resource: None, owner: Any) -> "_method[P, S, A]": ...
@@ -277,39 +307,12 @@ class _method(Generic[P, S, A]):
     def __get__(self, resource: "Optional[_Resource[Any]]", owner: Any) -> Any:
         if resource is None:
             return self
-        return self._bind(resource, self._in_async(resource) if resource._mode.is_async else self._in_sync(resource))
+        return types.MethodType(self._functions[resource._mode.is_async], resource)
 
-    def _in_sync(self, resource: "_Resource[Any]") -> Callable[..., Any]:
-        prepare = self._prepare
-
-        def method(*args: Any, **kwargs: Any) -> Any:
-            return _run(prepare(resource, *args, **kwargs))
-
-        return method
-
-    def _in_async(self, resource: "_Resource[Any]") -> Callable[..., Any]:
-        prepare = self._prepare
-
-        async def method(*args: Any, **kwargs: Any) -> Any:
-            return await _run_async(prepare(resource, *args, **kwargs))
-
-        return method
-
-    def _bind(self, resource: "_Resource[Any]", method: Callable[..., Any]) -> Callable[..., Any]:
-        # Its name and docstring are the function's; its signature is the function's without
-        # the resource (not `__wrapped__`'s, which has it) nor the `_Call` it returns.
-        functools.update_wrapper(method, self._prepare)
-        del method.__wrapped__  # type: ignore[attr-defined]
-        if self._signature is None:
-            whole = inspect.signature(self._prepare)
-            self._signature = whole.replace(
-                parameters=list(whole.parameters.values())[1:],
-                return_annotation=inspect.Signature.empty,
-            )
-        method.__signature__ = self._signature  # type: ignore[attr-defined]
-        # Kept on the resource: the next lookup finds it there, and a framework may replace it.
-        resource.__dict__[self._name] = method
-        return method
+    def __call__(self, resource: "_Resource[Any]", /, *args: Any, **kwargs: Any) -> Any:
+        """Called through the class (``ChatCompletions.create(resource, ...)``), as a plain
+        method can be."""
+        return self._functions[resource._mode.is_async](resource, *args, **kwargs)
 
 
 class _SyncCreate(Protocol[W_co, T]):
@@ -357,6 +360,9 @@ class _streaming(Generic[W, T]):
     def __get__(self, resource: "Optional[_Resource[Any]]", owner: Any) -> Any:
         return self if resource is None else self._method.__get__(resource, owner)
 
+    def __call__(self, resource: "_Resource[Any]", /, *args: Any, **kwargs: Any) -> Any:
+        return self._method(resource, *args, **kwargs)
+
 
 class _direct(_method[P, S, A]):
     """A resource's method that is not awaited in either mode: its `_Call` runs on the caller's
@@ -372,10 +378,10 @@ class _direct(_method[P, S, A]):
     def __get__(self, resource: "Optional[_Resource[Any]]", owner: Any) -> Any:
         return super().__get__(resource, owner)
 
-    def _in_async(self, resource: "_Resource[Any]") -> Callable[..., Any]:
+    def _in_async(self) -> Callable[..., Any]:
         prepare = self._prepare
 
-        def method(*args: Any, **kwargs: Any) -> Any:
+        def method(resource: "_Resource[Any]", /, *args: Any, **kwargs: Any) -> Any:
             call = prepare(resource, *args, **kwargs)
             return call.async_(call.function(*call.args))
 

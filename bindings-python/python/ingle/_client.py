@@ -3,9 +3,10 @@
 Only conversion happens here: keyword arguments become the OpenAI JSON request, the native
 module (``ingle._ingle``) runs it in the Rust core, and the JSON it returns becomes the objects
 of ``ingle.types``. Each resource is written once for both clients (see `_base`): a method is a
-function returning its `_Call`; the two clients differ only in their mode. A method whose
-return type depends on an argument (``stream=True``) declares its overloads for each mode
-under ``TYPE_CHECKING``, where mypy reads them.
+function returning its `_Call`; the two clients differ only in their mode. A ``create`` whose
+``stream=True`` streams is a `_streaming`; the few methods whose return type depends on another
+argument (tokenize's ``with_pieces``) declare their overloads for each mode under
+``TYPE_CHECKING``, where mypy reads them.
 """
 
 from __future__ import annotations
@@ -211,7 +212,7 @@ class Models(_Resource[M]):
         ``PullProgress`` per step; returning ``False`` (or raising, or Ctrl-C) stops the pull.
         AsyncOpenAI pulls in a worker thread and calls ``progress`` from it. ingle's own method
         (as Ollama's ``pull``): OpenAI's models are not downloaded."""
-        model, callback = _arguments.text("model", model), _pull_progress(progress)
+        callback, model = _pull_progress(progress), _arguments.text("model", model)
         return _whole(_json(PullResult.construct), self._native.models_pull, model, callback, cancellable=False)
 
     @_method

@@ -489,7 +489,7 @@ impl std::fmt::Debug for Answer {
 }
 
 impl Answer {
-    /// A [`Answer::Json`]'s text, or a [`Answer::Body`]'s (a transcription's) when it is text.
+    /// A [`Answer::Json`]'s text, a transcription's body, or a [`Answer::Body`]'s when it is text.
     pub fn into_text(self) -> Result<String> {
         match self {
             Answer::Json(json) => Ok(json),
