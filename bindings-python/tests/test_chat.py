@@ -62,6 +62,40 @@ def test_openai_client_arguments_are_accepted():
     assert r.usage.completion_tokens == 2
 
 
+def test_a_dropped_client_is_freed_at_once():
+    # Models are freed with the last client that uses them: the methods looked up on a client
+    # keep nothing that refers back to it, so it goes without waiting for the cycle collector.
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        for make in (ingle.OpenAI, ingle.AsyncOpenAI, ingle.Anthropic):
+            c = make()
+            freed = weakref.ref(c)
+            resources = [c.messages] if make is ingle.Anthropic else [c.chat.completions, c.models]
+            gone = [weakref.ref(r) for r in resources]
+            for r in resources:
+                r.create if hasattr(r, "create") else r.list  # bound, then dropped
+            if make is not ingle.Anthropic:
+                c.tokenize, c.metrics
+            del c, resources, r
+            assert freed() is None and all(g() is None for g in gone), make
+    finally:
+        gc.enable()
+
+
+def test_methods_are_named_and_patchable_on_the_class(client):
+    # Tracing tools name spans after the method and patch it on the class (wrapt, mock).
+    from unittest import mock
+
+    assert client.chat.completions.create.__qualname__ == "ChatCompletions.create"
+    assert client.tokenize.__name__ == "tokenize"
+    with mock.patch.object(type(client.models), "list", lambda self: "patched"):
+        assert client.models.list() == "patched"
+    assert client.models.list().data
+
+
 def test_openai_sentinels_are_left_out(client):
     # Frameworks written for the openai client pass its NOT_GIVEN and omit for what they leave
     # out (openai-agents: `tools=omit`, `stream=omit`, `store=omit`, ...); they are not sent.

@@ -193,6 +193,18 @@ def test_text_format(client, beckett_json):
     assert type(r) is str and r == beckett_json.text + "\n"
 
 
+def test_a_format_given_in_extra_body_is_the_one_answered(client, beckett_json):
+    # openai merges `extra_body` into the request; the answer is read in the format sent.
+    r = client.audio.transcriptions.create(
+        model=MODEL, file=BECKETT, extra_body={"response_format": "text"}
+    )
+    assert type(r) is str and r == beckett_json.text + "\n"
+    verbose = client.audio.transcriptions.create(
+        model=MODEL, file=BECKETT, extra_body={"response_format": "verbose_json"}
+    )
+    assert type(verbose) is ingle.types.TranscriptionVerbose and verbose.segments, verbose
+
+
 def test_srt_and_vtt_parse_and_match_the_segments(client, beckett_json):
     verbose = client.audio.transcriptions.create(
         model=MODEL, file=BECKETT, response_format="verbose_json"
