@@ -86,7 +86,7 @@ class Embeddings {
     const { signal } = requestOptions(options, 'embeddings.create');
     const json = toJson(requestBody(body, 'embeddings.create'));
     checkSignal(signal);
-    return embeddingResponse(await call(() => this._native.embeddingsCreate(json)));
+    return embeddingResponse(await call(() => this._native.call('embeddings.create', json)));
   }
 }
 

@@ -186,7 +186,8 @@ typedef struct IngleSpeechAudio {
   const char *content_type;
   /**
    * The sample rate of the encoded audio in Hz: 24000 for `pcm` (16-bit little-endian mono,
-   * as OpenAI sends it) and `opus`, otherwise the model's (22050 for the default voice).
+   * as OpenAI sends it) and `opus`, otherwise the model's (22050 for the default voice); 0
+   * for server-sent events.
    */
   uint32_t sample_rate;
 } IngleSpeechAudio;
@@ -501,7 +502,9 @@ enum IngleStatus ingle_responses_input_items(struct IngleClient *client,
  * one of the model's voices (`"joe"`) or any OpenAI voice name, `response_format` is `mp3`
  * (default), `opus`, `aac`, `flac`, `wav` or `pcm`, `speed` 0.25 to 4). `*out` receives the whole
  * encoded file (headers with exact lengths), to free with `ingle_speech_audio_free` (NULL on
- * failure). Errors name the field at fault in `ingle_last_error_json()`'s `param`.
+ * failure); with `"stream_format": "sse"`, every server-sent event of
+ * `ingle_audio_speech_stream` (`text/event-stream`, `sample_rate` 0). Errors name the field
+ * at fault in `ingle_last_error_json()`'s `param`.
  */
 enum IngleStatus ingle_audio_speech_create(struct IngleClient *client,
                                            const char *request_json,

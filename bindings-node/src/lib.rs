@@ -8,13 +8,10 @@ pub mod predictors;
 mod spawned;
 
 use ingle::json_text::{to_json_text, JsonTextStream};
-use ingle::methods;
-use ingle::openai::{
-    EmbeddingMatrix, EmbeddingRequest, EncodingFormat, SpeechRequest, SpeechStream,
-    TranscriptionAudio,
-};
+use ingle::methods::{self, Answer};
+use ingle::openai::{EncodingFormat, SpeechRequest, SpeechStream, TranscriptionAudio};
 use ingle::{Cancel, Client, Config, Error};
-use napi::bindgen_prelude::{Float32Array, Uint8Array};
+use napi::bindgen_prelude::{Either, Float32Array, Uint8Array};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status, Task};
 use napi_derive::napi;
@@ -128,22 +125,27 @@ pub struct NativeEmbeddings {
     pub data: Float32Array,
 }
 
-impl Task for Job<(EmbeddingMatrix, EncodingFormat)> {
-    type Output = (EmbeddingMatrix, EncodingFormat);
-    type JsValue = NativeEmbeddings;
+/// A whole answer of the table as JS takes it: text (JSON, a transcription's body), or
+/// embeddings as their matrix, without JSON.
+impl Task for Job<Answer> {
+    type Output = Answer;
+    type JsValue = Either<String, NativeEmbeddings>;
 
-    fn compute(&mut self) -> napi::Result<Self::Output> {
+    fn compute(&mut self) -> napi::Result<Answer> {
         self.run()
     }
 
-    fn resolve(&mut self, _env: Env, (m, format): Self::Output) -> napi::Result<NativeEmbeddings> {
-        Ok(NativeEmbeddings {
-            model: m.model,
-            rows: m.rows as u32,
-            dims: m.dims as u32,
-            prompt_tokens: m.prompt_tokens,
-            base64: format == EncodingFormat::Base64,
-            data: Float32Array::new(m.data),
+    fn resolve(&mut self, _env: Env, answer: Answer) -> napi::Result<Self::JsValue> {
+        Ok(match answer {
+            Answer::Matrix { matrix: m, format } => Either::B(NativeEmbeddings {
+                model: m.model,
+                rows: m.rows as u32,
+                dims: m.dims as u32,
+                prompt_tokens: m.prompt_tokens,
+                base64: format == EncodingFormat::Base64,
+                data: Float32Array::new(m.data),
+            }),
+            answer => Either::A(answer.into_text().map_err(js_error)?),
         })
     }
 }
@@ -286,23 +288,22 @@ impl NativeClient {
 
     /// Any method of the core's method table that answers whole (`chat.completions.create`,
     /// `responses.retrieve`, `audio.transcriptions.create`, ...), by name: its request as JSON
-    /// text in, its answer as text out (JSON, or a transcription in its `response_format`), on
-    /// the thread pool; `cancel` stops it. A method that takes an upload takes `audio`, copied
+    /// text in, its answer out (JSON, a transcription in its `response_format`, or embeddings as
+    /// a `NativeEmbeddings` matrix), on the thread pool; `cancel` stops it. A method that takes an upload takes `audio`, copied
     /// here and decoded on the pool.
-    #[napi(ts_return_type = "Promise<string>")]
+    #[napi(ts_return_type = "Promise<string | NativeEmbeddings>")]
     pub fn call(
         &self,
         method: String,
         request: String,
         cancel: Option<&NativeCancel>,
         audio: Option<NativeAudio>,
-    ) -> napi::Result<Spawned<Job<Option<String>>>> {
+    ) -> napi::Result<Spawned<Job<Answer>>> {
         let client = cancelled_by(&self.client, cancel);
         let upload = audio.map(transcription_audio).transpose()?;
-        Ok(work(move || {
-            let answer = methods::method(&method)?.call(&client, &request, upload)?;
-            Ok(Some(answer.into_text()?))
-        }))
+        Ok(Spawned::new(Job(Some(Box::new(move || {
+            methods::method(&method)?.call(&client, &request, upload)
+        })))))
     }
 
     /// Any method of the table that answers in parts (`chat.completions.stream`,
@@ -323,21 +324,6 @@ impl NativeClient {
                 .call(client, &request, upload)?
                 .into_stream()
         }))
-    }
-
-    #[napi(ts_return_type = "Promise<NativeEmbeddings>")]
-    pub fn embeddings_create(
-        &self,
-        request: String,
-    ) -> Spawned<Job<(EmbeddingMatrix, EncodingFormat)>> {
-        let client = self.client.clone();
-        Spawned::new(Job(Some(Box::new(move || {
-            let request = EmbeddingRequest::from_json(&request)?;
-            Ok((
-                client.embeddings.create_matrix(&request)?,
-                request.format()?,
-            ))
-        }))))
     }
 
     /// Downloads `model` from ingle's catalog into the client's models directory (see

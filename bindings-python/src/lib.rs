@@ -16,7 +16,7 @@ use streams::{NativeSpeechStream, NativeStream};
 
 use ingle::json_text::to_json_text;
 use ingle::methods::{self, Answer};
-use ingle::openai::{EmbeddingRequest, EncodingFormat, SpeechRequest, TranscriptionAudio};
+use ingle::openai::{EncodingFormat, TranscriptionAudio};
 use ingle::{inputs_from_json, Cancel, Client, Config, Error, OnCancel};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -185,6 +185,55 @@ fn run_method<T: Send>(
     })
 }
 
+/// A whole answer as Python takes it: text (JSON, a transcription's body); speech as
+/// `(content, content_type, samples, sample_rate, channels)`, `samples` the model's float32
+/// samples (native byte order) it was encoded from, or `(content, content_type)` for other
+/// bytes (speech's SSE events); embeddings as `(model, rows, dims, prompt_tokens, base64,
+/// matrix)`, `matrix` the row-major float32 bytes and `base64` whether the request asked for
+/// that encoding. The one copy of numbers is into the `bytes`.
+fn whole_answer(py: Python<'_>, answer: Answer) -> PyResult<Py<PyAny>> {
+    let object = match answer {
+        Answer::Speech(audio) => (
+            PyBytes::new(py, &audio.bytes),
+            audio.content_type,
+            float_bytes(py, &audio.raw.samples)?,
+            audio.raw.sample_rate,
+            audio.raw.channels,
+        )
+            .into_pyobject(py)?
+            .into_any(),
+        Answer::Body { content_type, body } => (PyBytes::new(py, &body), content_type)
+            .into_pyobject(py)?
+            .into_any(),
+        Answer::Matrix { matrix, format } => (
+            matrix.model,
+            matrix.rows,
+            matrix.dims,
+            matrix.prompt_tokens as usize,
+            format == EncodingFormat::Base64,
+            float_bytes(py, &matrix.data)?,
+        )
+            .into_pyobject(py)?
+            .into_any(),
+        answer => answer
+            .into_text()
+            .map_err(py_err)?
+            .into_pyobject(py)?
+            .into_any(),
+    };
+    Ok(object.unbind())
+}
+
+/// Float32 numbers as `bytes` (native byte order), copied once.
+fn float_bytes<'py>(py: Python<'py>, numbers: &[f32]) -> PyResult<Bound<'py, PyBytes>> {
+    PyBytes::new_with(py, numbers.len() * 4, |buffer| {
+        for (out, x) in buffer.chunks_exact_mut(4).zip(numbers) {
+            out.copy_from_slice(&x.to_ne_bytes());
+        }
+        Ok(())
+    })
+}
+
 /// A client of the core, shared by every thread that uses the Python client.
 #[pyclass(frozen, module = "ingle._ingle")]
 struct NativeClient {
@@ -219,11 +268,11 @@ impl NativeClient {
 
     /// Any method of the core's method table that answers whole (`chat.completions.create`,
     /// `responses.retrieve`, `audio.transcriptions.create`, ...), by name: its request as JSON
-    /// text in, its answer as text out (JSON, or a transcription in its `response_format`). A
-    /// method that takes an upload takes `audio`: a file's bytes, or with `sample_rate` float32
-    /// samples (native byte order, `channels` interleaved), as `_arguments.audio_file` gives
-    /// them. The GIL is released while it runs (the upload decodes then too); Ctrl-C, or
-    /// setting `cancel`, stops it.
+    /// text in, its answer out as `whole_answer` gives it (text; speech's and embeddings'
+    /// bytes and numbers). A method that takes an upload takes `audio`: a file's bytes, or
+    /// with `sample_rate` float32 samples (native byte order, `channels` interleaved), as
+    /// `_arguments.audio_file` gives them. The GIL is released while it runs (the upload
+    /// decodes then too); Ctrl-C, or setting `cancel`, stops it.
     #[allow(clippy::too_many_arguments)]
     #[pyo3(signature = (method, request, audio=None, filename=None, sample_rate=None, channels=1, cancel=None))]
     fn call(
@@ -236,17 +285,18 @@ impl NativeClient {
         sample_rate: Option<u32>,
         channels: u16,
         cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<String> {
+    ) -> PyResult<Py<PyAny>> {
         let call = CallCancel::new(cancel.as_ref());
         let upload = audio.map(|audio| (audio, filename, sample_rate, channels));
         let client = call.client(&self.client);
-        let result = run_method(py, &client, method, &request, upload, Answer::into_text);
-        call.finish(result)
+        let result = run_method(py, &client, method, &request, upload, Ok);
+        whole_answer(py, call.finish(result)?)
     }
 
     /// Any method of the table that answers in parts (`chat.completions.stream`,
-    /// `audio.transcriptions.stream`, ...), by name: its chunks or events as JSON texts. `audio`
-    /// as `call`'s. A bad request, or audio that cannot be decoded, raises here, before any
+    /// `audio.transcriptions.stream`, ...), by name: a `NativeStream` of its chunks or events as
+    /// JSON texts, or for speech (`audio.speech.stream`) a `NativeSpeechStream` of its bytes.
+    /// `audio` as `call`'s. A bad request, or audio that cannot be decoded, raises here, before any
     /// chunk; Ctrl-C or `cancel` stops the start (an upload's decoding), and closing the stream
     /// cancels the call.
     #[allow(clippy::too_many_arguments)]
@@ -261,114 +311,22 @@ impl NativeClient {
         sample_rate: Option<u32>,
         channels: u16,
         cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<NativeStream> {
+    ) -> PyResult<Py<PyAny>> {
         let call = CallCancel::new(cancel.as_ref());
         let upload = audio.map(|audio| (audio, filename, sample_rate, channels));
         let client = call.client(&self.client);
-        let result = run_method(py, &client, method, &request, upload, Answer::into_stream);
+        let result = run_method(py, &client, method, &request, upload, Ok);
         let cancel = call.cancel.clone();
-        call.finish(result)
-            .map(|stream| NativeStream::new(stream, cancel))
-    }
-
-    /// Embeddings as numbers, not JSON: `(model, rows, dims, prompt_tokens, base64, matrix)`,
-    /// where `matrix` is `bytes` of the row-major float32 matrix (native byte order) and
-    /// `base64` whether the request asked for that encoding. The one copy is into the bytes.
-    fn embeddings_create<'py>(
-        &self,
-        py: Python<'py>,
-        request: String,
-    ) -> PyResult<(String, usize, usize, usize, bool, Bound<'py, PyBytes>)> {
-        let (matrix, format) = py
-            .detach(|| {
-                let request = EmbeddingRequest::from_json(&request)?;
-                let matrix = self.client.embeddings.create_matrix(&request)?;
-                Ok((matrix, request.format()?))
-            })
-            .map_err(py_err)?;
-        let bytes = PyBytes::new_with(py, matrix.data.len() * 4, |buffer| {
-            for (out, x) in buffer.chunks_exact_mut(4).zip(&matrix.data) {
-                out.copy_from_slice(&x.to_ne_bytes());
+        Ok(match call.finish(result)? {
+            Answer::Audio(stream) => {
+                Py::new(py, NativeSpeechStream::new(stream, cancel))?.into_any()
             }
-            Ok(())
-        })?;
-        Ok((
-            matrix.model,
-            matrix.rows,
-            matrix.dims,
-            matrix.prompt_tokens as usize,
-            format == EncodingFormat::Base64,
-            bytes,
-        ))
-    }
-
-    /// Whole speech: `(content, content_type, samples, sample_rate, channels)`. `content` is
-    /// the encoded file (exact wav/flac headers), or with `stream_format: "sse"` every event
-    /// of the stream; `samples` is `bytes` of the model's float32 samples (native byte order,
-    /// interleaved when `channels > 1`) at `sample_rate`, or `None` for SSE. The GIL is
-    /// released while synthesising; `cancel` (or Ctrl-C) stops it before the next sentence.
-    #[allow(clippy::type_complexity)]
-    #[pyo3(signature = (request, cancel=None))]
-    fn audio_speech_create<'py>(
-        &self,
-        py: Python<'py>,
-        request: String,
-        cancel: Option<Py<CancelFlag>>,
-    ) -> PyResult<(
-        Bound<'py, PyBytes>,
-        &'static str,
-        Option<Bound<'py, PyBytes>>,
-        u32,
-        u16,
-    )> {
-        let call = CallCancel::new(cancel.as_ref());
-        let client = call.client(&self.client);
-        let speech = &client.audio.speech;
-        let result = py.detach(|| {
-            let request = SpeechRequest::from_json(&request)?;
-            if request.sse()? {
-                let stream = speech.stream(&request)?;
-                let content_type = stream.content_type();
-                let mut content = Vec::new();
-                for chunk in stream {
-                    call.cancel.check()?;
-                    content.extend_from_slice(&chunk?);
-                }
-                return Ok((content, content_type, None));
-            }
-            let audio = speech.create(&request)?;
-            Ok((audio.bytes, audio.content_type, Some(audio.raw)))
-        });
-        let (content, content_type, raw) = call.finish(result)?;
-        let content = PyBytes::new(py, &content);
-        let Some(raw) = raw else {
-            return Ok((content, content_type, None, 0, 0));
-        };
-        let samples = PyBytes::new_with(py, raw.samples.len() * 4, |buffer| {
-            for (out, x) in buffer.chunks_exact_mut(4).zip(&raw.samples) {
-                out.copy_from_slice(&x.to_ne_bytes());
-            }
-            Ok(())
-        })?;
-        Ok((
-            content,
-            content_type,
-            Some(samples),
-            raw.sample_rate,
-            raw.channels,
-        ))
-    }
-
-    /// Speech as it is synthesised. A bad request raises here, before any audio.
-    fn audio_speech_stream(&self, py: Python<'_>, request: String) -> PyResult<NativeSpeechStream> {
-        let cancel = Cancel::new();
-        let client = self.client.with_cancel(&cancel);
-        py.detach(|| {
-            let request = SpeechRequest::from_json(&request)?;
-            client.audio.speech.stream(&request)
+            answer => Py::new(
+                py,
+                NativeStream::new(answer.into_stream().map_err(py_err)?, cancel),
+            )?
+            .into_any(),
         })
-        .map(|stream| NativeSpeechStream::new(stream, cancel))
-        .map_err(py_err)
     }
 
     /// Downloads `model` from ingle's catalog into the client's models directory; the report

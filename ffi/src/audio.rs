@@ -5,6 +5,7 @@ use crate::call::{
     audio_callback_arg, c_string_lossy, callback_arg, client_arg, deliver, ffi_call, give_slice,
     out_arg, str_arg, take_slice, Failure, FfiResult,
 };
+use crate::methods::unexpected;
 use crate::{IngleAudioCallback, IngleChunkCallback, IngleClient, IngleStatus};
 use ingle_core::methods::{self, Answer};
 use ingle_core::openai::{
@@ -26,7 +27,8 @@ pub struct IngleSpeechAudio {
     /// the struct.
     pub content_type: *const c_char,
     /// The sample rate of the encoded audio in Hz: 24000 for `pcm` (16-bit little-endian mono,
-    /// as OpenAI sends it) and `opus`, otherwise the model's (22050 for the default voice).
+    /// as OpenAI sends it) and `opus`, otherwise the model's (22050 for the default voice); 0
+    /// for server-sent events.
     pub sample_rate: u32,
 }
 
@@ -75,7 +77,9 @@ pub struct IngleTranscription {
 /// one of the model's voices (`"joe"`) or any OpenAI voice name, `response_format` is `mp3`
 /// (default), `opus`, `aac`, `flac`, `wav` or `pcm`, `speed` 0.25 to 4). `*out` receives the whole
 /// encoded file (headers with exact lengths), to free with `ingle_speech_audio_free` (NULL on
-/// failure). Errors name the field at fault in `ingle_last_error_json()`'s `param`.
+/// failure); with `"stream_format": "sse"`, every server-sent event of
+/// `ingle_audio_speech_stream` (`text/event-stream`, `sample_rate` 0). Errors name the field
+/// at fault in `ingle_last_error_json()`'s `param`.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_audio_speech_create(
     client: *mut IngleClient,
@@ -85,15 +89,20 @@ pub unsafe extern "C" fn ingle_audio_speech_create(
     ffi_call(|| {
         let out = out_arg(out, "out")?;
         let client = client_arg(client)?;
-        let request = SpeechRequest::from_json(str_arg(request_json, "request_json")?)?;
-        let audio = client.audio.speech.create(&request)?;
-        let content_type = c_string_lossy(audio.content_type.to_string()).into_raw();
-        let (data, len) = give_slice(audio.bytes);
+        let request = str_arg(request_json, "request_json")?;
+        let (bytes, content_type, sample_rate) =
+            match methods::method("audio.speech.create")?.call(client, request, None)? {
+                Answer::Speech(audio) => (audio.bytes, audio.content_type, audio.sample_rate),
+                Answer::Body { content_type, body } => (body, content_type, 0),
+                other => return Err(unexpected("audio.speech.create", &other)),
+            };
+        let content_type = c_string_lossy(content_type.to_string()).into_raw();
+        let (data, len) = give_slice(bytes);
         *out = Box::into_raw(Box::new(IngleSpeechAudio {
             data,
             len,
             content_type,
-            sample_rate: audio.sample_rate,
+            sample_rate,
         }));
         Ok(())
     })
@@ -227,10 +236,7 @@ unsafe fn transcribe_file(
             give_transcription(out, response);
             Ok(())
         }
-        other => Err(Error::internal(format!(
-            "`{method}` answered {other:?}, not a transcription"
-        ))
-        .into()),
+        other => Err(unexpected(method, &other)),
     }
 }
 

@@ -5,7 +5,7 @@
 //! events only carry it) and `ingle_responses_delete` (whose `out_json` may be NULL).
 
 use crate::call::{
-    callback_arg, client_arg, deliver, ffi_call, give_string, out_arg, str_arg, FfiResult,
+    callback_arg, client_arg, deliver, ffi_call, give_string, out_arg, str_arg, Failure, FfiResult,
 };
 use crate::{IngleChunkCallback, IngleClient, IngleStatus};
 use ingle_core::methods::{method, Gives};
@@ -45,6 +45,13 @@ pub unsafe extern "C" fn ingle_call_stream(
 ) -> IngleStatus {
     let name = || str_arg(method, "method");
     streamed_with(client, name, request_json, on_chunk, user_data)
+}
+
+/// The failure of a typed function whose method gave an answer of another kind (a bug).
+pub(crate) fn unexpected(name: &str, answer: &ingle_core::methods::Answer) -> Failure {
+    Failure::from(Error::internal(format!(
+        "`{name}` answered {answer:?}, not what its function gives"
+    )))
 }
 
 /// A whole method's answer as text.

@@ -2,9 +2,9 @@
 //! (as JSON or a float32 matrix), rerank, and predictions of any predictor.
 
 use crate::call::{client_arg, ffi_call, give_slice, out_arg, str_arg, take_slice};
-use crate::methods::{streamed, whole};
+use crate::methods::{streamed, unexpected, whole};
 use crate::{IngleChunkCallback, IngleClient, IngleStatus};
-use ingle_core::openai::EmbeddingRequest;
+use ingle_core::methods::{method, Answer};
 use std::ffi::{c_char, c_void};
 
 /// Embeddings as numbers: a `rows × dims` float32 matrix, row-major, row `i` the embedding of
@@ -125,8 +125,11 @@ pub unsafe extern "C" fn ingle_embeddings_create_matrix(
     ffi_call(|| {
         let out = out_arg(out, "out")?;
         let client = client_arg(client)?;
-        let request = EmbeddingRequest::from_json(str_arg(request_json, "request_json")?)?;
-        let matrix = client.embeddings.create_matrix(&request)?;
+        let request = str_arg(request_json, "request_json")?;
+        let matrix = match method("embeddings.create")?.call(client, request, None)? {
+            Answer::Matrix { matrix, .. } => matrix,
+            other => return Err(unexpected("embeddings.create", &other)),
+        };
         let (data, _) = give_slice(matrix.data);
         *out = Box::into_raw(Box::new(IngleEmbeddingMatrix {
             data,

@@ -57,6 +57,22 @@ static void test_speech_create(void) {
     ingle_speech_audio_free(audio);
     ingle_speech_audio_free(NULL); /* a no-op */
 
+    /* With "stream_format": "sse", the whole answer is every event of the stream, as the
+     * method's spec says (it used to be the audio file, the events' request left unread). */
+    IngleSpeechAudio *events = NULL;
+    CHECK_STATUS(ingle_audio_speech_create(
+                     client, SPEECH_REQUEST("Hi.", ",\"response_format\":\"pcm\",\"stream_format\":\"sse\""), &events),
+                 INGLE_OK);
+    if (events) {
+        const char *delta = "data: {\"type\":\"speech.audio.delta\",\"audio\":\"";
+        CHECK(strcmp(events->content_type, "text/event-stream") == 0, "content type %s", events->content_type);
+        CHECK(events->sample_rate == 0, "sample rate %u", events->sample_rate);
+        CHECK(events->len > strlen(delta) && memcmp(events->data, delta, strlen(delta)) == 0, "SSE: %.*s",
+              (int)(events->len < 80 ? events->len : 80), (const char *)events->data);
+        CHECK(events->len > 3 && memcmp(events->data + events->len - 3, "}\n\n", 3) == 0, "SSE ends badly");
+    }
+    ingle_speech_audio_free(events);
+
     /* The raw samples of the same request (an OpenAI voice name speaks with the model's): as
      * long as the wav, give or take the model's random timing. */
     IngleSpeechSamples *raw = NULL;

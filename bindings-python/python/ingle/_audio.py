@@ -84,7 +84,12 @@ def _speech_body(
     return _arguments.speech(params)
 
 
-def _binary_content(result: Tuple[bytes, str, Optional[bytes], int, int]) -> HttpxBinaryResponseContent:
+def _binary_content(
+    result: Union[Tuple[bytes, str, bytes, int, int], Tuple[bytes, str]],
+) -> HttpxBinaryResponseContent:
+    """Speech's answer: the file and the samples it was encoded from, or SSE events alone."""
+    if len(result) == 2:
+        return HttpxBinaryResponseContent(result[0], result[1], None, 0, 0)
     return HttpxBinaryResponseContent(*result)
 
 
@@ -124,7 +129,7 @@ class Speech(_Resource[M]):
         body = _speech_body(
             model, input, voice, instructions, response_format, speed, stream_format, extra
         )
-        return _whole(_binary_content, self._native.audio_speech_create, body)
+        return _whole(_binary_content, self._native.call, "audio.speech.create", body)
 
 
 class SpeechWithStreamingResponse(_Resource[M]):
@@ -166,10 +171,11 @@ class SpeechWithStreamingResponse(_Resource[M]):
             )
 
         def request() -> StreamedBinaryAPIResponse:
-            return StreamedBinaryAPIResponse(native.audio_speech_stream(body()))
+            return StreamedBinaryAPIResponse(native.stream("audio.speech.stream", body()))
 
         async def request_async() -> AsyncStreamedBinaryAPIResponse:
-            return AsyncStreamedBinaryAPIResponse(await _in_thread(native.audio_speech_stream, body()))
+            speech = await _in_thread(native.stream, "audio.speech.stream", body())
+            return AsyncStreamedBinaryAPIResponse(speech)
 
         return _either(
             lambda: ResponseContextManager(request), lambda: AsyncResponseContextManager(request_async)

@@ -135,7 +135,7 @@ class Embeddings(_Resource[M]):
         of floats (or a base64 string); ``.to_numpy()`` is every vector as one NumPy array,
         without copying through lists."""
         body = _arguments.body(params)
-        return _whole(_from_matrix, self._native.embeddings_create, body, cancellable=False)
+        return _whole(_from_matrix, self._native.call, "embeddings.create", body, cancellable=False)
 
 
 def _reranked(text: str) -> RerankResponse:

@@ -4,7 +4,20 @@
 # `python -m mypy.stubtest ingle._ingle` (scripts/test-python). Every class is a frozen pyo3
 # class without `subclass`: final at runtime.
 import os
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union, final
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Literal,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+    final,
+    overload,
+)
 
 __all__ = [
     "NativeClient",
@@ -106,10 +119,36 @@ class NativeClient:
     ) -> NativeClient: ...
     # Any method of the core's method table by name (`chat.completions.create`,
     # `responses.retrieve`, `audio.transcriptions.create`, ...): its request as JSON text; a
-    # whole answer as text (JSON, or a transcription in its format), or the chunks of a streamed
-    # one. `audio` (a method that takes an upload): a file's bytes (`filename` a hint of its
+    # whole answer as text (JSON, or a transcription in its format), speech as (content,
+    # content_type, samples, sample_rate, channels) (`samples` the float32 bytes; (content,
+    # content_type) for SSE), embeddings as (model, rows, dims, prompt_tokens, base64, matrix)
+    # (`matrix` the row-major float32 bytes); or the chunks of a streamed one (speech's
+    # bytes). `audio` (a method that takes an upload): a file's bytes (`filename` a hint of its
     # format), or with `sample_rate` float32 samples in native byte order, `channels`
     # interleaved.
+    @overload
+    def call(  # type: ignore[overload-overlap]
+        self,
+        method: Literal["embeddings.create"],
+        request: str,
+        audio: None = None,
+        filename: None = None,
+        sample_rate: None = None,
+        channels: int = 1,
+        cancel: Optional[CancelFlag] = None,
+    ) -> Tuple[str, int, int, int, bool, bytes]: ...
+    @overload
+    def call(  # type: ignore[overload-overlap]
+        self,
+        method: Literal["audio.speech.create"],
+        request: str,
+        audio: None = None,
+        filename: None = None,
+        sample_rate: None = None,
+        channels: int = 1,
+        cancel: Optional[CancelFlag] = None,
+    ) -> Union[Tuple[bytes, str, bytes, int, int], Tuple[bytes, str]]: ...
+    @overload
     def call(
         self,
         method: str,
@@ -120,6 +159,18 @@ class NativeClient:
         channels: int = 1,
         cancel: Optional[CancelFlag] = None,
     ) -> str: ...
+    @overload
+    def stream(  # type: ignore[overload-overlap]
+        self,
+        method: Literal["audio.speech.stream"],
+        request: str,
+        audio: None = None,
+        filename: None = None,
+        sample_rate: None = None,
+        channels: int = 1,
+        cancel: Optional[CancelFlag] = None,
+    ) -> NativeSpeechStream: ...
+    @overload
     def stream(
         self,
         method: str,
@@ -130,13 +181,6 @@ class NativeClient:
         channels: int = 1,
         cancel: Optional[CancelFlag] = None,
     ) -> NativeStream: ...
-    # (model, rows, dims, prompt_tokens, base64, matrix): `matrix` the row-major float32 bytes.
-    def embeddings_create(self, request: str) -> Tuple[str, int, int, int, bool, bytes]: ...
-    # (content, content_type, samples, sample_rate, channels); `samples` None for SSE.
-    def audio_speech_create(
-        self, request: str, cancel: Optional[CancelFlag] = None
-    ) -> Tuple[bytes, str, Optional[bytes], int, int]: ...
-    def audio_speech_stream(self, request: str) -> NativeSpeechStream: ...
     # The report as JSON. `progress(event_json)` hears each event; a `False` return (or an
     # exception, raised here) stops the pull.
     def models_pull(self, model: str, progress: Optional[Callable[[str], object]] = None) -> str: ...

@@ -25,11 +25,17 @@ impl Operation for AudioSpeechCreate {
     }
 
     fn run(client: &Client, request: Self::Request, _: Door) -> Result<Answer> {
-        let audio = client.audio.speech.create(&request)?;
-        Ok(Answer::Body {
-            content_type: audio.content_type,
-            body: audio.bytes,
-        })
+        if !request.sse()? {
+            return Ok(Answer::Speech(client.audio.speech.create(&request)?));
+        }
+        // Every event of the stream, as `POST /v1/audio/speech` would send them.
+        let stream = client.audio.speech.stream(&request)?;
+        let content_type = stream.content_type();
+        let mut body = Vec::new();
+        for chunk in stream {
+            body.extend_from_slice(&chunk?);
+        }
+        Ok(Answer::Body { content_type, body })
     }
 
     fn model(request: &Self::Request) -> Option<&str> {

@@ -20,7 +20,10 @@
 
 use crate::error::{shown, Error, ErrorCode, Result};
 use crate::json_text::{to_json_text, JsonTextStream};
-use crate::openai::{SpeechStream, TranscriptionAudio, TranscriptionResponse};
+use crate::openai::{
+    EmbeddingMatrix, EncodingFormat, SpeechAudio, SpeechStream, TranscriptionAudio,
+    TranscriptionResponse,
+};
 use crate::Client;
 use serde_json::{Map, Value as Json};
 
@@ -463,6 +466,15 @@ pub enum Answer {
     /// A transcription or translation: its body in the requested format (what HTTP, Python and
     /// Node give), with the text and duration beside it (what C's `IngleTranscription` gives).
     Transcription(TranscriptionResponse),
+    /// Whole speech: the encoded file (what HTTP and C give) and the samples it was encoded
+    /// from (what Python's `to_numpy()` gives).
+    Speech(SpeechAudio),
+    /// Embeddings as the float32 matrix (what Python, Node and C's `_matrix` take without
+    /// JSON), and the `encoding_format` its JSON is written in (what HTTP and C give).
+    Matrix {
+        matrix: EmbeddingMatrix,
+        format: EncodingFormat,
+    },
     /// Chunks or events, as JSON texts.
     Stream(JsonTextStream),
     Audio(SpeechStream),
@@ -482,6 +494,17 @@ impl std::fmt::Debug for Answer {
                 .field("format", &response.format)
                 .field("bytes", &response.body.len())
                 .finish(),
+            Answer::Speech(audio) => f
+                .debug_struct("Speech")
+                .field("content_type", &audio.content_type)
+                .field("bytes", &audio.bytes.len())
+                .finish(),
+            Answer::Matrix { matrix, format } => f
+                .debug_struct("Matrix")
+                .field("rows", &matrix.rows)
+                .field("dims", &matrix.dims)
+                .field("format", format)
+                .finish(),
             Answer::Stream(_) => f.write_str("Stream"),
             Answer::Audio(_) => f.write_str("Audio"),
         }
@@ -494,8 +517,10 @@ impl Answer {
         match self {
             Answer::Json(json) => Ok(json),
             Answer::Transcription(response) => Ok(response.body),
+            Answer::Matrix { matrix, format } => to_json_text(&matrix.into_response(format)),
             Answer::Body { body, .. } => String::from_utf8(body)
                 .map_err(|_| Error::internal("This method answers with binary data, not text")),
+            Answer::Speech(_) => Err(Error::internal("This method answers with audio, not text")),
             Answer::Stream(_) | Answer::Audio(_) => Err(Error::internal(
                 "This method answers with a stream: call it as one",
             )),
@@ -509,6 +534,7 @@ impl Answer {
             Answer::Transcription(response) => {
                 Ok((response.content_type, response.body.into_bytes()))
             }
+            Answer::Speech(audio) => Ok((audio.content_type, audio.bytes)),
             other => Ok(("application/json", other.into_text()?.into_bytes())),
         }
     }

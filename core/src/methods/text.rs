@@ -123,7 +123,10 @@ impl Operation for EmbeddingsCreate {
     }
 
     fn run(client: &Client, request: Self::Request, _: Door) -> Result<Answer> {
-        json(&client.embeddings.create(&request)?)
+        // The format first, as `client.embeddings.create` checks it.
+        let format = request.format()?;
+        let matrix = client.embeddings.create_matrix(&request)?;
+        Ok(Answer::Matrix { matrix, format })
     }
 
     fn model(request: &Self::Request) -> Option<&str> {
