@@ -145,7 +145,7 @@ class Speech {
     const { signal } = requestOptions(options, 'audio.speech.create');
     const json = toJson(requestBody(body, 'audio.speech.create'));
     checkSignal(signal);
-    const start = call(() => this._native.audioSpeechStream(json));
+    const start = call(() => this._native.stream('audio.speech.stream', json));
     const native = await abortableStart(start, signal);
     if (signal && signal.aborted) {
       native.close();

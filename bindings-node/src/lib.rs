@@ -9,7 +9,7 @@ mod spawned;
 
 use ingle::json_text::{to_json_text, JsonTextStream};
 use ingle::methods::{self, Answer};
-use ingle::openai::{EncodingFormat, SpeechRequest, SpeechStream, TranscriptionAudio};
+use ingle::openai::{EncodingFormat, SpeechStream, TranscriptionAudio};
 use ingle::{Cancel, Client, Config, Error};
 use napi::bindgen_prelude::{Either, Float32Array, Uint8Array};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
@@ -46,11 +46,14 @@ fn work(
 /// Starts a stream on the pool with `client`'s calls stopped by `cancel` (a new one if none):
 /// an aborted signal stops the start (a transcription's decoding), and the stream's `close()`
 /// stops the work a pending `next()` waits for.
-fn start(
+fn start<S: Send + 'static>(
     client: &Client,
     cancel: Option<&NativeCancel>,
-    f: impl FnOnce(&Client) -> ingle::Result<JsonTextStream> + Send + 'static,
-) -> Spawned<Job<Started<JsonTextStream>>> {
+    f: impl FnOnce(&Client) -> ingle::Result<S> + Send + 'static,
+) -> Spawned<Job<Started<S>>>
+where
+    Job<Started<S>>: Task,
+{
     let cancel = cancel.map_or_else(Cancel::new, |c| c.cancel.clone());
     let client = client.with_cancel(&cancel);
     Spawned::new(Job(Some(Box::new(move || {
@@ -111,6 +114,47 @@ impl Task for Job<Started<JsonTextStream>> {
     }
 }
 
+/// A stream of the table as it started: JSON texts, or speech with its first bytes (pulled
+/// before the stream is handed to JS, so an error in the first sentence rejects the start).
+pub enum Opened {
+    Texts(JsonTextStream),
+    Speech(Box<SpeechStream>, Option<Vec<u8>>),
+}
+
+impl Opened {
+    fn of(answer: Answer) -> ingle::Result<Opened> {
+        match answer {
+            Answer::Audio(mut speech) => {
+                let first = speech.next().transpose()?;
+                Ok(Opened::Speech(Box::new(speech), first))
+            }
+            answer => Ok(Opened::Texts(answer.into_stream()?)),
+        }
+    }
+}
+
+impl Task for Job<Started<Opened>> {
+    type Output = Started<Opened>;
+    type JsValue = Either<NativeStream, NativeSpeechStream>;
+
+    fn compute(&mut self) -> napi::Result<Self::Output> {
+        self.run()
+    }
+
+    fn resolve(&mut self, _env: Env, started: Self::Output) -> napi::Result<Self::JsValue> {
+        Ok(match started.stream {
+            Opened::Texts(stream) => Either::A(NativeStream {
+                stream: Closable::new(stream, started.cancel),
+            }),
+            Opened::Speech(stream, first) => Either::B(NativeSpeechStream {
+                content_type: stream.content_type(),
+                stream: Closable::new(*stream, started.cancel),
+                first: Mutex::new(first),
+            }),
+        })
+    }
+}
+
 /// Embeddings as numbers: `data` is the row-major `rows × dims` float32 matrix, handed to JS
 /// without a copy (the typed array takes over the engine's buffer). `index.js` builds the
 /// OpenAI response from it.
@@ -146,28 +190,6 @@ impl Task for Job<Answer> {
                 data: Float32Array::new(m.data),
             }),
             answer => Either::A(answer.into_text().map_err(js_error)?),
-        })
-    }
-}
-
-/// A started speech stream and its first bytes (pulled before the stream is handed to JS, so an
-/// error in the first sentence rejects `audio.speech.create` itself).
-type StartedSpeech = Started<(SpeechStream, Option<Vec<u8>>)>;
-
-impl Task for Job<StartedSpeech> {
-    type Output = StartedSpeech;
-    type JsValue = NativeSpeechStream;
-
-    fn compute(&mut self) -> napi::Result<StartedSpeech> {
-        self.run()
-    }
-
-    fn resolve(&mut self, _env: Env, started: StartedSpeech) -> napi::Result<Self::JsValue> {
-        let (stream, first) = started.stream;
-        Ok(NativeSpeechStream {
-            content_type: stream.content_type(),
-            stream: Closable::new(stream, started.cancel),
-            first: Mutex::new(first),
         })
     }
 }
@@ -307,22 +329,21 @@ impl NativeClient {
     }
 
     /// Any method of the table that answers in parts (`chat.completions.stream`,
-    /// `audio.transcriptions.stream`, ...), by name: its chunks or events as JSON texts.
-    /// Resolves once the call started (an upload decoded); `cancel` stops the start and the
-    /// stream; so does closing the stream.
-    #[napi(ts_return_type = "Promise<NativeStream>")]
+    /// `audio.transcriptions.stream`, ...), by name: a `NativeStream` of its chunks or events
+    /// as JSON texts, or for speech (`audio.speech.stream`) a `NativeSpeechStream` of its
+    /// bytes, once the first sentence is synthesised. Resolves once the call started (an
+    /// upload decoded); `cancel` stops the start and the stream; so does closing the stream.
+    #[napi(ts_return_type = "Promise<NativeStream | NativeSpeechStream>")]
     pub fn stream(
         &self,
         method: String,
         request: String,
         cancel: Option<&NativeCancel>,
         audio: Option<NativeAudio>,
-    ) -> napi::Result<Spawned<Job<Started<JsonTextStream>>>> {
+    ) -> napi::Result<Spawned<Job<Started<Opened>>>> {
         let upload = audio.map(transcription_audio).transpose()?;
         Ok(start(&self.client, cancel, move |client| {
-            methods::method(&method)?
-                .call(client, &request, upload)?
-                .into_stream()
+            Opened::of(methods::method(&method)?.call(client, &request, upload)?)
         }))
     }
 
@@ -424,23 +445,6 @@ impl NativeClient {
             let predictions = client.predictions.stream(&tag, inputs)?;
             Ok(predictions.into_whole_json_texts())
         })
-    }
-
-    /// Starts speech (`audio.speech.create`): resolves once the first bytes are synthesised
-    /// (about a sentence), or rejects with the request's error.
-    #[napi(ts_return_type = "Promise<NativeSpeechStream>")]
-    pub fn audio_speech_stream(&self, request: String) -> Spawned<Job<StartedSpeech>> {
-        let cancel = Cancel::new();
-        let client = self.client.with_cancel(&cancel);
-        Spawned::new(Job(Some(Box::new(move || {
-            let request = SpeechRequest::from_json(&request)?;
-            let mut stream = client.audio.speech.stream(&request)?;
-            let first = stream.next().transpose()?;
-            Ok(Started {
-                stream: (stream, first),
-                cancel,
-            })
-        }))))
     }
 
     /// Load figures of a model as JSON, loading it if needed.
