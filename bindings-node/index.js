@@ -145,8 +145,10 @@ class Speech {
     const { signal } = requestOptions(options, 'audio.speech.create');
     const json = toJson(requestBody(body, 'audio.speech.create'));
     checkSignal(signal);
-    const start = call(() => this._native.stream('audio.speech.stream', json));
-    const native = await abortableStart(start, signal);
+    // The cancel stops the start too: an abort during the first sentence ends its synthesis.
+    const cancel = new NativeCancel();
+    const start = call(() => this._native.stream('audio.speech.stream', json, cancel));
+    const native = await abortableStart(start, signal, cancel);
     if (signal && signal.aborted) {
       native.close();
       throw new APIUserAbortError();

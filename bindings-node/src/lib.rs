@@ -34,7 +34,8 @@ fn js_error(error: Error) -> napi::Error {
     napi::Error::new(Status::GenericFailure, reason.to_string())
 }
 
-/// Work for a thread of `spawned`'s pool: a JSON text (or nothing, `null` in JS), or a started stream.
+/// Work for a thread of `spawned`'s pool: a JSON text (or nothing, `null` in JS), a whole
+/// [`Answer`] of the table, or a started stream (`Started`, of an [`Opened`] one).
 pub struct Job<T>(Option<Box<dyn FnOnce() -> ingle::Result<T> + Send>>);
 
 fn work(

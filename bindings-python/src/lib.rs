@@ -167,21 +167,20 @@ fn transcription_audio(
 /// An upload as `call` and `stream` take it: `transcription_audio`'s arguments.
 type Upload<'a> = (&'a [u8], Option<String>, Option<u32>, u16);
 
-/// Runs the table's `method` on `request` (and its upload) with the GIL released, and there
-/// turns the answer into what the caller gives (`into_text`, `into_stream`).
-fn run_method<T: Send>(
+/// Runs the table's `method` on `request` (and its upload, converted there) with the GIL
+/// released. What the answer becomes in Python (`whole_answer`) only moves or copies it once.
+fn run_method(
     py: Python<'_>,
     client: &Client,
     method: &str,
     request: &str,
     upload: Option<Upload<'_>>,
-    give: impl FnOnce(Answer) -> ingle::Result<T> + Send,
-) -> ingle::Result<T> {
+) -> ingle::Result<Answer> {
     py.detach(|| {
         let audio = upload.map(|(audio, filename, sample_rate, channels)| {
             transcription_audio(audio, filename, sample_rate, channels)
         });
-        give(methods::method(method)?.call(client, request, audio)?)
+        methods::method(method)?.call(client, request, audio)
     })
 }
 
@@ -289,7 +288,7 @@ impl NativeClient {
         let call = CallCancel::new(cancel.as_ref());
         let upload = audio.map(|audio| (audio, filename, sample_rate, channels));
         let client = call.client(&self.client);
-        let result = run_method(py, &client, method, &request, upload, Ok);
+        let result = run_method(py, &client, method, &request, upload);
         whole_answer(py, call.finish(result)?)
     }
 
@@ -315,7 +314,7 @@ impl NativeClient {
         let call = CallCancel::new(cancel.as_ref());
         let upload = audio.map(|audio| (audio, filename, sample_rate, channels));
         let client = call.client(&self.client);
-        let result = run_method(py, &client, method, &request, upload, Ok);
+        let result = run_method(py, &client, method, &request, upload);
         let cancel = call.cancel.clone();
         Ok(match call.finish(result)? {
             Answer::Audio(stream) => {

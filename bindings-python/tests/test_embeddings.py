@@ -82,6 +82,8 @@ def test_dimensions_and_base64(client):
         (dict(input="a", dimensions=385), "dimensions", "between 1 and 384"),
         (dict(input="a", encoding_format="int8"), "encoding_format", "base64"),
         (dict(input="a", frobnicate=1), "frobnicate", "Unrecognized"),
+        # Both wrong: the format is named first, as over HTTP and by `ingle_call`.
+        (dict(input="a", encoding_format="int8", frobnicate=1), "encoding_format", "base64"),
         (dict(model=MODEL, input="a"), "model", "no input annotated Embedding"),
     ],
 )

@@ -15,16 +15,18 @@ use ingle_core::Error;
 use std::ffi::{c_char, c_void, CString};
 
 /// Speech as an audio file: the encoded bytes of `ingle_audio_speech_create`, e.g. a whole
-/// `.wav` or `.mp3` file. Free it, `data` included, with one call to `ingle_speech_audio_free`.
+/// `.wav` or `.mp3` file; for a request with `"stream_format": "sse"`, the text of its
+/// server-sent events. Free it, `data` included, with one call to `ingle_speech_audio_free`.
 #[repr(C)]
 pub struct IngleSpeechAudio {
-    /// `len` bytes of the encoded audio (the request's `response_format`), owned by the struct.
+    /// `len` bytes of the encoded audio (the request's `response_format`), or of the SSE events'
+    /// text (not NUL-terminated), owned by the struct.
     pub data: *const u8,
     /// The number of bytes.
     pub len: usize,
     /// The MIME type the OpenAI API answers with: `"audio/mpeg"` (mp3), `"audio/ogg"` (opus),
-    /// `"audio/aac"`, `"audio/flac"`, `"audio/wav"` or `"audio/pcm"`. NUL-terminated, owned by
-    /// the struct.
+    /// `"audio/aac"`, `"audio/flac"`, `"audio/wav"` or `"audio/pcm"`; `"text/event-stream"` for
+    /// SSE. NUL-terminated, owned by the struct.
     pub content_type: *const c_char,
     /// The sample rate of the encoded audio in Hz: 24000 for `pcm` (16-bit little-endian mono,
     /// as OpenAI sends it) and `opus`, otherwise the model's (22050 for the default voice); 0

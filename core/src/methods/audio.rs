@@ -25,6 +25,8 @@ impl Operation for AudioSpeechCreate {
     }
 
     fn run(client: &Client, request: Self::Request, _: Door) -> Result<Answer> {
+        // The format first, as `audio.speech.stream` (and `Speech::create`) check it.
+        request.format()?;
         if !request.sse()? {
             return Ok(Answer::Speech(client.audio.speech.create(&request)?));
         }

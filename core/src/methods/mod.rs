@@ -14,9 +14,10 @@
 //! Parsing gives a [`Parsed`] request that holds the operation that parsed it, so a request
 //! cannot reach the wrong method: there is no dispatch on a request's kind anywhere.
 //!
-//! Outside the table, because JSON cannot carry what they take or give: `predictions`
-//! (inputs hold tensors and raw audio), `models.pull` (a progress callback), the embedding
-//! matrix and speech samples that the bindings hand over as numbers.
+//! A method's input is its request and, for an upload, its audio; its [`Answer`] is typed
+//! (JSON, a transcription, speech with its samples, the embedding matrix, a stream), and each
+//! door converts each kind once. Outside the table: `predictions` (inputs hold tensors and
+//! raw audio, by a predictor's own names) and `models.pull` (a progress callback).
 
 use crate::error::{shown, Error, ErrorCode, Result};
 use crate::json_text::{to_json_text, JsonTextStream};
@@ -57,7 +58,8 @@ pub enum Takes {
     Named,
 }
 
-/// How a method answers: an [`Answer`] of the same name.
+/// How a method answers over HTTP. In process its [`Answer`] may carry more: `Json`'s
+/// embeddings come as their `Matrix`, `Body`'s speech as `Speech` with its samples.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gives {
     /// One JSON object.
@@ -466,8 +468,9 @@ pub enum Answer {
     /// A transcription or translation: its body in the requested format (what HTTP, Python and
     /// Node give), with the text and duration beside it (what C's `IngleTranscription` gives).
     Transcription(TranscriptionResponse),
-    /// Whole speech: the encoded file (what HTTP and C give) and the samples it was encoded
-    /// from (what Python's `to_numpy()` gives).
+    /// Whole speech (`audio.speech.create`, in process: HTTP's route streams): the encoded
+    /// file (what C gives) and the samples it was encoded from (what Python's `to_numpy()`
+    /// gives).
     Speech(SpeechAudio),
     /// Embeddings as the float32 matrix (what Python, Node and C's `_matrix` take without
     /// JSON), and the `encoding_format` its JSON is written in (what HTTP and C give).
