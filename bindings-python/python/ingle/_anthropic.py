@@ -23,7 +23,7 @@ from ._base import (
     _Awaited,
     M, Async, AsyncStream, Stream, Sync, _Call, _direct, _either, _in_thread, _method, _Resource, _streamed, _streaming, _whole,
 )
-from ._client import Config, Predictors, _native_client
+from ._client import _Clients, _Closes, _ClosesAsync
 from .types.anthropic import (
     ContentBlock, Message, MessageDelta, MessageStreamEvent, MessageTokensCount,
 )
@@ -420,64 +420,22 @@ class Messages(_Resource[M]):
         return _whole(read, _raising_in_anthropic_terms(self._native.call), "messages.count_tokens", body)
 
 
-class _Client(_Resource[M]):
+class _Client(_Clients[M]):
     """What ``Anthropic`` and ``AsyncAnthropic`` share, in their mode."""
 
-    base_url: None = None  # see `Anthropic`
-
-    def __init__(
-        self, mode: Type[M], config: Config, models_dir: Any, predictors: Sequence["_predictors.Predictor"]
-    ) -> None:
-        native = _native_client(config, models_dir)
-        super().__init__(native, mode)
-        self.predictors = Predictors(native)
-        self.predictors.register(*predictors)
-        self.messages = Messages(native, mode)
+    def _open(self, native: Any) -> None:
+        self.messages = Messages(native, self._mode)
 
 
-class Anthropic(_Client[Sync]):
+class Anthropic(_Client[Sync], _Closes):
     """Anthropic's Messages API on the models of this process (``ingle.OpenAI``'s config and
     predictors). The anthropic client's connection arguments (``api_key``, ``base_url``,
     ``timeout``, ...) are accepted and ignored, so existing code runs unchanged."""
 
-    def __init__(
-        self,
-        *,
-        config: Config = None,
-        models_dir: Any = None,
-        predictors: Sequence["_predictors.Predictor"] = (),
-        **anthropic_arguments: Any,
-    ) -> None:
-        super().__init__(Sync, config, models_dir, predictors)
-
-    def close(self) -> None:
-        """Nothing to release early: models are freed with the last client that uses them."""
-
-    def __enter__(self) -> "Anthropic":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    _MODE = Sync
 
 
-class AsyncAnthropic(_Client[Async]):
+class AsyncAnthropic(_Client[Async], _ClosesAsync):
     """`Anthropic` for asyncio: the same methods, awaited, the engine in worker threads."""
 
-    def __init__(
-        self,
-        *,
-        config: Config = None,
-        models_dir: Any = None,
-        predictors: Sequence["_predictors.Predictor"] = (),
-        **anthropic_arguments: Any,
-    ) -> None:
-        super().__init__(Async, config, models_dir, predictors)
-
-    async def close(self) -> None:
-        """Nothing to release early."""
-
-    async def __aenter__(self) -> "AsyncAnthropic":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()
+    _MODE = Async

@@ -25,6 +25,7 @@ from typing import (
     Optional,
     Sequence,
     Type,
+    TypeVar,
     Union,
     cast,
     overload,
@@ -37,6 +38,7 @@ from ._base import (
     _Awaited,
     M,
     Async,
+    _Mode,
     AsyncStream,
     Stream,
     Sync,
@@ -321,18 +323,67 @@ def _tokenize(
     return _whole(_json(kind.construct), self._native.call, "tokenize", body)
 
 
-class _Client(_Resource[M]):
-    """What ``OpenAI`` and ``AsyncOpenAI`` share: every resource and method, in their mode."""
+_Self = TypeVar("_Self")
 
+
+class _Clients(_Resource[M]):
+    """What every client (``OpenAI``, ``AsyncOpenAI``, ``Anthropic``, ``AsyncAnthropic``) shares:
+    the engine's client made from ``config`` and ``models_dir``, the ``predictors`` it serves,
+    the mode its class names, and the connection arguments of the SDK it stands in for,
+    accepted and ignored. A client's resources are made by its `_open`."""
+
+    _MODE: Type[_Mode] = Sync
     base_url: None = None  # see `OpenAI`
 
     def __init__(
-        self, mode: Type[M], config: Config, models_dir: Any, predictors: Sequence["_predictors.Predictor"]
+        self,
+        *,
+        config: Config = None,
+        models_dir: Union[str, "os.PathLike[str]", None] = None,
+        predictors: Sequence["_predictors.Predictor"] = (),
+        **client_arguments: Any,
     ) -> None:
         native = _native_client(config, models_dir)
-        super().__init__(native, mode)
+        super().__init__(native, cast(Type[M], self._MODE))
         self.predictors = Predictors(native)
         self.predictors.register(*predictors)
+        self._open(native)
+
+    def _open(self, native: _ingle.NativeClient) -> None:
+        """Makes the client's resources, in its mode."""
+
+
+class _Closes:
+    """``close()`` and ``with`` of a client of the sync SDK."""
+
+    def close(self) -> None:
+        """Nothing to release early: models are freed with the last client that uses them."""
+
+    def __enter__(self: _Self) -> _Self:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class _ClosesAsync:
+    """``await close()`` and ``async with`` of a client of the async SDK."""
+
+    async def close(self) -> None:
+        """Nothing to release early: models are freed with the last client that uses them."""
+
+    async def __aenter__(self: _Self) -> _Self:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+
+class _Client(_Clients[M]):
+    """What ``OpenAI`` and ``AsyncOpenAI`` share: every resource and method, in their mode."""
+
+    def _open(self, native: _ingle.NativeClient) -> None:
+        mode = self._mode
         self.chat = Chat(native, mode)
         self.responses = Responses(native, mode)
         self.completions = Completions(native, mode)
@@ -381,55 +432,22 @@ class _Client(_Resource[M]):
         return _whole(read, self._native.metrics, _arguments.text("model", model), cancellable=False)
 
 
-class OpenAI(_Client[Sync]):
+class OpenAI(_Client[Sync], _Closes):
     """Runs models in this process. ``config``: an ingle TOML config file, the config as a dict
     (``{"predictors": [...]}``) or as TOML text (default: ``$INGLE_CONFIG``, else the default
-    model); ``models_dir``: where model files are.
+    model); ``models_dir``: where model files are; ``predictors``: functions of your own to
+    serve (``ingle.predictor``).
 
     The ``openai`` client's connection arguments (``api_key``, ``base_url``, ``timeout``, ...)
     are accepted and ignored, so existing code runs unchanged. ``base_url`` reads ``None``:
     there is no server (frameworks that read it, as openai-agents does, then take the client
     for one that is not OpenAI's)."""
 
-    def __init__(
-        self,
-        *,
-        config: Config = None,
-        models_dir: Union[str, "os.PathLike[str]", None] = None,
-        predictors: Sequence["_predictors.Predictor"] = (),
-        **openai_arguments: Any,
-    ) -> None:
-        super().__init__(Sync, config, models_dir, predictors)
-
-    def close(self) -> None:
-        """Nothing to release early: models are freed with the last client that uses them."""
-
-    def __enter__(self) -> "OpenAI":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    _MODE = Sync
 
 
-class AsyncOpenAI(_Client[Async]):
+class AsyncOpenAI(_Client[Async], _ClosesAsync):
     """`OpenAI` for asyncio: the same methods, awaited. The engine works in worker threads, so
     the event loop keeps running; cancelling the awaiting task stops generation."""
 
-    def __init__(
-        self,
-        *,
-        config: Config = None,
-        models_dir: Union[str, "os.PathLike[str]", None] = None,
-        predictors: Sequence["_predictors.Predictor"] = (),
-        **openai_arguments: Any,
-    ) -> None:
-        super().__init__(Async, config, models_dir, predictors)
-
-    async def close(self) -> None:
-        """Nothing to release early: models are freed with the last client that uses them."""
-
-    async def __aenter__(self) -> "AsyncOpenAI":
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.close()
+    _MODE = Async
