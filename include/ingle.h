@@ -167,11 +167,13 @@ typedef struct IngleEmbeddingMatrix {
 
 /**
  * Speech as an audio file: the encoded bytes of `ingle_audio_speech_create`, e.g. a whole
- * `.wav` or `.mp3` file. Free it, `data` included, with one call to `ingle_speech_audio_free`.
+ * `.wav` or `.mp3` file; for a request with `"stream_format": "sse"`, the text of its
+ * server-sent events. Free it, `data` included, with one call to `ingle_speech_audio_free`.
  */
 typedef struct IngleSpeechAudio {
   /**
-   * `len` bytes of the encoded audio (the request's `response_format`), owned by the struct.
+   * `len` bytes of the encoded audio (the request's `response_format`), or of the SSE events'
+   * text (not NUL-terminated), owned by the struct.
    */
   const uint8_t *data;
   /**
@@ -180,8 +182,8 @@ typedef struct IngleSpeechAudio {
   size_t len;
   /**
    * The MIME type the OpenAI API answers with: `"audio/mpeg"` (mp3), `"audio/ogg"` (opus),
-   * `"audio/aac"`, `"audio/flac"`, `"audio/wav"` or `"audio/pcm"`. NUL-terminated, owned by
-   * the struct.
+   * `"audio/aac"`, `"audio/flac"`, `"audio/wav"` or `"audio/pcm"`; `"text/event-stream"` for
+   * SSE. NUL-terminated, owned by the struct.
    */
   const char *content_type;
   /**
