@@ -15,10 +15,10 @@ import contextlib
 import json
 from typing import (
     TYPE_CHECKING, Any, AsyncIterator, Callable, Dict, Iterator, List, Literal, Optional,
-    Sequence, Tuple, Type, Union, cast, overload,
+    Tuple, Union, cast, overload,
 )
 
-from . import _arguments, _exceptions, _predictors, _structured
+from . import _arguments, _exceptions, _structured
 from ._base import (
     _Awaited,
     M, Async, AsyncStream, Stream, Sync, _Call, _direct, _either, _in_thread, _method, _Resource, _streamed, _streaming, _whole,

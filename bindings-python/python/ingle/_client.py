@@ -2,7 +2,9 @@
 
 Only conversion happens here: keyword arguments become the OpenAI JSON request, the native
 module (``ingle._ingle``) runs it in the Rust core, and the JSON it returns becomes the objects
-of ``ingle.types``. Each resource is written once for both clients (see `_base`): a method is a
+of ``ingle.types``. `_Clients` (with `_Closes` / `_ClosesAsync`) is what every client shares,
+the Anthropic ones included: the constructor, the predictors, ``close`` and ``with``.
+Each resource is written once for both clients (see `_base`): a method is a
 function returning its `_Call`; the two clients differ only in their mode. A ``create`` whose
 ``stream=True`` streams is a `_streaming`; the few methods whose return type depends on another
 argument (tokenize's ``with_pieces``) declare their overloads for each mode under
@@ -332,7 +334,7 @@ class _Clients(_Resource[M]):
     the mode its class names, and the connection arguments of the SDK it stands in for,
     accepted and ignored. A client's resources are made by its `_open`."""
 
-    _MODE: Type[_Mode] = Sync
+    _MODE: Type[_Mode]  # each client class names its own: Sync or Async, as its base says
     base_url: None = None  # see `OpenAI`
 
     def __init__(

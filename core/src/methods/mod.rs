@@ -469,8 +469,8 @@ pub enum Answer {
     /// Node give), with the text and duration beside it (what C's `IngleTranscription` gives).
     Transcription(TranscriptionResponse),
     /// Whole speech (`audio.speech.create`, in process: HTTP's route streams): the encoded
-    /// file (what C gives) and the samples it was encoded from (what Python's `to_numpy()`
-    /// gives).
+    /// file (what Python's `content` and C give) and the samples it was encoded from (what
+    /// Python's `to_numpy()` gives).
     Speech(SpeechAudio),
     /// Embeddings as the float32 matrix (what Python, Node and C's `_matrix` take without
     /// JSON), and the `encoding_format` its JSON is written in (what HTTP and C give).
