@@ -136,6 +136,9 @@ pub struct Config {
     /// Where stored responses (`client.responses`) are kept, and for how long.
     #[serde(default)]
     pub responses: ResponsesConfig,
+    /// Where the images and audio of chat messages may come from (`[media]`).
+    #[serde(default)]
+    pub media: crate::media::MediaConfig,
 }
 
 /// `[responses]`: the store of `client.responses` (SQLite). A relative `store` in a config
@@ -241,6 +244,7 @@ impl Config {
             builtin_models: false,
             onnxruntime: None,
             responses: ResponsesConfig::default(),
+            media: crate::media::MediaConfig::default(),
         }
     }
 

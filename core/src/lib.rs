@@ -33,6 +33,7 @@ pub mod error;
 mod external;
 pub mod json;
 pub mod json_text;
+pub mod media;
 pub mod methods;
 pub mod openai;
 pub mod predict;

@@ -72,6 +72,11 @@ impl Default for Registry {
 }
 
 impl Registry {
+    /// Where the media of chat messages may come from (the config's `[media]`).
+    pub(crate) fn media_config(&self) -> &crate::media::MediaConfig {
+        &self.file_config.media
+    }
+
     pub fn from_config(config: &Config) -> Result<Self> {
         // The config's own Whisper files are checked now; a built-in or catalog model's
         // broken file fails that model alone, on its first use (not every client).

@@ -237,16 +237,8 @@ fn usage_counts_match_the_tokenizer() {
 #[test]
 fn system_developer_assistant_tool_roles_and_text_parts_are_accepted() {
     let parts = MessageContent::Parts(vec![
-        ContentPart {
-            kind: "text".into(),
-            text: Some("What is the capital ".into()),
-            other: Default::default(),
-        },
-        ContentPart {
-            kind: "text".into(),
-            text: Some("of France?".into()),
-            other: Default::default(),
-        },
+        ContentPart::text("What is the capital "),
+        ContentPart::text("of France?"),
     ]);
     let mut user = ChatMessage::user("");
     user.content = Some(parts);

@@ -107,7 +107,6 @@ pub(super) fn reject_other_fields(other: &OtherFields) -> Result<()> {
             "modalities",
             "audio",
             "prediction",
-            "reasoning_effort",
             "web_search_options",
         ];
         return Err(if known.contains(&field.as_str()) {

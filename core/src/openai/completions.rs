@@ -143,6 +143,7 @@ impl Completions {
             Annotation::Prompt,
             "prompt",
             Value::String(prompt),
+            &crate::media::ChatMedia::default(),
             "text completions",
             options,
             n,

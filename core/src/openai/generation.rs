@@ -9,6 +9,7 @@ use crate::predict::{
     Annotation, Cancel, GenerationInput, GenerationOptions, GenerationRequest, GenerationStep,
     Inputs, Logs, OutputStream, StepStream,
 };
+use crate::media::{ChatMedia, MediaKind};
 use crate::registry::Registry;
 use crate::value::Value;
 
@@ -37,6 +38,7 @@ pub(super) fn start_choices(
     input: Annotation,
     input_field: &'static str,
     input_value: Value,
+    media: &ChatMedia,
     method: &str,
     options: GenerationOptions,
     n: usize,
@@ -58,6 +60,12 @@ pub(super) fn start_choices(
             ));
         }
     }
+    // Decoded once for every choice.
+    let media = if model.is_empty() {
+        Vec::new()
+    } else {
+        media_inputs(registry, model, media, cancel)?
+    };
     (0..n)
         .map(|i| {
             let mut options = options.clone();
@@ -68,12 +76,79 @@ pub(super) fn start_choices(
                 input.clone(),
                 input_field,
                 input_value.clone(),
+                media.clone(),
                 method,
                 options,
                 cancel,
             )
         })
         .collect()
+}
+
+/// The messages' media as the model's predictor takes them: each kind decoded for the input
+/// annotated to take it (images as tensors, audio at the declared rate); an image or audio
+/// part for a model without such an input is an error naming the part.
+fn media_inputs(
+    registry: &Registry,
+    model: &str,
+    media: &ChatMedia,
+    cancel: &Cancel,
+) -> Result<Vec<(Annotation, Value)>> {
+    let predictor = registry.get(model)?;
+    let config = registry.media_config();
+    if predictor.generation().is_some() {
+        return match media.parts.first() {
+            Some(part) => Err(Error::invalid(
+                part.at.clone(),
+                format!(
+                    "`{}`: the model `{}` cannot take {}: ingle runs llama.cpp chat models on \
+                     text alone (no vision or audio projector is loaded); send text, or use a \
+                     predictor that declares {}",
+                    part.at,
+                    shown(model),
+                    if part.kind == MediaKind::Image { "images" } else { "audio" },
+                    if part.kind == MediaKind::Image { "ChatImages" } else { "ChatAudios" },
+                ),
+            )),
+            None => Ok(Vec::new()),
+        };
+    }
+    let signature = predictor.signature();
+    let mut inputs = Vec::new();
+    let lacks = |part: &crate::media::MediaPart, what: &str, annotation: &str| {
+        Error::invalid(
+            part.at.clone(),
+            format!(
+                "`{}`: the model `{}` cannot take {what}: its predictor declares no input \
+                 annotated {annotation}",
+                part.at,
+                shown(model)
+            ),
+        )
+    };
+    match signature.input_annotated(&Annotation::ChatImages) {
+        Some(_) => inputs.push((Annotation::ChatImages, media.decode_images(config, cancel)?)),
+        None => {
+            if let Some(part) = media.first(MediaKind::Image) {
+                return Err(lacks(part, "images", "ChatImages"));
+            }
+        }
+    }
+    let audios = signature.inputs.iter().find_map(|p| match p.annotation {
+        Annotation::ChatAudios { sample_rate } => Some((p.annotation.clone(), sample_rate)),
+        _ => None,
+    });
+    match audios {
+        Some((annotation, rate)) => {
+            inputs.push((annotation, media.decode_audios(rate, config, cancel)?))
+        }
+        None => {
+            if let Some(part) = media.first(MediaKind::Audio) {
+                return Err(lacks(part, "audio", "ChatAudios"));
+            }
+        }
+    }
+    Ok(inputs)
 }
 
 /// A running generation: a built-in engine's typed steps, or a user predictor's outputs and
@@ -90,6 +165,7 @@ pub(super) struct Annotated {
     usage: Option<usize>,
     tool_calls: Option<usize>,
     logprobs: Option<usize>,
+    reasoning: Option<usize>,
 }
 
 /// Token counts as OpenAI reports them.
@@ -107,6 +183,7 @@ impl From<GenerationStep> for Step {
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         Step {
             text: step.text,
+            reasoning: String::new(),
             finish_reason: step.finish_reason,
             usage: step.usage.map(|u| {
                 usage(
@@ -130,6 +207,8 @@ impl From<GenerationStep> for Step {
 #[derive(Default)]
 pub(super) struct Step {
     pub(super) text: String,
+    /// Thinking since the previous step (a predictor's `ReasoningDelta` output).
+    pub(super) reasoning: String,
     pub(super) finish_reason: Option<String>,
     pub(super) usage: Option<Usage>,
     pub(super) tool_calls: Vec<ToolCallDelta>,
@@ -154,6 +233,10 @@ impl Annotated {
         };
         let get = |i: Option<usize>| i.and_then(|i| outputs.get(i)).filter(|v| !v.is_null());
         let text = get(Some(self.text))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let reasoning = get(self.reasoning)
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
@@ -200,6 +283,7 @@ impl Annotated {
         };
         Some(Ok(Step {
             text,
+            reasoning,
             finish_reason,
             usage,
             tool_calls,
@@ -233,6 +317,7 @@ pub(super) fn start_generation(
     input: Annotation,
     input_field: &'static str,
     input_value: Value,
+    media: Vec<(Annotation, Value)>,
     method: &str,
     options: GenerationOptions,
     cancel: &Cancel,
@@ -245,6 +330,16 @@ pub(super) fn start_generation(
     }
     let predictor = registry.get(model)?;
     if predictor.generation().is_some() {
+        if options.reasoning_effort.is_some() {
+            return Err(Error::invalid(
+                "reasoning_effort",
+                format!(
+                    "The model `{}` takes no `reasoning_effort`: ingle does not steer the \
+                     thinking of llama.cpp chat models yet",
+                    shown(model)
+                ),
+            ));
+        }
         let input = match input {
             Annotation::ChatMessages => match input_value {
                 Value::List(messages) => GenerationInput::Messages(messages),
@@ -280,6 +375,12 @@ pub(super) fn start_generation(
     let mut fields = vec![(input_param.name.clone(), input_field)];
     let mut inputs = Inputs::new();
     inputs.insert(input_param.name.clone(), input_value);
+    for (annotation, value) in media {
+        if let Some(param) = signature.input_annotated(&annotation) {
+            fields.push((param.name.clone(), input_field));
+            inputs.insert(param.name.clone(), value);
+        }
+    }
     for (option, field, value) in options.given() {
         let param = signature
             .input_annotated(&Annotation::Generation(option))
@@ -304,6 +405,7 @@ pub(super) fn start_generation(
         usage: signature.output_annotated(&Annotation::Usage),
         tool_calls: signature.output_annotated(&Annotation::ToolCalls),
         logprobs: signature.output_annotated(&Annotation::TokenLogprobs),
+        reasoning: signature.output_annotated(&Annotation::ReasoningDelta),
     }))
 }
 

@@ -64,6 +64,7 @@ pub(super) fn generation_options(tag: &str, signature: &Signature) -> Result<()>
         let types: &[ValueType] = match option {
             G::MaxTokens | G::Seed | G::Logprobs | G::TopK => &[ValueType::Int],
             G::Stop => &[ValueType::List, ValueType::String],
+            G::ReasoningEffort => &[ValueType::String],
             G::Tools => &[ValueType::List],
             G::ToolChoice | G::ResponseFormat | G::LogitBias | G::ChatTemplateKwargs => {
                 &[ValueType::Dict]
@@ -157,6 +158,7 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                 | Annotation::Prompt
                 | Annotation::TextDelta
                 | Annotation::FinishReason
+                | Annotation::ReasoningDelta
                 | Annotation::RerankQuery => Some(T::String),
                 Annotation::TranscriptionWordTimestamps => Some(T::Bool),
                 Annotation::ImageWidth | Annotation::ImageHeight | Annotation::ImageCount => {
@@ -165,6 +167,8 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                 Annotation::TranscriptionSegment | Annotation::Usage => Some(T::Dict),
                 Annotation::ToolCalls | Annotation::TokenLogprobs => Some(T::List),
                 Annotation::ChatMessages
+                | Annotation::ChatImages
+                | Annotation::ChatAudios { .. }
                 | Annotation::RerankDocuments
                 | Annotation::RerankScores => Some(T::List),
             };
@@ -190,6 +194,8 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                     | Annotation::TranscriptionTask
                     | Annotation::TranscriptionWordTimestamps
                     | Annotation::ChatMessages
+                    | Annotation::ChatImages
+                    | Annotation::ChatAudios { .. }
                     | Annotation::Prompt
                     | Annotation::Generation(_)
                     | Annotation::RerankQuery
@@ -202,6 +208,7 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                 p.annotation,
                 Annotation::TranscriptionSegment
                     | Annotation::TextDelta
+                    | Annotation::ReasoningDelta
                     | Annotation::FinishReason
                     | Annotation::Usage
                     | Annotation::ToolCalls
@@ -240,6 +247,23 @@ pub(super) fn annotation_name(annotation: &Annotation) -> String {
 pub(super) fn chat_rules(tag: &str, signature: &Signature) -> Result<()> {
     let messages = signature.input_annotated(&Annotation::ChatMessages);
     let prompt = signature.input_annotated(&Annotation::Prompt);
+    // The media of the messages: filled by chat (an empty list when the messages have none).
+    let media = |is: fn(&Annotation) -> bool| signature.inputs.iter().find(|p| is(&p.annotation));
+    let images = media(|a| matches!(a, Annotation::ChatImages));
+    let audios = media(|a| matches!(a, Annotation::ChatAudios { .. }));
+    for p in [images, audios].into_iter().flatten() {
+        if messages.is_none() {
+            return Err(problem(
+                tag,
+                &p.name,
+                format!(
+                    "annotates `{}` {}, the media of chat messages, but takes no ChatMessages",
+                    p.name,
+                    annotation_name(&p.annotation)
+                ),
+            ));
+        }
+    }
     let method = match (messages, prompt) {
         (None, None) => return Ok(()),
         (Some(_), None) => "chat.completions",
@@ -273,7 +297,7 @@ pub(super) fn chat_rules(tag: &str, signature: &Signature) -> Result<()> {
     }
     output(tag, signature, &Annotation::TextDelta, method)?;
     generation_options(tag, signature)?;
-    nothing_else_required(tag, signature, method, &[messages, prompt])
+    nothing_else_required(tag, signature, method, &[messages, prompt, images, audios])
 }
 
 #[cfg(test)]

@@ -41,7 +41,8 @@ pub struct StreamOptions {
     pub other: OtherFields,
 }
 
-/// One part of a list-of-parts message content.
+/// One part of a list-of-parts message content: `text`, `image_url` (`{url, detail}`, a
+/// base64 `data:` URL or, where allowed, an http(s) one) or `input_audio` (`{data, format}`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContentPart {
     #[serde(rename = "type")]
@@ -50,9 +51,55 @@ pub struct ContentPart {
     pub text: Option<String>,
     #[serde(flatten)]
     pub other: OtherFields,
+    /// Where the caller wrote this part, when it was not a chat request's
+    /// `messages[i].content[j]` (a Responses item's, an Anthropic block's): errors name it.
+    #[serde(skip)]
+    pub at: Option<String>,
 }
 
-/// Message content: a string or a list of text parts.
+impl ContentPart {
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentPart {
+            kind: "text".into(),
+            text: Some(text.into()),
+            other: OtherFields::new(),
+            at: None,
+        }
+    }
+
+    /// An `image_url` part of `url` (a `data:` URL or an http(s) one).
+    pub fn image_url(url: impl Into<String>, detail: Option<String>) -> Self {
+        let mut image = serde_json::json!({ "url": url.into() });
+        if let Some(detail) = detail {
+            image["detail"] = detail.into();
+        }
+        ContentPart {
+            kind: "image_url".into(),
+            text: None,
+            other: OtherFields::from_iter([("image_url".to_string(), image)]),
+            at: None,
+        }
+    }
+
+    /// An `input_audio` part: base64 `data` in `format` (`wav`, `mp3`, ...).
+    pub fn input_audio(data: impl Into<String>, format: impl Into<String>) -> Self {
+        let audio = serde_json::json!({ "data": data.into(), "format": format.into() });
+        ContentPart {
+            kind: "input_audio".into(),
+            text: None,
+            other: OtherFields::from_iter([("input_audio".to_string(), audio)]),
+            at: None,
+        }
+    }
+
+    /// The same part, named `at` in errors.
+    pub fn at(mut self, at: impl Into<String>) -> Self {
+        self.at = Some(at.into());
+        self
+    }
+}
+
+/// Message content: a string or a list of parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum MessageContent {
@@ -186,6 +233,10 @@ pub struct ChatCompletionRequest {
     /// Token id → bias from -100 to 100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logit_bias: Option<serde_json::Map<String, serde_json::Value>>,
+    /// How much to think first: `none`, `minimal`, `low`, `medium`, `high`, `xhigh`; for a
+    /// model whose predictor declares `ReasoningEffort`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -366,6 +417,9 @@ pub struct AssistantMessage {
     pub refusal: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCall>>,
+    /// The model's thinking, apart from `content` (absent when it thought nothing aloud).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
 }
 
 impl AssistantMessage {
@@ -403,6 +457,10 @@ pub struct ChunkDelta {
     pub content: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<ToolCallDelta>>,
+    /// Thinking, apart from the answer: what llama.cpp's server, vLLM and DeepSeek's API
+    /// stream (an extra field to the OpenAI SDKs, kept on the delta).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

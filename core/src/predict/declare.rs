@@ -422,6 +422,22 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "transcription_word_timestamps" => simple(Annotation::TranscriptionWordTimestamps),
         "transcription_segment" => simple(Annotation::TranscriptionSegment),
         "chat_messages" => simple(Annotation::ChatMessages),
+        "chat_images" => simple(Annotation::ChatImages),
+        "chat_audios" => {
+            known(&["sample_rate"])?;
+            let sample_rate = whole("sample_rate")?;
+            if !crate::value::SAMPLE_RATES.contains(&sample_rate) {
+                return Err(Error::invalid(
+                    format!("{path}.sample_rate"),
+                    format!(
+                        "`{path}.sample_rate` must be between 1000 and 768000 Hz, not {sample_rate}"
+                    ),
+                ));
+            }
+            Ok(Annotation::ChatAudios { sample_rate })
+        }
+        "reasoning_delta" => simple(Annotation::ReasoningDelta),
+        "reasoning_effort" => simple(Annotation::Generation(G::ReasoningEffort)),
         "prompt" => simple(Annotation::Prompt),
         "text_delta" => simple(Annotation::TextDelta),
         "finish_reason" => simple(Annotation::FinishReason),
@@ -437,7 +453,8 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "min_p" => simple(Annotation::Generation(G::MinP)),
         "repetition_penalty" => simple(Annotation::Generation(G::RepetitionPenalty)),
         "chat_template_kwargs" => simple(Annotation::Generation(G::ChatTemplateKwargs)),
-        "tools" => simple(Annotation::Generation(G::Tools)),
+        // Muna's name for the same input.
+        "tools" | "chat_tools" => simple(Annotation::Generation(G::Tools)),
         "tool_choice" => simple(Annotation::Generation(G::ToolChoice)),
         "parallel_tool_calls" => simple(Annotation::Generation(G::ParallelToolCalls)),
         "allow_repeated_tool_calls" => {
@@ -461,7 +478,8 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
                  embedding_dims, audio_voice, audio_speed, audio, transcription_language, \
                  transcription_prompt, transcription_task, transcription_word_timestamps, \
                  transcription_segment, \
-                 chat_messages, prompt, text_delta, finish_reason, usage, max_tokens, \
+                 chat_messages, chat_images, chat_audios, chat_tools, reasoning_effort, \
+                 reasoning_delta, prompt, text_delta, finish_reason, usage, max_tokens, \
                  temperature, top_p, seed, stop, frequency_penalty, presence_penalty, top_k, \
                  min_p, repetition_penalty, chat_template_kwargs, tools, \
                  tool_choice, parallel_tool_calls, allow_repeated_tool_calls, response_format, logprobs, logit_bias, \

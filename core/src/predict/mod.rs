@@ -13,6 +13,7 @@ pub use generation::{
     FunctionCallDelta, Generate, GenerationInput, GenerationOptions, GenerationRequest,
     GenerationStep, LogitBias, ResponseFormat, SamplingParams, StepStream, StepUsage, TokenLogprob,
     Tool, ToolCallDelta, ToolChoice, Tools, TopLogprob, MAX_STOP_SEQUENCES, MAX_TOP_LOGPROBS,
+    REASONING_EFFORTS,
 };
 /// The bounds of a text engine's numeric options, which its signature declares.
 pub mod bounds {

@@ -49,6 +49,10 @@ pub enum GenerationOption {
     Logprobs,
     /// `logit_bias`: token id (as a string) → bias from −100 to 100 (dict).
     LogitBias,
+    /// `reasoning_effort` (Muna's `ReasoningEffort`): how much the model should think before it
+    /// answers: `minimal`, `low`, `medium`, `high` or `xhigh` (string). Chat's
+    /// `reasoning_effort`, Responses' `reasoning.effort`, Anthropic's `thinking`.
+    ReasoningEffort,
 }
 
 /// What a parameter means. The OpenAI layer finds parameters by annotation, never by name.
@@ -79,8 +83,21 @@ pub enum Annotation {
     /// One transcribed segment: `{id, seek, start, end, text, tokens, temperature,
     /// avg_logprob, compression_ratio, no_speech_prob, words}` (output, null when none).
     TranscriptionSegment,
-    /// Chat messages: a list of `{role, content}` dicts (input).
+    /// Chat messages: a list of `{role, content}` dicts (input). A message with images or
+    /// audio has a list of parts for content: `{"type": "text", "text"}`, `{"type": "image",
+    /// "detail"}` and `{"type": "audio"}`, the media themselves in [`Annotation::ChatImages`]
+    /// and [`Annotation::ChatAudios`] in the same order.
     ChatMessages,
+    /// The decoded images of the conversation's image parts, in order of appearance: a list of
+    /// `(H, W, C)` uint8 tensors, C = 3 (RGB) or 4 (RGBA) (input; Muna's `ChatImages`).
+    ChatImages,
+    /// The decoded audio of the conversation's audio parts, in order of appearance: a list of
+    /// mono audio values at `sample_rate` (input; Muna's `ChatAudios`).
+    ChatAudios { sample_rate: u32 },
+    /// Thinking generated since the previous partial output, shown apart from the answer:
+    /// chat's `delta.reasoning_content`, Responses' reasoning items, Anthropic's thinking
+    /// blocks (output, string).
+    ReasoningDelta,
     /// A raw text prompt to continue (input).
     Prompt,
     /// A sampling / length option of a text generator (input).

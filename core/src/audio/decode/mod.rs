@@ -78,6 +78,19 @@ pub(crate) fn decode_to_mono_for(
     target_rate: u32,
     cancel: &Cancel,
 ) -> Result<DecodedAudio> {
+    decode_to_mono_limited(bytes, filename, target_rate, MAX_AUDIO_SECONDS, cancel)
+}
+
+/// [`decode_to_mono_for`] refusing audio longer than `max_seconds` (from the container's header
+/// before decoding where it says, else as the output grows): a chat request's audio parts
+/// share a smaller budget than a transcription's file.
+pub(crate) fn decode_to_mono_limited(
+    bytes: &[u8],
+    filename: Option<&str>,
+    target_rate: u32,
+    max_seconds: u64,
+    cancel: &Cancel,
+) -> Result<DecodedAudio> {
     if target_rate == 0 {
         return Err(Error::internal("audio decode: target sample rate 0"));
     }
@@ -86,7 +99,7 @@ pub(crate) fn decode_to_mono_for(
     }
     // Symphonia may panic on malformed data; that is a bad file, not a crash.
     catch_unwind(AssertUnwindSafe(|| {
-        decode(bytes, filename, target_rate, cancel)
+        decode(bytes, filename, target_rate, max_seconds.min(MAX_AUDIO_SECONDS), cancel)
     }))
     .unwrap_or_else(|_| {
         Err(invalid_file(
@@ -108,14 +121,17 @@ fn invalid_file(filename: Option<&str>, what: &str) -> Error {
     )
 }
 
-/// The error for audio past [`MAX_AUDIO_SECONDS`].
-fn too_long() -> Error {
+/// The error for audio past `max_seconds` ([`MAX_AUDIO_SECONDS`] for a transcription).
+fn too_long(max_seconds: u64) -> Error {
+    let most = if max_seconds % 3600 == 0 {
+        format!("{} hours", max_seconds / 3600)
+    } else {
+        format!("{} minutes", max_seconds.div_ceil(60))
+    };
     Error::invalid(
         "file",
         format!(
-            "The audio file is longer than {} hours, the most ingle transcribes in one request; \
-             split it",
-            MAX_AUDIO_SECONDS / 3600
+            "The audio file is longer than {most}, the most ingle takes in one request; split it"
         ),
     )
 }
@@ -124,6 +140,7 @@ fn decode(
     bytes: &[u8],
     filename: Option<&str>,
     target_rate: u32,
+    max_seconds: u64,
     cancel: &Cancel,
 ) -> Result<DecodedAudio> {
     let source = MediaSourceStream::new(Box::new(Cursor::new(bytes)), Default::default());
@@ -188,11 +205,11 @@ fn decode(
         // Not for WAV: its length is bounded by its bytes, and a WAV written as a stream says
         // 4 GB where it does not know.
         let bounded_by_size = reader.format_info().short_name == "wave";
-        if rate > 0 && !bounded_by_size && frames / u64::from(rate) > MAX_AUDIO_SECONDS {
-            return Err(too_long());
+        if rate > 0 && !bounded_by_size && frames / u64::from(rate) > max_seconds {
+            return Err(too_long(max_seconds));
         }
     }
-    let mut mono = MonoResampler::new(target_rate);
+    let mut mono = MonoResampler::new(target_rate, max_seconds);
     // Room for the whole output where the container says how long the track is (no regrowing
     // of a long output), unless that is implausible for the file's size: a header can lie.
     if let (Some(frames), Some(rate)) = (track.num_frames, params.sample_rate) {
@@ -439,6 +456,7 @@ impl TrackDecoder {
 /// (each run at one rate is resampled on its own and flushed when the rate changes).
 struct MonoResampler {
     target_rate: u32,
+    max_seconds: u64,
     /// The resampler of the current run and its source rate.
     current: Option<(Resampler, u32)>,
     /// Source frames in the current run.
@@ -451,9 +469,10 @@ struct MonoResampler {
 }
 
 impl MonoResampler {
-    fn new(target_rate: u32) -> Self {
+    fn new(target_rate: u32, max_seconds: u64) -> Self {
         MonoResampler {
             target_rate,
+            max_seconds,
             current: None,
             run_frames: 0,
             seconds: 0.0,
@@ -489,8 +508,8 @@ impl MonoResampler {
             &self.mixed
         };
         self.output.extend(resampler.process(mono));
-        if self.output.len() as u64 > MAX_AUDIO_SECONDS * u64::from(self.target_rate) {
-            return Err(too_long());
+        if self.output.len() as u64 > self.max_seconds * u64::from(self.target_rate) {
+            return Err(too_long(self.max_seconds));
         }
         self.run_frames += frames as u64;
         self.frames_total += frames as u64;

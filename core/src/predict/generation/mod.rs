@@ -65,7 +65,13 @@ pub struct GenerationOptions {
     /// Alternatives per token (chat: `top_logprobs`, completions: `logprobs`).
     pub logprobs: Option<i64>,
     pub logit_bias: Option<Json>,
+    /// `reasoning_effort` (chat), `reasoning.effort` (Responses), from `thinking` (Anthropic);
+    /// for a user predictor that declares `ReasoningEffort`.
+    pub reasoning_effort: Option<String>,
 }
+
+/// The values `reasoning_effort` takes (OpenAI's, and Muna's `xhigh`).
+pub const REASONING_EFFORTS: [&str; 6] = ["none", "minimal", "low", "medium", "high", "xhigh"];
 
 impl GenerationOptions {
     /// The options given, as a user predictor takes them: each with the annotation of the
@@ -149,6 +155,9 @@ impl GenerationOptions {
         }
         if let Some(top) = self.logprobs {
             given.push((G::Logprobs, "logprobs", Value::Int(top)));
+        }
+        if let Some(effort) = self.reasoning_effort {
+            given.push((G::ReasoningEffort, "reasoning_effort", Value::String(effort)));
         }
         given
     }
@@ -470,6 +479,7 @@ impl GenerationRequest {
             response_format: json("response_format")?,
             logprobs: int("logprobs"),
             logit_bias: json("logit_bias")?,
+            reasoning_effort: None,
         };
         Self::new(input, options)
     }
