@@ -653,8 +653,21 @@ export declare const Parameter: {
   TranscriptionTask: Annotated;
   TranscriptionWordTimestamps: Annotated;
   TranscriptionSegment: Annotated;
-  /** The chat messages (`messages`): makes the predictor a chat predictor. */
+  /** The chat messages (`messages`): makes the predictor a chat predictor. A message with images
+   * or audio has an array of parts: `{ type: 'text', text }`, `{ type: 'image', detail? }`,
+   * `{ type: 'audio' }`. */
   ChatMessages: Annotated;
+  /** The images of the chat's image parts, in order: `{ data: Uint8Array, dtype: 'uint8',
+   * shape: [H, W, C] }` each (C = 3, RGB, or 4, RGBA). */
+  ChatImages: Annotated;
+  /** The audio of the chat's audio parts, in order: a Float32Array of mono samples at
+   * `sample_rate` each. */
+  ChatAudios: Annotated<{ sample_rate: number }>;
+  /** `reasoning_effort` (a string: none, minimal, low, medium, high, xhigh), with a default. */
+  ReasoningEffort: Annotated;
+  /** Thinking since the previous output (an output string), shown apart from the answer. A
+   * chat predictor yields it as a chunk's `delta.reasoning_content`. */
+  ReasoningDelta: Annotated;
   /** The text to continue (`completions`' `prompt`). */
   Prompt: Annotated;
   MaxTokens: Annotated;
@@ -674,6 +687,8 @@ export declare const Parameter: {
    * `parallel_tool_calls` (boolean), `allow_repeated_tool_calls` (boolean), `response_format`
    * (object), `logprobs` (integer: how many alternatives), `logit_bias` (object). */
   Tools: Annotated;
+  /** Muna's name for `Tools`. */
+  ChatTools: Annotated;
   ToolChoice: Annotated;
   ParallelToolCalls: Annotated;
   AllowRepeatedToolCalls: Annotated;
@@ -704,13 +719,16 @@ export declare const Parameter: {
 /** Muna's names for the annotations of `Parameter` (`muna.beta.Annotations`), so that a
  * declaration written with them needs only its imports changed. `MaxOutputTokens` is
  * `MaxTokens`, `SamplingProbability` (and `TopP`) is `TopP`, `SamplingTemperature` (and
- * `Temperature`) is `Temperature`, `StopSequences` is `Stop`; `EmbeddingDims` without `max`
- * takes its default as `max`. ingle has nothing for `ReasoningEffort`: a predictor declaring it
- * throws a PredictorDefinitionError naming the parameter. */
+ * `Temperature`) is `Temperature`, `StopSequences` is `Stop`, `ChatTools` is `Tools`;
+ * `EmbeddingDims` without `max` takes its default as `max`; `ChatImages`, `ChatAudios` and
+ * `ReasoningEffort` are `Parameter`'s of the same names. */
 export declare const beta: {
   readonly Annotations: {
     readonly AudioSpeed: Annotated<{ min?: number; max?: number }>;
     readonly AudioVoice: Annotated<{ voices: string[] }>;
+    readonly ChatAudios: Annotated<{ sample_rate: number }>;
+    readonly ChatImages: Annotated;
+    readonly ChatTools: Annotated;
     readonly EmbeddingDims: Annotated<{ max?: number; min?: number }>;
     readonly FrequencyPenalty: Annotated;
     readonly ImageCount: Annotated;

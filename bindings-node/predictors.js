@@ -42,6 +42,12 @@ const ANNOTATIONS = {
   TranscriptionWordTimestamps: ['transcription_word_timestamps', 'boolean'],
   TranscriptionSegment: ['transcription_segment', 'object'],
   ChatMessages: ['chat_messages', 'array'],
+  // The chat's images ({ data: Uint8Array, dtype: 'uint8', shape: [H, W, C] } each, C = 3 or 4)
+  // and audio parts (Float32Array each, mono at `sample_rate`), in order of appearance.
+  ChatImages: ['chat_images', 'array'],
+  ChatAudios: ['chat_audios', 'array'],
+  ReasoningEffort: ['reasoning_effort', 'string'],
+  ReasoningDelta: ['reasoning_delta', 'string'],
   Prompt: ['prompt', 'string'],
   MaxTokens: ['max_tokens', 'integer'],
   Temperature: ['temperature', 'number'],
@@ -55,6 +61,7 @@ const ANNOTATIONS = {
   RepetitionPenalty: ['repetition_penalty', 'number'],
   ChatTemplateKwargs: ['chat_template_kwargs', 'object'],
   Tools: ['tools', 'array'],
+  ChatTools: ['tools', 'array'], // Muna's name for Tools
   ToolChoice: ['tool_choice', 'object'],
   ParallelToolCalls: ['parallel_tool_calls', 'boolean'],
   AllowRepeatedToolCalls: ['allow_repeated_tool_calls', 'boolean'],
@@ -96,6 +103,9 @@ for (const [name, [kind, type]] of Object.entries(ANNOTATIONS)) {
 const BETA_ANNOTATIONS = {
   AudioSpeed: 'AudioSpeed',
   AudioVoice: 'AudioVoice',
+  ChatAudios: 'ChatAudios',
+  ChatImages: 'ChatImages',
+  ChatTools: 'Tools',
   EmbeddingDims: 'EmbeddingDims',
   FrequencyPenalty: 'FrequencyPenalty',
   ImageCount: 'ImageCount',
@@ -103,6 +113,7 @@ const BETA_ANNOTATIONS = {
   ImageWidth: 'ImageWidth',
   MaxOutputTokens: 'MaxTokens',
   PresencePenalty: 'PresencePenalty',
+  ReasoningEffort: 'ReasoningEffort',
   ResponseFormat: 'ResponseFormat',
   SamplingProbability: 'TopP',
   SamplingTemperature: 'Temperature',
@@ -114,15 +125,13 @@ const BETA_ANNOTATIONS = {
   TranscriptionPrompt: 'TranscriptionPrompt',
   TranscriptionTask: 'TranscriptionTask',
 };
-// Muna's names ingle has nothing for: declaring one fails, naming the parameter.
-const BETA_UNSUPPORTED = {
-  ReasoningEffort: "ingle's chat methods take no `reasoning_effort`, so nothing would fill it; drop the annotation (Parameter.Generic with a default keeps the parameter)",
-};
+// Muna's names ingle has nothing for: declaring one fails, naming the parameter (none today).
+const BETA_UNSUPPORTED = {};
 
 /** `beta.Annotations.SamplingTemperature({ name: 'temperature', default: 0.7 })`: Muna's names
  * for the annotations of `Parameter` (MaxOutputTokens is MaxTokens, SamplingProbability TopP,
- * SamplingTemperature Temperature, StopSequences Stop; ReasoningEffort has no equivalent and is
- * refused when the predictor is declared). */
+ * SamplingTemperature Temperature, StopSequences Stop, ChatTools Tools; ChatImages, ChatAudios
+ * and ReasoningEffort are Parameter's of the same names). */
 const Annotations = {};
 for (const [name, ours] of Object.entries(BETA_ANNOTATIONS)) Annotations[name] = (options = {}) => Parameter[ours](options);
 for (const [name, why] of Object.entries(BETA_UNSUPPORTED)) {
@@ -174,7 +183,7 @@ function declareParameter(p, side, index, fail) {
   } else if (kind === 'embedding_dims') {
     // Without `max`, the default is the most dimensions there are.
     json.annotation = { type: kind, min: p.min ?? 1, max: p.max ?? (Number.isInteger(p.default) ? p.default : undefined) };
-  } else if (kind === 'audio') {
+  } else if (kind === 'audio' || kind === 'chat_audios') {
     json.annotation = { type: kind, sample_rate: p.sample_rate };
   } else if (kind !== 'generic') {
     json.annotation = kind;
@@ -187,6 +196,7 @@ const CHAT_OUTPUTS = [
   { name: 'text', type: 'string', annotation: 'text_delta' },
   { name: 'finish_reason', type: 'string', annotation: 'finish_reason', required: false },
   { name: 'usage', type: 'object', annotation: 'usage', required: false },
+  { name: 'reasoning', type: 'string', annotation: 'reasoning_delta', required: false },
 ];
 
 /** A function as a predictor: `predictor({ tag, description, inputs, outputs }, fn)`. `fn`
@@ -395,15 +405,17 @@ function toEngine(value, output, buffers) {
 }
 
 function chatOutputs(value) {
-  if (typeof value === 'string') return [value, null, null];
+  if (typeof value === 'string') return [value, null, null, null];
   if (value === null || typeof value !== 'object') {
     throw new OutputError(`is ${describe(value)}; a chat predictor gives strings or chat completion chunks`);
   }
   const choice = (value.choices && value.choices[0]) || {};
   const content = (choice.delta && choice.delta.content) || '';
   if (typeof content !== 'string') throw new OutputError('has a delta content that is not a string');
+  const reasoning = (choice.delta && choice.delta.reasoning_content) || null;
+  if (reasoning !== null && typeof reasoning !== 'string') throw new OutputError('has a delta reasoning_content that is not a string');
   const usage = value.usage ? { prompt_tokens: value.usage.prompt_tokens, completion_tokens: value.usage.completion_tokens } : null;
-  return [content, choice.finish_reason || null, usage];
+  return [content, choice.finish_reason || null, usage, reasoning];
 }
 
 function outputsOf(p, value) {
@@ -419,7 +431,7 @@ function outputsOf(p, value) {
       values = value.map((v, i) => toEngine(v, p.outputs[i], buffers));
     }
     // toJson, not JSON.stringify: NaN would become null, a cycle a bare TypeError.
-    const names = p.chat ? ['text', 'finish_reason', 'usage'] : p.outputs.map((o) => o.name);
+    const names = p.chat ? CHAT_OUTPUTS.map((o) => o.name) : p.outputs.map((o) => o.name);
     let json;
     try {
       json = `[${values.map((v, i) => toJson(v === undefined ? null : v, names[i])).join(',')}]`;

@@ -165,7 +165,7 @@ test("beta.Annotations: Muna's names for ingle's annotations", async () => {
   const speech = await client.audio.speech.create({ model: '@beta/kokoro', voice: 'bm_lewis', input: 'Hi', speed: 2, response_format: 'pcm' });
   assert.equal((await speech.arrayBuffer()).byteLength, 2 * (FRAMES / 2));
   assert.deepEqual(seen.speech, { voice: 'bm_lewis', speed: 2 });
-  for (const name of ['AudioSpeed', 'AudioVoice', 'EmbeddingDims', 'FrequencyPenalty', 'MaxOutputTokens', 'PresencePenalty',
+  for (const name of ['AudioSpeed', 'AudioVoice', 'ChatAudios', 'ChatImages', 'ChatTools', 'EmbeddingDims', 'FrequencyPenalty', 'MaxOutputTokens', 'PresencePenalty',
     'ReasoningEffort', 'ResponseFormat', 'SamplingProbability', 'SamplingTemperature', 'TranscriptionLanguage', 'TranscriptionPrompt',
     'TranscriptionTask']) {
     assert.equal(typeof Annotations[name], 'function', name);
@@ -176,14 +176,45 @@ test("beta.Annotations: Muna's names for ingle's annotations", async () => {
   assert.equal(Annotations.TranscriptionTask({ name: 't' }).kind, 'transcription_task');
 });
 
-test('beta.Annotations.ReasoningEffort has no equivalent: refused by name', () => {
-  assert.throws(() => predictor({
+test("beta.Annotations.ReasoningEffort reaches the predictor; its thinking comes back apart", async () => {
+  const thinks = predictor({
     tag: '@beta/thinks',
     inputs: [Parameter.ChatMessages({ name: 'messages' }), Annotations.ReasoningEffort({ name: 'reasoning_effort', choices: ['low', 'high'], default: 'low' })],
-  }, function* think() { yield ''; }), (e) => {
-    assert.ok(e instanceof PredictorDefinitionError);
-    assert.equal(e.param, 'reasoning_effort');
-    assert.ok(e.message.includes('ReasoningEffort') && e.message.includes('does not support'), e.message);
-    return true;
+  }, function* think({ messages, reasoning_effort }) {
+    yield { choices: [{ delta: { reasoning_content: `thinking ${reasoning_effort}. ` } }] };
+    yield messages.at(-1).content;
   });
+  const thinking = new OpenAI({ predictors: [thinks] });
+  const r = await thinking.chat.completions.create({ model: '@beta/thinks', reasoning_effort: 'high', messages: [{ role: 'user', content: 'hi' }] });
+  assert.equal(r.choices[0].message.reasoning_content, 'thinking high. ');
+  assert.equal(r.choices[0].message.content, 'hi');
+  await assert.rejects(
+    thinking.chat.completions.create({ model: '@beta/thinks', reasoning_effort: 'medium', messages: [{ role: 'user', content: 'hi' }] }),
+    (e) => e instanceof BadRequestError && e.param === 'reasoning_effort',
+  );
+});
+
+test('a Node predictor gets the images of the messages as pixel arrays (ChatImages)', async () => {
+  // A 2 × 3 RGB PNG, red on the left column, blue on the right (made with Pillow).
+  const png = 'iVBORw0KGgoAAAANSUhEUgAAAAIAAAADCAIAAAA2iEnWAAAAGElEQVR4nGP4z8DAwPCfiYGBgYGBAUoBACMcAgN3nJxsAAAAAElFTkSuQmCC';
+  const sizes = predictor({
+    tag: '@beta/sizes',
+    inputs: [Parameter.ChatMessages({ name: 'messages' }), Annotations.ChatImages({ name: 'images', description: 'The images.' })],
+  }, function* measure({ messages, images }) {
+    yield `${messages[0].content.map((p) => p.type).join(',')}\n`;
+    for (const { data, dtype, shape } of images) {
+      const [h, w, c] = shape;
+      const mean = [...Array(c).keys()].map((k) => Math.round(data.filter((_, i) => i % c === k).reduce((a, b) => a + b, 0) / (h * w)));
+      yield `${w}x${h} ${dtype} ${mean.join(',')}\n`;
+    }
+  });
+  const seeing = new OpenAI({ predictors: [sizes] });
+  const content = [{ type: 'text', text: 'Size?' }, { type: 'image_url', image_url: { url: `data:image/png;base64,${png}` } }];
+  const r = await seeing.chat.completions.create({ model: '@beta/sizes', messages: [{ role: 'user', content }] });
+  assert.equal(r.choices[0].message.content, 'text,image\n2x3 uint8 128,0,128\n');
+  await assert.rejects(
+    seeing.chat.completions.create({ model: '@beta/sizes', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0K' } }] }] }),
+    (e) => e instanceof BadRequestError && e.param === 'messages[0].content[0]' && e.message.includes('truncated or corrupt'),
+  );
+});
 });

@@ -96,7 +96,7 @@ def test_parse_follows_the_schema(client):
     (dict(input="Hi", tools=[{"type": "web_search"}]), "tools[0].type"),
     (dict(input="Hi", background=True), "background"),
     (dict(input=[{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]),
-     "input[0].content[0].type"),
+     "input[0].content[0]"),
     (dict(input="Hi", max_output_tokens=0), "max_output_tokens"),
     (dict(), "input"),
 ])
@@ -201,6 +201,8 @@ def test_huge_and_unknown_inputs_are_clear_errors(client):
     assert error.value.param == "input" and error.value.code == "context_length_exceeded"
     for item, param in [({"type": "image_generation_call", "id": "x"}, "input[0].type"),
                         ({"type": "message", "role": "user", "content": [{"type": "input_audio"}]},
+                         "input[0].content[0].input_audio.data"),
+                        ({"type": "message", "role": "user", "content": [{"type": "input_file", "file_data": "x"}]},
                          "input[0].content[0].type"),
                         ({"type": "function_call_output", "output": "x"}, "input[0].call_id")]:
         with pytest.raises(ingle.BadRequestError) as error:

@@ -391,7 +391,9 @@ def test_beta_embeddings_speech_and_transcription(seeds):
     assert seen["transcription"] == dict(language="fr", prompt="Bonjour.", frames=8000)
 
 
-def test_reasoning_effort_has_no_equivalent_and_is_refused_by_name():
+def test_reasoning_effort_reaches_the_predictor_and_its_thinking_comes_back_apart():
+    """Muna's ReasoningEffort and a chunk with `reasoning_content`, as Muna's newer predictors
+    write them."""
     def thinks(
         messages: list[Message],
         reasoning_effort: Annotated[
@@ -399,9 +401,17 @@ def test_reasoning_effort_has_no_equivalent_and_is_refused_by_name():
             Annotations.ReasoningEffort(description="Reasoning effort.")
         ] = "medium",
     ) -> Iterator[ChatCompletionChunk]:
-        yield ChatCompletionChunk()
+        yield ChatCompletionChunk(choices=[StreamChoice(
+            index=0, delta=DeltaMessage(reasoning_content=f"thinking {reasoning_effort}. "))])
+        yield ChatCompletionChunk(choices=[StreamChoice(
+            index=0, delta=DeltaMessage(content=messages[-1].content))])
 
-    with pytest.raises(PredictorDefinitionError) as e:
-        predictor(tag="@beta/thinks")(thinks)
+    client = ingle.OpenAI(predictors=[predictor(tag="@beta/thinks")(thinks)])
+    r = client.chat.completions.create(model="@beta/thinks", reasoning_effort="high",
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert r.choices[0].message.reasoning_content == "thinking high. "
+    assert r.choices[0].message.content == "hi"
+    with pytest.raises(ingle.BadRequestError) as e:
+        client.chat.completions.create(model="@beta/thinks", reasoning_effort="minimal",
+                                       messages=[{"role": "user", "content": "hi"}])
     assert e.value.param == "reasoning_effort"
-    assert "ReasoningEffort" in str(e.value) and "does not support" in str(e.value)

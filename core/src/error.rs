@@ -157,6 +157,9 @@ error_codes! {
     InvalidContentType => "invalid_content_type",
     /// A request body that is not JSON.
     InvalidJson => "invalid_json",
+    /// An image or audio part of a message that cannot be taken: not allowed from where it is,
+    /// over a limit, not a format ingle decodes, corrupt, or sent to a model without the input.
+    InvalidMedia => "invalid_media",
     /// A model id that cannot name a model (in a URL path).
     InvalidModelId => "invalid_model_id",
     /// A Hugging Face reference that does not parse.

@@ -116,7 +116,7 @@ pub struct ChatMedia {
 }
 
 fn invalid(at: &str, message: impl Into<String>) -> Error {
-    Error::invalid(at, message)
+    Error::invalid(at, message).with_code(crate::error::ErrorCode::InvalidMedia)
 }
 
 /// The bytes of base64 `data`, refused past `max` bytes before it is decoded.
@@ -298,7 +298,9 @@ fn in_part(mut error: Error, at: &str, what: &str) -> Error {
                 .message
                 .replacen("The audio file", &format!("the {what}"), 1)
         );
-        error = error.with_param(at);
+        error = error
+            .with_param(at)
+            .with_code(crate::error::ErrorCode::InvalidMedia);
     }
     error
 }

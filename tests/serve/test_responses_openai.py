@@ -109,7 +109,7 @@ def test_errors_name_the_field(client):
         (dict(input="Hi", tools=[{"type": "web_search"}]), "tools[0].type"),
         (dict(input="Hi", background=True), "background"),
         (dict(input=[{"role": "user", "content": [{"type": "input_image", "image_url": "https://x/a.png"}]}]),
-         "input[0].content[0].type"),
+         "input[0].content[0]"),
         (dict(input="Hi", max_output_tokens=0), "max_output_tokens"),
     ]
     for kwargs, param in cases:

@@ -395,7 +395,7 @@ fn json_requests_reject_bad_and_unsupported_fields_by_name() {
             r#"{"model":"@local/smollm2-135m-instruct","messages":[{"role":"user","content":"hi"}],"frobnicate":1}"#,
         ),
         (
-            "messages[0].content[0].type",
+            "messages[0].content[0]",
             r#"{"model":"@local/smollm2-135m-instruct","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"x"}}]}]}"#,
         ),
     ] {

@@ -303,15 +303,15 @@ fn what_ingle_cannot_honour_is_refused_by_name() {
         ),
         (
             json!({"model": MODEL, "input": "Hi", "reasoning": {"effort": "high"}}),
-            "reasoning",
+            "reasoning.effort",
         ),
         (
             json!({"model": MODEL, "input": [{"role": "user", "content": [
             {"type": "input_image", "image_url": "https://example.com/a.png"}]}]}),
-            "input[0].content[0].type",
+            "input[0].content[0]",
         ),
         (
-            json!({"model": MODEL, "input": [{"type": "reasoning", "summary": []}]}),
+            json!({"model": MODEL, "input": [{"type": "web_search_call", "id": "ws_1"}]}),
             "input[0].type",
         ),
         (

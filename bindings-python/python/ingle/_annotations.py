@@ -97,6 +97,20 @@ class _Audio(_Annotation):
         return {"sample_rate": self.sample_rate}
 
 
+class _ChatAudios(_Annotation):
+    """The audio of the chat's audio parts (``input_audio``), in order: a ``list`` of float32
+    mono NumPy arrays at ``sample_rate``."""
+
+    kind = "chat_audios"
+
+    def __init__(self, description: str = "", *, sample_rate: int) -> None:
+        super().__init__(description)
+        self.sample_rate = int(sample_rate)
+
+    def _fields(self) -> Dict[str, Any]:
+        return {"sample_rate": self.sample_rate}
+
+
 class _Unsupported(_Annotation):
     """An annotation another library has and ingle does not: using it fails at registration
     (naming the parameter) rather than doing nothing."""
@@ -139,7 +153,21 @@ class Parameter:
     TranscriptionSegment = _annotation(
         "transcription_segment", "One segment ``{id, start, end, text, ...}`` (an output).")
     ChatMessages = _annotation(
-        "chat_messages", "The chat messages (``messages``); also found by its type hint.")
+        "chat_messages", "The chat messages (``messages``); also found by its type hint. A "
+        "message with images or audio has a list of parts: ``{'type': 'text', 'text'}``, "
+        "``{'type': 'image'}``, ``{'type': 'audio'}``.")
+    ChatImages = _annotation(
+        "chat_images",
+        "The images of the chat's image parts, in order: a ``list`` of ``PIL.Image.Image`` "
+        "(``list[np.ndarray]``, or a plain ``list`` without Pillow: ``(H, W, C)`` uint8 arrays).")
+    ChatAudios = _ChatAudios
+    ReasoningEffort = _annotation(
+        "reasoning_effort",
+        "``reasoning_effort`` (a ``str``: none, minimal, low, medium, high or xhigh), with a "
+        "default.")
+    ReasoningDelta = _annotation(
+        "reasoning_delta",
+        "Thinking since the previous output (an output ``str``), shown apart from the answer.")
     Prompt = _annotation("prompt", "The text to continue (``completions``' ``prompt``).")
     RerankQuery = _annotation("rerank_query", "The query documents are ranked against (``str``).")
     RerankDocuments = _annotation(
@@ -172,6 +200,7 @@ class Parameter:
     ChatTemplateKwargs = _annotation(
         "chat_template_kwargs", "``chat_template_kwargs``: extra chat-template variables (dict).")
     Tools = _annotation("tools", "``tools``: the function tools the model may call (a list).")
+    ChatTools = Tools
     ToolChoice = _annotation(
         "tool_choice", "``tool_choice``, always a dict: ``{'type': 'auto'}``, ... (dict).")
     ParallelToolCalls = _annotation("parallel_tool_calls", "``parallel_tool_calls`` (bool).")

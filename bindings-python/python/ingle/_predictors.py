@@ -117,6 +117,9 @@ def _describe_type(param: _Param, hint: Any, annotation: Optional[_Annotation], 
         param.to_python = _array_of
         param.from_python = lambda v, what: _raw_audio(v, rate, what)
         return
+    if kind in ("chat_images", "chat_audios"):
+        _describe_media_list(param, hint, kind)
+        return
     if _is_ndarray_type(hint):
         dtype = _declared_dtype(hint)
         if kind == "embedding" and output:
@@ -174,6 +177,49 @@ def _describe_type(param: _Param, hint: Any, annotation: Optional[_Annotation], 
     raise TypeError(
         f"has the type {_name(hint)}; predictor parameters are str, int, float, bool, list, "
         "dict, Literal, Enum, numpy.ndarray or ingle's chat types")
+
+
+def _pillow_image_type() -> Any:
+    """``PIL.Image.Image`` when Pillow is installed, else ``None``."""
+    try:
+        from PIL import Image
+    except ImportError:
+        return None
+    return Image.Image
+
+
+def _describe_media_list(param: _Param, hint: Any, kind: str) -> None:
+    """A ``ChatImages`` or ``ChatAudios`` input: a list, whose items the hint may name."""
+    origin = typing.get_origin(hint)
+    if not (hint in (list, List) or origin in (list, collections.abc.Sequence, Sequence)):
+        what = "images" if kind == "chat_images" else "audio arrays"
+        raise TypeError(f"is annotated {'ChatImages' if kind == 'chat_images' else 'ChatAudios'}"
+                        f"; its type must be a list (of {what}), not {_name(hint)}")
+    param.json["type"] = "array"
+    items = typing.get_args(hint)
+    item = items[0] if items else None
+    if kind == "chat_audios":
+        if item is not None and item is not Any and not _is_ndarray_type(item):
+            raise TypeError(f"is annotated ChatAudios; its items are numpy.ndarray, not {_name(item)}")
+        param.to_python = lambda v: [_array_of(a) for a in v]
+        return
+    pillow = _pillow_image_type()
+    if item is not None and item is not Any and pillow is not None and item is pillow:
+        as_pillow = True
+    elif item is None or item is Any:
+        as_pillow = pillow is not None  # PIL images where Pillow is installed, else arrays
+    elif _is_ndarray_type(item):
+        as_pillow = False
+    else:
+        raise TypeError(f"is annotated ChatImages; its items are PIL.Image.Image or "
+                        f"numpy.ndarray, not {_name(item)}")
+    if as_pillow:
+        def images(v: Any) -> Any:
+            from PIL import Image
+            return [Image.fromarray(_array_of(t)) for t in v]
+        param.to_python = images
+    else:
+        param.to_python = lambda v: [_array_of(t) for t in v]
 
 
 def _stacked(value: Any, what: str) -> Any:
@@ -353,7 +399,8 @@ class Predictor:
                                  f"(or an iterator of them), not {_name(base)}")
             for name, kind, type_ in (("text", "text_delta", "string"),
                                       ("finish_reason", "finish_reason", "string"),
-                                      ("usage", "usage", "object")):
+                                      ("usage", "usage", "object"),
+                                      ("reasoning", "reasoning_delta", "string")):
                 param = _Param(name)
                 param.json.update(type=type_, annotation=kind)
                 if kind != "text_delta":
@@ -443,9 +490,10 @@ class Predictor:
 
 
 def _chat_outputs(value: Any) -> List[Any]:
-    """``[text, finish_reason, usage]`` of a yielded ``str`` or ``ChatCompletionChunk``."""
+    """``[text, finish_reason, usage, reasoning]`` of a yielded ``str`` or
+    ``ChatCompletionChunk`` (its dict): the delta's ``content`` and ``reasoning_content``."""
     if isinstance(value, str):
-        return [value, None, None]
+        return [value, None, None, None]
     if isinstance(value, ChatCompletionChunk):
         value = value.model_dump()
     if not isinstance(value, dict):
@@ -457,10 +505,13 @@ def _chat_outputs(value: Any) -> List[Any]:
     text = delta.get("content") or ""
     if not isinstance(text, str):
         raise _OutputError("has a delta content that is not a string")
+    reasoning = delta.get("reasoning_content") or None
+    if reasoning is not None and not isinstance(reasoning, str):
+        raise _OutputError("has a delta reasoning_content that is not a string")
     usage = value.get("usage")
     if usage is not None:
         usage = {k: usage.get(k) for k in ("prompt_tokens", "completion_tokens") if k in usage}
-    return [text, choice.get("finish_reason"), usage]
+    return [text, choice.get("finish_reason"), usage, reasoning]
 
 
 class _PredictorFailed(Exception):

@@ -110,10 +110,17 @@ pub(crate) fn in_anthropic_terms(mut error: Error) -> Error {
     let Some(param) = error.param.take() else {
         return error;
     };
+    // An image block's error names the block in Anthropic's own terms already.
+    if error.code == Some(crate::ErrorCode::InvalidMedia) {
+        error.param = Some(param);
+        return error;
+    }
     let renamed = if let Some(rest) = param.strip_prefix("response_format.json_schema.schema") {
         format!("output_config.format.schema{rest}")
     } else if param.starts_with("response_format") {
         "output_config.format".to_string()
+    } else if param == "reasoning_effort" {
+        "thinking".to_string()
     } else if param == "stop" || param.starts_with("stop[") {
         format!("stop_sequences{}", &param[4..])
     } else if param.starts_with("messages[") {
@@ -150,6 +157,10 @@ fn message_of(completion: ChatCompletion, model: &str) -> Json {
     let mut reason = "end_turn";
     if let Some(choice) = completion.choices.into_iter().next() {
         reason = stop_reason(&choice.finish_reason);
+        if let Some(thinking) = choice.message.reasoning_content.filter(|t| !t.is_empty()) {
+            // No signature: the thinking never left this process to be vouched for.
+            content.push(json!({"type": "thinking", "thinking": thinking, "signature": ""}));
+        }
         let text = choice.message.content.unwrap_or_default();
         if !text.is_empty() {
             content.push(json!({"type": "text", "text": text, "citations": null}));

@@ -1,8 +1,8 @@
 //! An Anthropic Messages request read into a chat completion request: `system` first, each
 //! user message's `tool_result` blocks as `tool` messages, an assistant's `tool_use` blocks as
 //! its tool calls, `tools` as function tools, `tool_choice` and `stop_sequences` as their chat
-//! counterparts. What a local model cannot honour (images, documents, server tools, extended
-//! thinking) is an error naming the field.
+//! counterparts, `image` blocks as `image_url` parts. What a local model cannot honour
+//! (documents, server tools) is an error naming the field.
 
 use crate::error::{shown, Error, Result};
 use crate::openai::{ChatCompletionRequest, OtherFields};
@@ -43,8 +43,9 @@ pub struct MessagesRequest {
     pub metadata: Option<Json>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,
-    /// `{"type": "disabled"}` or `{"type": "adaptive"}` (the model decides, and the local
-    /// models do not think): extended thinking to turn on (`enabled`) is refused.
+    /// `{"type": "enabled", "budget_tokens"}`: a `reasoning_effort` for a predictor that takes
+    /// one (up to 2,048 tokens `low`, 8,192 `medium`, 32,768 `high`, more `xhigh`); a model
+    /// without refuses it. `disabled` and `adaptive` ask for nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<Json>,
     /// `{"edits": [...]}`: `clear_thinking_*` edits are accepted (there is no thinking to
@@ -121,7 +122,7 @@ fn text_of(value: &Json, at: &str) -> Result<String> {
 
 fn unsupported_block(at: &str, kind: Option<&str>) -> Error {
     match kind {
-        Some(kind @ ("image" | "document" | "search_result" | "container_upload")) => invalid(
+        Some(kind @ ("document" | "search_result" | "container_upload")) => invalid(
             format!("{at}.type"),
             format!(
                 "`{at}` is a{} {kind} block; ingle's chat models read text only",
@@ -279,17 +280,32 @@ impl MessagesRequest {
             }
             _ => {}
         }
+        // `enabled` with a budget is a reasoning effort, for a model whose predictor takes one;
+        // "adaptive" lets the model decide, "disabled" asks for nothing.
+        let mut reasoning_effort = None;
         if let Some(thinking) = self.thinking.as_ref().filter(|t| !t.is_null()) {
-            // "adaptive" lets the model decide whether to think: a local model does not.
-            if !matches!(
-                thinking.get("type").and_then(Json::as_str),
-                Some("disabled" | "adaptive")
-            ) {
-                return Err(invalid(
-                    "thinking",
-                    "Extended thinking is not available on ingle's local models; leave \
-                     `thinking` out or set it to {\"type\": \"disabled\"} (or \"adaptive\")",
-                ));
+            match thinking.get("type").and_then(Json::as_str) {
+                Some("disabled" | "adaptive") => {}
+                Some("enabled") => {
+                    let budget = thinking.get("budget_tokens").and_then(Json::as_u64).ok_or_else(|| {
+                        invalid(
+                            "thinking.budget_tokens",
+                            "`thinking` of type \"enabled\" needs `budget_tokens`, an integer (at least 1024)",
+                        )
+                    })?;
+                    reasoning_effort = Some(match budget {
+                        0..=2048 => "low",
+                        2049..=8192 => "medium",
+                        8193..=32768 => "high",
+                        _ => "xhigh",
+                    });
+                }
+                _ => {
+                    return Err(invalid(
+                        "thinking.type",
+                        "`thinking.type` must be \"enabled\" (with `budget_tokens`), \"disabled\" or \"adaptive\"",
+                    ))
+                }
             }
         }
         check_context_management(self.context_management.as_ref())?;
@@ -309,6 +325,9 @@ impl MessagesRequest {
         let mut chat = Map::new();
         chat.insert("model".into(), json!(self.model));
         chat.insert("messages".into(), Json::Array(self.chat_messages()?));
+        if let Some(effort) = reasoning_effort {
+            chat.insert("reasoning_effort".into(), json!(effort));
+        }
         if let Some(n) = self.max_tokens {
             chat.insert("max_tokens".into(), json!(n));
         }
@@ -348,7 +367,17 @@ impl MessagesRequest {
         if stream {
             chat.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        ChatCompletionRequest::from_json(&Json::Object(chat).to_string())
+        let mut request = ChatCompletionRequest::from_json(&Json::Object(chat).to_string())?;
+        for message in &mut request.messages {
+            if let Some(crate::openai::MessageContent::Parts(parts)) = &mut message.content {
+                for part in parts {
+                    if let Some(Json::String(at)) = part.other.remove(AT_KEY) {
+                        part.at = Some(at);
+                    }
+                }
+            }
+        }
+        Ok(request)
     }
 }
 
@@ -378,11 +407,25 @@ fn user_message(content: &Json, at: &str, calls: &[String], chat: &mut Vec<Json>
         ));
     }
     let mut text = Vec::new();
+    // With an image, the message keeps its blocks as chat parts (text and images in order).
+    let mut parts: Option<Vec<Json>> = None;
     for (j, block) in blocks.iter().enumerate() {
         let here = format!("{at}.content[{j}]");
         match block.get("type").and_then(Json::as_str) {
+            Some("image") => {
+                let image = image_part(block, &here)?;
+                let parts = parts.get_or_insert_with(|| {
+                    text.iter().map(|t| json!({"type": "text", "text": t})).collect()
+                });
+                parts.push(image);
+            }
             Some("text") => match block.get("text") {
-                Some(Json::String(part)) => text.push(part.clone()),
+                Some(Json::String(part)) => {
+                    if let Some(parts) = parts.as_mut() {
+                        parts.push(json!({"type": "text", "text": format!("\n{part}")}));
+                    }
+                    text.push(part.clone())
+                }
                 _ => {
                     return Err(invalid(
                         format!("{here}.text"),
@@ -427,10 +470,57 @@ fn user_message(content: &Json, at: &str, calls: &[String], chat: &mut Vec<Json>
             kind => return Err(unsupported_block(&here, kind)),
         }
     }
-    if !text.is_empty() {
+    if let Some(parts) = parts {
+        chat.push(json!({"role": "user", "content": parts}));
+    } else if !text.is_empty() {
         chat.push(json!({"role": "user", "content": text.join("\n")}));
     }
     Ok(())
+}
+
+/// The key a chat part made from an Anthropic block carries its place in (`messages[0].content[1]`)
+/// under, until [`MessagesRequest::to_chat`] moves it to the part's `at`: errors about the image
+/// name the block.
+const AT_KEY: &str = "x-ingle-at";
+
+/// An `image` block as chat's `image_url` part: a `base64` source as a `data:` URL, a `url` one
+/// as the URL (fetched only where the config allows).
+fn image_part(block: &Json, at: &str) -> Result<Json> {
+    let source = block.get("source").and_then(Json::as_object).ok_or_else(|| {
+        invalid(
+            format!("{at}.source"),
+            format!("`{at}` needs a `source`: `{{\"type\": \"base64\", \"media_type\", \"data\"}}`"),
+        )
+    })?;
+    let string = |key: &str| -> Result<&str> {
+        source.get(key).and_then(Json::as_str).ok_or_else(|| {
+            invalid(
+                format!("{at}.source.{key}"),
+                format!("`{at}.source.{key}` must be a string"),
+            )
+        })
+    };
+    let url = match source.get("type").and_then(Json::as_str) {
+        Some("base64") => format!("data:{};base64,{}", string("media_type")?, string("data")?),
+        Some("url") => string("url")?.to_string(),
+        Some(kind) => {
+            return Err(invalid(
+                format!("{at}.source.type"),
+                format!(
+                    "`{at}.source.type` '{}' is not supported: ingle keeps no files; send the image \
+                     as a `base64` source",
+                    shown(kind)
+                ),
+            ))
+        }
+        None => {
+            return Err(invalid(
+                format!("{at}.source.type"),
+                format!("`{at}.source` needs a `type` (`base64` or `url`)"),
+            ))
+        }
+    };
+    Ok(json!({"type": "image_url", "image_url": {"url": url}, AT_KEY: at}))
 }
 
 /// An assistant message: its text, and its `tool_use` blocks as tool calls. Thinking blocks

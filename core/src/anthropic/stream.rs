@@ -1,6 +1,6 @@
 //! A chat completion's chunks as Anthropic's stream events: `message_start`, `ping`, then per
-//! content block `content_block_start`, its `content_block_delta`s (`text_delta`, or a tool
-//! call's `input_json_delta`) and `content_block_stop`, then `message_delta` (the stop reason
+//! content block `content_block_start`, its `content_block_delta`s (`thinking_delta`,
+//! `text_delta`, or a tool call's `input_json_delta`) and `content_block_stop`, then `message_delta` (the stop reason
 //! and usage) and `message_stop`. An error after the start is an `error` event, as Anthropic
 //! sends it, and ends the events.
 
@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 #[derive(PartialEq)]
 enum Block {
     None,
+    Thinking,
     Text,
     ToolUse,
 }
@@ -125,6 +126,15 @@ impl MessageEvents {
     fn add(&mut self, chunk: ChatCompletionChunk) {
         for choice in chunk.choices {
             let delta = choice.delta;
+            if let Some(thinking) = delta.reasoning_content.filter(|t| !t.is_empty()) {
+                if self.block != Block::Thinking {
+                    self.open_block(
+                        Block::Thinking,
+                        json!({"type": "thinking", "thinking": "", "signature": ""}),
+                    );
+                }
+                self.delta(json!({"type": "thinking_delta", "thinking": thinking}));
+            }
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
                 if self.block != Block::Text {
                     self.open_block(

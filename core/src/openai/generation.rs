@@ -85,6 +85,10 @@ pub(super) fn start_choices(
         .collect()
 }
 
+fn media_error(at: String, message: String) -> Error {
+    Error::invalid(at, message).with_code(crate::error::ErrorCode::InvalidMedia)
+}
+
 /// The messages' media as the model's predictor takes them: each kind decoded for the input
 /// annotated to take it (images as tensors, audio at the declared rate); an image or audio
 /// part for a model without such an input is an error naming the part.
@@ -98,7 +102,7 @@ fn media_inputs(
     let config = registry.media_config();
     if predictor.generation().is_some() {
         return match media.parts.first() {
-            Some(part) => Err(Error::invalid(
+            Some(part) => Err(media_error(
                 part.at.clone(),
                 format!(
                     "`{}`: the model `{}` cannot take {}: ingle runs llama.cpp chat models on \
@@ -116,7 +120,7 @@ fn media_inputs(
     let signature = predictor.signature();
     let mut inputs = Vec::new();
     let lacks = |part: &crate::media::MediaPart, what: &str, annotation: &str| {
-        Error::invalid(
+        media_error(
             part.at.clone(),
             format!(
                 "`{}`: the model `{}` cannot take {what}: its predictor declares no input \

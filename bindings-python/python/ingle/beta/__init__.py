@@ -4,9 +4,8 @@ needs only its import lines changed:
     from muna.beta import Annotations              →  from ingle.beta import Annotations
     from muna.beta.openai import Message, ...      →  from ingle.beta.openai import Message, ...
 
-``Annotations.X`` gives the ingle annotation of the same meaning (``Parameter.*``); an
-annotation ingle has no equivalent for (``ReasoningEffort``) fails when the predictor is
-declared, naming the parameter, rather than doing nothing.
+``Annotations.X`` gives the ingle annotation of the same meaning (``Parameter.*``), Muna's
+newer ones included: ``ChatImages``, ``ChatAudios``, ``ChatTools`` and ``ReasoningEffort``.
 """
 
 from ._annotations import Annotations

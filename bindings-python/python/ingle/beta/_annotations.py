@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from .._annotations import Parameter, _Annotation, _Unsupported
+from .._annotations import Parameter, _Annotation
 
 __all__ = ["Annotations"]
 
@@ -16,6 +16,9 @@ class Annotations:
     ===========================  ==========================================================
     ``AudioSpeed``               ``Parameter.AudioSpeed`` (``speed``; min/max default 0.25–4)
     ``AudioVoice``               ``Parameter.AudioVoice`` (``voice``)
+    ``ChatAudios``               ``Parameter.ChatAudios`` (the audio parts, at ``sample_rate``)
+    ``ChatImages``               ``Parameter.ChatImages`` (the image parts)
+    ``ChatTools``                ``Parameter.Tools`` (``tools``)
     ``EmbeddingDims``            ``Parameter.EmbeddingDims`` (``dimensions``; ``max`` left
                                  out is the parameter's default)
     ``FrequencyPenalty``         ``Parameter.FrequencyPenalty``
@@ -25,7 +28,7 @@ class Annotations:
     ``MaxOutputTokens``          ``Parameter.MaxTokens`` (``max_tokens`` /
                                  ``max_completion_tokens``)
     ``PresencePenalty``          ``Parameter.PresencePenalty``
-    ``ReasoningEffort``          none: declaring it fails (ingle takes no ``reasoning_effort``)
+    ``ReasoningEffort``          ``Parameter.ReasoningEffort`` (``reasoning_effort``)
     ``ResponseFormat``           ``Parameter.ResponseFormat`` (chat ``response_format``)
     ``SamplingProbability``      ``Parameter.TopP`` (``top_p``); also ``TopP``
     ``SamplingTemperature``      ``Parameter.Temperature``; also ``Temperature``
@@ -74,14 +77,25 @@ class Annotations:
         return Parameter.PresencePenalty(description, min=min, max=max)
 
     @staticmethod
-    def ReasoningEffort(*, description: str = "", **kwargs: Any) -> _Annotation:
-        """None in ingle: a predictor declaring it fails, naming the parameter."""
-        return _Unsupported(
-            "ReasoningEffort",
-            "ingle's chat methods take no `reasoning_effort`, so nothing would fill it; "
-            "drop the annotation (a Parameter.Generic with a default keeps the parameter) "
-            "or steer reasoning with another option",
-            description, **kwargs)
+    def ReasoningEffort(*, description: str = "") -> _Annotation:
+        """``reasoning_effort`` (a ``str``, with a default): chat's ``reasoning_effort``,
+        Responses' ``reasoning.effort``, Anthropic's ``thinking``."""
+        return Parameter.ReasoningEffort(description)
+
+    @staticmethod
+    def ChatImages(*, description: str = "") -> _Annotation:
+        """The images of the conversation's image parts, in order of appearance."""
+        return Parameter.ChatImages(description)
+
+    @staticmethod
+    def ChatAudios(*, description: str = "", sample_rate: int) -> _Annotation:
+        """The audio of the conversation's audio parts, in order, mono at ``sample_rate``."""
+        return Parameter.ChatAudios(description, sample_rate=sample_rate)
+
+    @staticmethod
+    def ChatTools(*, description: str = "") -> _Annotation:
+        """The request's tools, as OpenAI function tool dicts (``tools``)."""
+        return Parameter.Tools(description)
 
     @staticmethod
     def ResponseFormat(*, description: str = "") -> _Annotation:

@@ -237,6 +237,7 @@ class ChatCompletionMessage(BaseModel):
     content: Optional[str]
     refusal: Optional[str]
     role: str
+    reasoning_content: Optional[str]
     annotations: Optional[List[Any]]
     audio: Optional[Any]
     function_call: Optional[Any]
@@ -310,6 +311,7 @@ class ChoiceDeltaToolCall(BaseModel):
 
 class ChoiceDelta(BaseModel):
     content: Optional[str]
+    reasoning_content: Optional[str]
     function_call: Optional[Any]
     refusal: Optional[str]
     role: Optional[str]

@@ -105,15 +105,19 @@ impl Responses {
             "output": [],
             "parallel_tool_calls": request.parallel_tool_calls.unwrap_or(true),
             "previous_response_id": request.previous_response_id,
-            "reasoning": {"effort": null, "summary": null},
+            "reasoning": {"effort": request.reasoning_effort, "summary": null},
             "service_tier": "default",
             "store": request.store,
-            "temperature": request.temperature,
+            "temperature": request.temperature.unwrap_or(1.0),
+            "presence_penalty": request.presence_penalty.unwrap_or(0.0),
+            "frequency_penalty": request.frequency_penalty.unwrap_or(0.0),
+            "safety_identifier": request.safety_identifier,
+            "prompt_cache_key": request.prompt_cache_key,
             "text": {"format": request.format, "verbosity": "medium"},
             "tool_choice": request.tool_choice.clone().unwrap_or(json!("auto")),
             "tools": request.tools.iter().map(echoed_tool).collect::<Vec<_>>(),
             "top_logprobs": 0,
-            "top_p": request.top_p,
+            "top_p": request.top_p.unwrap_or(1.0),
             "truncation": "disabled",
             "usage": null,
             "user": request.user,
@@ -161,6 +165,9 @@ impl Responses {
             max_tokens: request.max_output_tokens,
             temperature: request.temperature,
             top_p: request.top_p,
+            presence_penalty: request.presence_penalty,
+            frequency_penalty: request.frequency_penalty,
+            reasoning_effort: request.reasoning_effort.clone(),
             tools: tools.then(|| {
                 request
                     .tools
@@ -311,6 +318,7 @@ fn in_responses_terms(mut error: Error) -> Error {
             ("messages", "input"),
             ("max_tokens", "max_output_tokens"),
             ("response_format", "text.format"),
+            ("reasoning_effort", "reasoning.effort"),
         ]
         .iter()
         .find_map(|(chat, responses)| {

@@ -2,13 +2,13 @@
 //! input items are normalised, and become chat messages.
 
 use crate::error::{shown, Error, Result};
-use crate::openai::types::{ChatMessage, FunctionCall, ToolCall};
+use crate::openai::types::{ChatMessage, ContentPart, FunctionCall, MessageContent, ToolCall};
 use crate::predict::random_id;
 use serde_json::{json, Map, Value as Json};
 
 /// Request fields ingle reads. Others are refused by name, but for those whose value asks for
 /// nothing (`null`, or the default written out): SDKs send some of them as a matter of course.
-const FIELDS: [&str; 17] = [
+const FIELDS: [&str; 22] = [
     "model",
     "input",
     "instructions",
@@ -26,6 +26,11 @@ const FIELDS: [&str; 17] = [
     "text",
     "user",
     "stream_options",
+    "reasoning",
+    "presence_penalty",
+    "frequency_penalty",
+    "safety_identifier",
+    "prompt_cache_key",
 ];
 
 /// A Responses request, checked: every field ingle cannot honour was refused by name.
@@ -51,6 +56,13 @@ pub struct ResponseRequest {
     /// `text.format`, as given (default `{"type": "text"}`).
     pub(super) format: Json,
     pub(super) user: Option<String>,
+    /// `reasoning.effort`, for a model whose predictor declares `ReasoningEffort`.
+    pub(super) reasoning_effort: Option<String>,
+    pub(super) presence_penalty: Option<f64>,
+    pub(super) frequency_penalty: Option<f64>,
+    /// Echoed; they steer OpenAI's own abuse detection and caching, nothing here.
+    pub(super) safety_identifier: Option<String>,
+    pub(super) prompt_cache_key: Option<String>,
 }
 
 impl ResponseRequest {
@@ -63,7 +75,7 @@ impl ResponseRequest {
     fn from_map(mut body: Map<String, Json>) -> Result<Self> {
         for (key, value) in &body {
             if !FIELDS.contains(&key.as_str()) && !asks_nothing(key, value) {
-                return Err(unsupported_field(key, value));
+                return Err(unsupported_field(key));
             }
         }
         let model = match body.remove("model") {
@@ -121,6 +133,56 @@ impl ResponseRequest {
         };
         let temperature = number(&mut body, "temperature")?;
         let top_p = number(&mut body, "top_p")?;
+        let presence_penalty = number(&mut body, "presence_penalty")?;
+        let frequency_penalty = number(&mut body, "frequency_penalty")?;
+        let safety_identifier = text(&mut body, "safety_identifier")?;
+        let prompt_cache_key = text(&mut body, "prompt_cache_key")?;
+        let reasoning_effort = match body.remove("reasoning") {
+            Some(Json::Object(mut reasoning)) => {
+                match reasoning.remove("summary") {
+                    None | Some(Json::Null) => {}
+                    Some(Json::String(s)) if s == "auto" => {}
+                    Some(other) => {
+                        return Err(Error::invalid(
+                            "reasoning.summary",
+                            format!(
+                                "`reasoning.summary` {} is not supported: ingle's models give \
+                                 their reasoning itself, not a summary of it (leave it out or \
+                                 `auto`)",
+                                shown(&other.to_string())
+                            ),
+                        ))
+                    }
+                }
+                let effort = match reasoning.remove("effort") {
+                    None | Some(Json::Null) => None,
+                    Some(Json::String(effort))
+                        if crate::predict::REASONING_EFFORTS.contains(&effort.as_str()) =>
+                    {
+                        Some(effort)
+                    }
+                    Some(other) => {
+                        return Err(Error::invalid(
+                            "reasoning.effort",
+                            format!(
+                                "Invalid value for `reasoning.effort`: {}; it must be one of {}",
+                                shown(&other.to_string()),
+                                crate::predict::REASONING_EFFORTS.join(", ")
+                            ),
+                        ))
+                    }
+                };
+                if let Some((key, _)) = reasoning.iter().find(|(_, v)| !v.is_null()) {
+                    return Err(Error::invalid(
+                        format!("reasoning.{}", shown(key)),
+                        format!("Unrecognized request argument supplied: reasoning.{}", shown(key)),
+                    ));
+                }
+                effort
+            }
+            Some(Json::Null) | None => None,
+            Some(other) => return Err(not_a("reasoning", "an object", &other)),
+        };
         let max_output_tokens = match body.remove("max_output_tokens") {
             Some(Json::Number(n)) => match n.as_i64().filter(|n| *n >= 1) {
                 Some(n) => Some(n),
@@ -215,6 +277,11 @@ impl ResponseRequest {
             allow_repeated_tool_calls,
             format,
             user,
+            reasoning_effort,
+            presence_penalty,
+            frequency_penalty,
+            safety_identifier,
+            prompt_cache_key,
         })
     }
 }
@@ -233,23 +300,16 @@ fn asks_nothing(key: &str, value: &Json) -> bool {
         ("truncation", Json::String(t)) => t == "disabled",
         ("service_tier", Json::String(t)) => t == "auto" || t == "default",
         ("top_logprobs", Json::Number(n)) => n.as_u64() == Some(0),
-        ("reasoning", Json::Object(r)) => r.values().all(Json::is_null),
-        // Hints about OpenAI's own caching and abuse detection: nothing to do here.
-        ("prompt_cache_key" | "safety_identifier", Json::String(_)) => true,
         // A client's own bookkeeping (Codex sends its thread and turn ids), never echoed.
         ("client_metadata", Json::Object(_)) => true,
         _ => false,
     }
 }
 
-fn unsupported_field(key: &str, value: &Json) -> Error {
+fn unsupported_field(key: &str) -> Error {
     let shown_key = shown(key);
     let message = match key {
         "background" => "`background` is not supported: ingle runs a response while its request waits (stream it to see it as it is made)".to_string(),
-        "reasoning" => format!(
-            "`reasoning` is not supported: ingle's models have no reasoning settings (got {})",
-            shown(&value.to_string())
-        ),
         "include" => "`include` is not supported: a response already holds all that ingle makes".to_string(),
         "conversation" => "`conversation` is not supported: continue a conversation with `previous_response_id`".to_string(),
         "prompt" => "`prompt` (a stored prompt template) is not supported: send `input` and `instructions`".to_string(),
@@ -475,6 +535,27 @@ fn input_item(item: Json, at: &str) -> Result<Json> {
             }
             let text = match item.get("content") {
                 Some(Json::String(text)) => text.clone(),
+                Some(Json::Array(parts))
+                    if parts.iter().any(|p| {
+                        matches!(
+                            p.get("type").and_then(Json::as_str),
+                            Some("input_image" | "input_audio")
+                        )
+                    }) =>
+                {
+                    // Media: the parts kept, each checked (decoded later, for the model).
+                    let mut content = Vec::with_capacity(parts.len());
+                    for (j, part) in parts.iter().enumerate() {
+                        content.push(media_or_text_part(part, &format!("{at}.content[{j}]"), &role)?);
+                    }
+                    return Ok(json!({
+                        "id": id.unwrap_or_else(|| random_id("msg_")),
+                        "type": "message",
+                        "role": role,
+                        "status": "completed",
+                        "content": content,
+                    }));
+                }
                 Some(Json::Array(parts)) => {
                     let mut text = String::new();
                     for (j, part) in parts.iter().enumerate() {
@@ -526,19 +607,89 @@ fn input_item(item: Json, at: &str) -> Result<Json> {
                 "output": output,
             }))
         }
+        // A client that replays a response's output (Codex) sends its reasoning items back.
+        "reasoning" => Ok(Json::Object(item.clone())),
         kind => Err(Error::invalid(
             format!("{at}.type"),
             format!(
                 "Input items of type `{}` are not supported: ingle takes `message`, \
-                 `function_call` and `function_call_output` items",
+                 `function_call`, `function_call_output` and `reasoning` items",
                 shown(kind)
             ),
         )),
     }
 }
 
-/// The text of a content part: `input_text` or `output_text`. Images, files and audio are
-/// refused: ingle's chat models read text.
+/// A part of a message with media: `input_text`, `input_image` (`image_url`: a `data:` URL or an
+/// http(s) one; `detail`) or `input_audio` (`{data, format}`), as given.
+fn media_or_text_part(part: &Json, at: &str, role: &str) -> Result<Json> {
+    let kind = part.get("type").and_then(Json::as_str);
+    if matches!(kind, Some("input_image" | "input_audio")) && role != "user" {
+        return Err(Error::invalid(
+            at.to_string(),
+            format!("`{at}`: image and audio parts are only for user messages, not {role} ones"),
+        ));
+    }
+    let known: &[&str] = match kind {
+        Some("input_image") => &["type", "image_url", "detail", "file_id"],
+        Some("input_audio") => &["type", "input_audio"],
+        _ => return part_text(part, at).map(|text| json!({"type": "input_text", "text": text})),
+    };
+    if let Some(key) = part.as_object().and_then(|p| p.keys().find(|k| !known.contains(&k.as_str()))) {
+        return Err(Error::invalid(
+            format!("{at}.{}", shown(key)),
+            format!("Unrecognized field `{at}.{}`", shown(key)),
+        ));
+    }
+    if kind == Some("input_audio") {
+        let audio = part.get("input_audio").and_then(Json::as_object);
+        for key in ["data", "format"] {
+            if !audio.is_some_and(|a| a.get(key).is_some_and(Json::is_string)) {
+                return Err(Error::invalid(
+                    format!("{at}.input_audio.{key}"),
+                    format!(
+                        "Missing required parameter: `{at}.input_audio.{key}` (`input_audio` is \
+                         `{{\"data\": <base64>, \"format\": \"wav\"}}`)"
+                    ),
+                ));
+            }
+        }
+    }
+    if kind == Some("input_image") {
+        if part.get("file_id").is_some_and(|f| !f.is_null()) {
+            return Err(Error::invalid(
+                format!("{at}.file_id"),
+                format!("`{at}.file_id`: ingle keeps no uploaded files; send the image as `image_url` (a base64 `data:` URL)"),
+            ));
+        }
+        match part.get("image_url") {
+            Some(Json::String(_)) => {}
+            _ => {
+                return Err(Error::invalid(
+                    format!("{at}.image_url"),
+                    format!("Missing required parameter: `{at}.image_url` (a `data:` URL)"),
+                ))
+            }
+        }
+        match part.get("detail") {
+            None | Some(Json::Null) => {}
+            Some(Json::String(d)) if ["auto", "low", "high"].contains(&d.as_str()) => {}
+            Some(other) => {
+                return Err(Error::invalid(
+                    format!("{at}.detail"),
+                    format!(
+                        "Invalid value for `{at}.detail`: {}; it must be 'auto', 'low' or 'high'",
+                        shown(&other.to_string())
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(part.clone())
+}
+
+/// The text of a content part: `input_text` or `output_text`. Files are refused (ingle keeps
+/// no files); images and audio are taken only in a user message ([`media_or_text_part`]).
 fn part_text(part: &Json, at: &str) -> Result<String> {
     match part.get("type").and_then(Json::as_str) {
         Some("input_text" | "output_text") => match part.get("text") {
@@ -549,11 +700,18 @@ fn part_text(part: &Json, at: &str) -> Result<String> {
                 format!("Missing required parameter: `{at}.text`"),
             )),
         },
+        Some("input_file") => Err(Error::invalid(
+            format!("{at}.type"),
+            format!(
+                "`{at}`: `input_file` parts are not supported: ingle reads no files; send the \
+                 file's text as an `input_text` part"
+            ),
+        )),
         Some(kind) => Err(Error::invalid(
             format!("{at}.type"),
             format!(
-                "Content parts of type `{}` are not supported: ingle's chat models read text \
-                 (`input_text`, `output_text`)",
+                "Content parts of type `{}` are not supported: ingle takes `input_text`, \
+                 `output_text`, and in user messages `input_image` and `input_audio`",
                 shown(kind)
             ),
         )),
@@ -565,9 +723,10 @@ fn part_text(part: &Json, at: &str) -> Result<String> {
 }
 
 /// Items (input or output) as chat messages: consecutive function calls become one assistant
-/// message with several tool calls, each output a `tool` message.
+/// message with several tool calls, each output a `tool` message. A message with images or
+/// audio keeps its parts, each named `input[i].content[j]` in errors.
 pub(super) fn chat_messages(items: &[Json], messages: &mut Vec<ChatMessage>) {
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
         let text = |key: &str| {
             item.get(key)
                 .and_then(Json::as_str)
@@ -575,6 +734,8 @@ pub(super) fn chat_messages(items: &[Json], messages: &mut Vec<ChatMessage>) {
                 .to_string()
         };
         match item.get("type").and_then(Json::as_str) {
+            // Thinking is the model's own: chat templates leave it out of the history.
+            Some("reasoning") => {}
             Some("function_call") => {
                 let call = ToolCall {
                     id: text("call_id"),
@@ -599,6 +760,37 @@ pub(super) fn chat_messages(items: &[Json], messages: &mut Vec<ChatMessage>) {
                 tool_call_id: Some(text("call_id")),
                 ..ChatMessage::new("tool", text("output"))
             }),
+            _ if item
+                .get("content")
+                .and_then(Json::as_array)
+                .is_some_and(|parts| parts.iter().any(|p| p.get("type").and_then(Json::as_str) != Some("input_text") && p.get("type").and_then(Json::as_str) != Some("output_text"))) =>
+            {
+                let parts = item.get("content").and_then(Json::as_array).into_iter().flatten();
+                let parts = parts
+                    .enumerate()
+                    .map(|(j, part)| {
+                        let at = format!("input[{i}].content[{j}]");
+                        let text = |key: &str| part.get(key).and_then(Json::as_str).unwrap_or("").to_string();
+                        match part.get("type").and_then(Json::as_str) {
+                            Some("input_image") => ContentPart::image_url(
+                                text("image_url"),
+                                part.get("detail").and_then(Json::as_str).map(str::to_string),
+                            ),
+                            Some("input_audio") => {
+                                let audio = part.get("input_audio");
+                                let field = |key: &str| audio.and_then(|a| a.get(key)).and_then(Json::as_str).unwrap_or("").to_string();
+                                ContentPart::input_audio(field("data"), field("format"))
+                            }
+                            _ => ContentPart::text(text("text")),
+                        }
+                        .at(at)
+                    })
+                    .collect();
+                messages.push(ChatMessage {
+                    content: Some(MessageContent::Parts(parts)),
+                    ..ChatMessage::new(text("role"), "")
+                });
+            }
             _ => {
                 let content: String = item
                     .get("content")

@@ -28,7 +28,8 @@ struct OpenCall {
 
 /// A response's events, each with its `sequence_number`: `response.created`,
 /// `response.in_progress`, then per output item `response.output_item.added`, its content
-/// (`response.content_part.added`, `response.output_text.delta`s, `.done`s, or
+/// (`response.content_part.added`, `response.output_text.delta`s, `.done`s; a reasoning item's
+/// `response.reasoning_text.delta`s; or
 /// `response.function_call_arguments.delta`s and `.done`), `response.output_item.done`; last
 /// `response.completed` (or `response.incomplete` when `max_output_tokens` cut it).
 pub struct ResponseStream {
@@ -39,6 +40,8 @@ pub struct ResponseStream {
     pending: VecDeque<Json>,
     /// The message item receiving text, if one is open.
     text: Option<OpenItem>,
+    /// The reasoning item receiving thinking, if one is open.
+    reasoning: Option<OpenItem>,
     /// Function calls being streamed (open until the response ends: a call's arguments may
     /// follow text).
     calls: Vec<OpenCall>,
@@ -70,6 +73,7 @@ impl ResponseStream {
             sequence: 0,
             pending,
             text: None,
+            reasoning: None,
             calls: Vec::new(),
             output: Vec::new(),
             usage: Usage::default(),
@@ -95,6 +99,7 @@ impl ResponseStream {
     /// and `error` says why, in the last event, `response.failed`. Not stored.
     fn fail(&mut self, error: Error) {
         self.cut = true;
+        self.close_reasoning();
         self.close_text();
         self.close_calls();
         self.response["status"] = json!("failed");
@@ -123,10 +128,62 @@ impl ResponseStream {
         self.pending.push_back(event);
     }
 
+    fn open_reasoning(&mut self) {
+        if self.reasoning.is_some() {
+            return;
+        }
+        self.close_text();
+        let item = OpenItem {
+            index: self.output.len(),
+            id: random_id("rs_"),
+            text: String::new(),
+        };
+        self.output.push(Json::Null);
+        self.event(json!({
+            "type": "response.output_item.added",
+            "output_index": item.index,
+            "item": {"id": item.id, "type": "reasoning", "status": "in_progress", "summary": [], "content": []},
+        }));
+        self.event(json!({
+            "type": "response.content_part.added",
+            "item_id": item.id,
+            "output_index": item.index,
+            "content_index": 0,
+            "part": {"type": "reasoning_text", "text": ""},
+        }));
+        self.reasoning = Some(item);
+    }
+
+    fn close_reasoning(&mut self) {
+        let Some(item) = self.reasoning.take() else { return };
+        let status = self.item_status();
+        let part = json!({"type": "reasoning_text", "text": item.text});
+        self.event(json!({
+            "type": "response.reasoning_text.done",
+            "item_id": item.id,
+            "output_index": item.index,
+            "content_index": 0,
+            "text": item.text,
+        }));
+        self.event(json!({
+            "type": "response.content_part.done",
+            "item_id": item.id,
+            "output_index": item.index,
+            "content_index": 0,
+            "part": part,
+        }));
+        let done = json!({"id": item.id, "type": "reasoning", "status": status, "summary": [], "content": [part]});
+        self.output[item.index] = done.clone();
+        self.event(
+            json!({"type": "response.output_item.done", "output_index": item.index, "item": done}),
+        );
+    }
+
     fn open_text(&mut self) {
         if self.text.is_some() {
             return;
         }
+        self.close_reasoning();
         let item = OpenItem {
             index: self.output.len(),
             id: random_id("msg_"),
@@ -208,6 +265,20 @@ impl ResponseStream {
             self.usage = usage;
         }
         for choice in chunk.choices {
+            if let Some(thinking) = choice.delta.reasoning_content.filter(|t| !t.is_empty()) {
+                self.open_reasoning();
+                if let Some(item) = &mut self.reasoning {
+                    item.text.push_str(&thinking);
+                    let event = json!({
+                        "type": "response.reasoning_text.delta",
+                        "item_id": item.id,
+                        "output_index": item.index,
+                        "content_index": 0,
+                        "delta": thinking,
+                    });
+                    self.event(event);
+                }
+            }
             if let Some(text) = choice.delta.content.filter(|t| !t.is_empty()) {
                 self.open_text();
                 if let Some(item) = &mut self.text {
@@ -227,6 +298,7 @@ impl ResponseStream {
                 let known = self.calls.iter().position(|c| c.delta_index == delta.index);
                 let slot = known.unwrap_or(self.calls.len());
                 if known.is_none() {
+                    self.close_reasoning();
                     self.close_text();
                     let function = delta.function.clone().unwrap_or_default();
                     let item = OpenItem {
@@ -271,6 +343,7 @@ impl ResponseStream {
     fn end(&mut self) {
         let incomplete = self.finish_reason.as_deref() == Some("length");
         self.cut = incomplete;
+        self.close_reasoning();
         self.close_text();
         self.close_calls();
         let cached = self
