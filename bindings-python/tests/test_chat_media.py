@@ -10,6 +10,7 @@ import wave
 import zlib
 from typing import Annotated, Any, Iterator, List, Literal
 
+import anthropic
 import numpy as np
 import openai
 import pytest
@@ -136,7 +137,6 @@ def test_an_image_predictor_reads_the_text_of_an_image_in_process_and_over_http(
             {"type": "input_text", "text": "Read it."},
             {"type": "input_image", "image_url": url, "detail": "auto"}]}])
         assert r.output_text.strip() == "INGLE 42"
-        import anthropic
         a = anthropic.Anthropic(base_url=server.url.removesuffix("/v1"), api_key="-", max_retries=0)
         m = a.messages.create(model="@test/ocr", max_tokens=64, messages=[{"role": "user", "content": [
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64}},
@@ -201,6 +201,38 @@ def test_reasoning_comes_apart_from_the_answer_in_every_shape(media):
         with pytest.raises(openai.BadRequestError) as e:
             sdk.chat.completions.create(model="@test/ocr", messages=hi, reasoning_effort="low")
         assert e.value.body["param"] == "reasoning_effort"
+
+        # Responses: a reasoning item before the message, its text streamed as reasoning_text.
+        from openai.types.responses import (ResponseReasoningItem, ResponseReasoningTextDeltaEvent,
+                                            ResponseReasoningTextDoneEvent)
+        r = sdk.responses.create(model="@test/thinker", input="hi", reasoning={"effort": "high"})
+        assert isinstance(r.output[0], ResponseReasoningItem)
+        assert r.output[0].content[0].text == "step 1. step 2. step 3. "
+        assert r.output_text == "answer at high" and r.reasoning.effort == "high"
+        events = list(sdk.responses.create(model="@test/thinker", input="hi", stream=True))
+        deltas = [e.delta for e in events if isinstance(e, ResponseReasoningTextDeltaEvent)]
+        assert deltas == ["step 1. ", "step 2. "]
+        assert [e.text for e in events if isinstance(e, ResponseReasoningTextDoneEvent)] == ["step 1. step 2. "]
+        with pytest.raises(openai.BadRequestError) as e:
+            sdk.responses.create(model="@test/ocr", input="hi", reasoning={"effort": "low"})
+        assert e.value.body["param"] == "reasoning.effort"
+
+        # Anthropic: a thinking block first; `thinking` with a budget is the effort.
+        from anthropic.types import ThinkingBlock, TextBlock
+        a = anthropic.Anthropic(base_url=server.url.removesuffix("/v1"), api_key="-", max_retries=0)
+        m = a.messages.create(model="@test/thinker", max_tokens=64, messages=hi,
+                              thinking={"type": "enabled", "budget_tokens": 1024})
+        assert isinstance(m.content[0], ThinkingBlock) and m.content[0].thinking == "step 1. "
+        assert isinstance(m.content[1], TextBlock) and m.content[1].text == "answer at low"
+        with a.messages.stream(model="@test/thinker", max_tokens=64, messages=hi,
+                               thinking={"type": "enabled", "budget_tokens": 20_000}) as stream:
+            final = stream.get_final_message()
+        assert [b.type for b in final.content] == ["thinking", "text"]
+        assert final.content[0].thinking == "step 1. step 2. step 3. "
+        with pytest.raises(anthropic.BadRequestError) as e:
+            a.messages.create(model="@test/ocr", max_tokens=64, messages=hi,
+                              thinking={"type": "enabled", "budget_tokens": 1024})
+        assert "reasoning_effort" in str(e.value)
 
 
 def png_claiming(width: int, height: int) -> bytes:

@@ -354,7 +354,11 @@ fn fetch(
     let failed = |problem: String| {
         invalid(
             at,
-            format!("`{at}`: the {} at {} could not be fetched: {problem}", kind.noun(), shown(url)),
+            format!(
+                "`{at}`: the {} at {} could not be fetched: {problem}",
+                kind.noun(),
+                shown(url)
+            ),
         )
     };
     let mut response = agent.get(url).call().map_err(|e| failed(e.to_string()))?;
@@ -366,7 +370,13 @@ fn fetch(
         .headers()
         .get("content-type")
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
         .filter(|v| !v.is_empty() && v != "application/octet-stream");
     let mut bytes = Vec::new();
     response
@@ -456,15 +466,13 @@ pub fn decode_image(
                     ),
                 ))
             }
-            None if media_type.starts_with("image/") => {
-                return Err(invalid(
-                    at,
-                    format!(
-                        "`{at}` is of type {}, which ingle does not decode; it reads {IMAGE_FORMATS}",
-                        shown(media_type)
-                    ),
-                ))
-            }
+            None if media_type.starts_with("image/") => return Err(invalid(
+                at,
+                format!(
+                    "`{at}` is of type {}, which ingle does not decode; it reads {IMAGE_FORMATS}",
+                    shown(media_type)
+                ),
+            )),
             None => {
                 return Err(invalid(
                     at,
@@ -494,11 +502,16 @@ pub fn decode_image(
         let mut limits = image::Limits::default();
         limits.max_alloc = Some(MAX_IMAGE_PIXELS * 8 + (64 << 20));
         reader.limits(limits);
-        let mut decoder = reader.into_decoder().map_err(|e| too_large_or(e, at, corrupt))?;
+        let mut decoder = reader
+            .into_decoder()
+            .map_err(|e| too_large_or(e, at, corrupt))?;
         let (width, height) = decoder.dimensions();
         let pixels = u64::from(width) * u64::from(height);
         if width == 0 || height == 0 {
-            return Err(invalid(at, format!("`{at}`: the image has no pixels ({width} × {height})")));
+            return Err(invalid(
+                at,
+                format!("`{at}`: the image has no pixels ({width} × {height})"),
+            ));
         }
         if pixels > MAX_IMAGE_PIXELS || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
             return Err(too_many_pixels(at, width, height));
@@ -515,7 +528,8 @@ pub fn decode_image(
         }
         *request_pixels += pixels;
         let orientation = decoder.orientation().ok();
-        let mut image = image::DynamicImage::from_decoder(decoder).map_err(|e| too_large_or(e, at, corrupt))?;
+        let mut image =
+            image::DynamicImage::from_decoder(decoder).map_err(|e| too_large_or(e, at, corrupt))?;
         if let Some(orientation) = orientation {
             image.apply_orientation(orientation);
         }

@@ -415,7 +415,9 @@ fn user_message(content: &Json, at: &str, calls: &[String], chat: &mut Vec<Json>
             Some("image") => {
                 let image = image_part(block, &here)?;
                 let parts = parts.get_or_insert_with(|| {
-                    text.iter().map(|t| json!({"type": "text", "text": t})).collect()
+                    text.iter()
+                        .map(|t| json!({"type": "text", "text": t}))
+                        .collect()
                 });
                 parts.push(image);
             }
@@ -486,12 +488,17 @@ const AT_KEY: &str = "x-ingle-at";
 /// An `image` block as chat's `image_url` part: a `base64` source as a `data:` URL, a `url` one
 /// as the URL (fetched only where the config allows).
 fn image_part(block: &Json, at: &str) -> Result<Json> {
-    let source = block.get("source").and_then(Json::as_object).ok_or_else(|| {
-        invalid(
-            format!("{at}.source"),
-            format!("`{at}` needs a `source`: `{{\"type\": \"base64\", \"media_type\", \"data\"}}`"),
-        )
-    })?;
+    let source = block
+        .get("source")
+        .and_then(Json::as_object)
+        .ok_or_else(|| {
+            invalid(
+                format!("{at}.source"),
+                format!(
+                    "`{at}` needs a `source`: `{{\"type\": \"base64\", \"media_type\", \"data\"}}`"
+                ),
+            )
+        })?;
     let string = |key: &str| -> Result<&str> {
         source.get(key).and_then(Json::as_str).ok_or_else(|| {
             invalid(
@@ -503,16 +510,14 @@ fn image_part(block: &Json, at: &str) -> Result<Json> {
     let url = match source.get("type").and_then(Json::as_str) {
         Some("base64") => format!("data:{};base64,{}", string("media_type")?, string("data")?),
         Some("url") => string("url")?.to_string(),
-        Some(kind) => {
-            return Err(invalid(
-                format!("{at}.source.type"),
-                format!(
-                    "`{at}.source.type` '{}' is not supported: ingle keeps no files; send the image \
+        Some(kind) => return Err(invalid(
+            format!("{at}.source.type"),
+            format!(
+                "`{at}.source.type` '{}' is not supported: ingle keeps no files; send the image \
                      as a `base64` source",
-                    shown(kind)
-                ),
-            ))
-        }
+                shown(kind)
+            ),
+        )),
         None => {
             return Err(invalid(
                 format!("{at}.source.type"),

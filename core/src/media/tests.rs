@@ -51,11 +51,13 @@ fn alpha_keeps_four_channels_and_grey_becomes_rgb() {
 
 #[test]
 fn a_media_type_that_lies_is_refused_naming_the_part() {
-    let error = decode_url(&data_url("image/jpeg", &png(2, 2, image::ColorType::Rgb8))).unwrap_err();
+    let error =
+        decode_url(&data_url("image/jpeg", &png(2, 2, image::ColorType::Rgb8))).unwrap_err();
     assert_eq!(error.param.as_deref(), Some("messages[0].content[1]"));
     assert!(error.message.contains("says it is JPEG"), "{error}");
     assert!(error.message.contains("its data is PNG"), "{error}");
-    let error = decode_url(&data_url("text/plain", &png(2, 2, image::ColorType::Rgb8))).unwrap_err();
+    let error =
+        decode_url(&data_url("text/plain", &png(2, 2, image::ColorType::Rgb8))).unwrap_err();
     assert!(error.message.contains("not an image type"), "{error}");
 }
 
@@ -146,8 +148,12 @@ fn urls_are_refused_unless_allowed_and_data_urls_must_be_base64() {
 fn too_many_bytes_or_parts_are_refused_before_decoding() {
     let at = "messages[0].content[0]";
     let huge = "A".repeat(MAX_IMAGE_BYTES / 3 * 4 + 400);
-    let error = url_source(&format!("data:image/png;base64,{huge}"), MediaKind::Image, at)
-        .unwrap_err();
+    let error = url_source(
+        &format!("data:image/png;base64,{huge}"),
+        MediaKind::Image,
+        at,
+    )
+    .unwrap_err();
     assert!(error.message.contains("over the 20 MB"), "{error}");
     let mut media = ChatMedia::default();
     let part = |j: usize| MediaPart {

@@ -7,16 +7,15 @@ use super::generation::{
 };
 use super::types::{
     AssistantMessage, ChatChoice, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest,
-    ChatMessage, ChunkChoice, ChunkDelta, ContentPart, FunctionCall, MessageContent, StopSequences, ToolCall,
-    ToolCallDelta, Usage,
+    ChatMessage, ChunkChoice, ChunkDelta, ContentPart, FunctionCall, MessageContent, StopSequences,
+    ToolCall, ToolCallDelta, Usage,
 };
 use super::CHAT_ROLES;
 use crate::error::{shown, Error, Result};
-use crate::predict::{
-    random_id, unix_now, Annotation, Cancel, GenerationOption, GenerationOptions,
-    REASONING_EFFORTS,
-};
 use crate::media::{ChatMedia, MediaKind, MediaPart, MediaSource};
+use crate::predict::{
+    random_id, unix_now, Annotation, Cancel, GenerationOption, GenerationOptions, REASONING_EFFORTS,
+};
 use crate::registry::Registry;
 use crate::value::Value;
 use std::collections::VecDeque;
@@ -563,7 +562,12 @@ pub(crate) fn chat_messages(messages: &[ChatMessage], media: &mut ChatMedia) -> 
 
 /// A message's list of parts: the text joined into a string when it is all text; else the
 /// parts, text and placeholders, with each image and audio part added to `media`.
-fn parts_content(i: usize, role: &str, parts: &[ContentPart], media: &mut ChatMedia) -> Result<Value> {
+fn parts_content(
+    i: usize,
+    role: &str,
+    parts: &[ContentPart],
+    media: &mut ChatMedia,
+) -> Result<Value> {
     if parts.is_empty() {
         return Err(Error::invalid(
             format!("messages[{i}].content"),
@@ -737,7 +741,11 @@ fn parts_content(i: usize, role: &str, parts: &[ContentPart], media: &mut ChatMe
             }
         }
     }
-    Ok(if has_media { Value::List(out) } else { Value::String(text) })
+    Ok(if has_media {
+        Value::List(out)
+    } else {
+        Value::String(text)
+    })
 }
 
 /// The containers an `input_audio` part may name (what ingle's decoder reads).

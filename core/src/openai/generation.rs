@@ -5,11 +5,11 @@
 use super::common::in_openai_terms;
 use super::types::{PromptTokensDetails, ToolCallDelta, Usage};
 use crate::error::{shown, Error, Result};
+use crate::media::{ChatMedia, MediaKind};
 use crate::predict::{
     Annotation, Cancel, GenerationInput, GenerationOptions, GenerationRequest, GenerationStep,
     Inputs, Logs, OutputStream, StepStream,
 };
-use crate::media::{ChatMedia, MediaKind};
 use crate::registry::Registry;
 use crate::value::Value;
 
@@ -110,8 +110,16 @@ fn media_inputs(
                      predictor that declares {}",
                     part.at,
                     shown(model),
-                    if part.kind == MediaKind::Image { "images" } else { "audio" },
-                    if part.kind == MediaKind::Image { "ChatImages" } else { "ChatAudios" },
+                    if part.kind == MediaKind::Image {
+                        "images"
+                    } else {
+                        "audio"
+                    },
+                    if part.kind == MediaKind::Image {
+                        "ChatImages"
+                    } else {
+                        "ChatAudios"
+                    },
                 ),
             )),
             None => Ok(Vec::new()),

@@ -99,7 +99,13 @@ pub(crate) fn decode_to_mono_limited(
     }
     // Symphonia may panic on malformed data; that is a bad file, not a crash.
     catch_unwind(AssertUnwindSafe(|| {
-        decode(bytes, filename, target_rate, max_seconds.min(MAX_AUDIO_SECONDS), cancel)
+        decode(
+            bytes,
+            filename,
+            target_rate,
+            max_seconds.min(MAX_AUDIO_SECONDS),
+            cancel,
+        )
     }))
     .unwrap_or_else(|_| {
         Err(invalid_file(
@@ -123,7 +129,7 @@ fn invalid_file(filename: Option<&str>, what: &str) -> Error {
 
 /// The error for audio past `max_seconds` ([`MAX_AUDIO_SECONDS`] for a transcription).
 fn too_long(max_seconds: u64) -> Error {
-    let most = if max_seconds % 3600 == 0 {
+    let most = if max_seconds.is_multiple_of(3600) {
         format!("{} hours", max_seconds / 3600)
     } else {
         format!("{} minutes", max_seconds.div_ceil(60))

@@ -175,7 +175,10 @@ impl ResponseRequest {
                 if let Some((key, _)) = reasoning.iter().find(|(_, v)| !v.is_null()) {
                     return Err(Error::invalid(
                         format!("reasoning.{}", shown(key)),
-                        format!("Unrecognized request argument supplied: reasoning.{}", shown(key)),
+                        format!(
+                            "Unrecognized request argument supplied: reasoning.{}",
+                            shown(key)
+                        ),
                     ));
                 }
                 effort
@@ -546,7 +549,11 @@ fn input_item(item: Json, at: &str) -> Result<Json> {
                     // Media: the parts kept, each checked (decoded later, for the model).
                     let mut content = Vec::with_capacity(parts.len());
                     for (j, part) in parts.iter().enumerate() {
-                        content.push(media_or_text_part(part, &format!("{at}.content[{j}]"), &role)?);
+                        content.push(media_or_text_part(
+                            part,
+                            &format!("{at}.content[{j}]"),
+                            &role,
+                        )?);
                     }
                     return Ok(json!({
                         "id": id.unwrap_or_else(|| random_id("msg_")),
@@ -635,7 +642,10 @@ fn media_or_text_part(part: &Json, at: &str, role: &str) -> Result<Json> {
         Some("input_audio") => &["type", "input_audio"],
         _ => return part_text(part, at).map(|text| json!({"type": "input_text", "text": text})),
     };
-    if let Some(key) = part.as_object().and_then(|p| p.keys().find(|k| !known.contains(&k.as_str()))) {
+    if let Some(key) = part
+        .as_object()
+        .and_then(|p| p.keys().find(|k| !known.contains(&k.as_str())))
+    {
         return Err(Error::invalid(
             format!("{at}.{}", shown(key)),
             format!("Unrecognized field `{at}.{}`", shown(key)),
@@ -763,22 +773,44 @@ pub(super) fn chat_messages(items: &[Json], messages: &mut Vec<ChatMessage>) {
             _ if item
                 .get("content")
                 .and_then(Json::as_array)
-                .is_some_and(|parts| parts.iter().any(|p| p.get("type").and_then(Json::as_str) != Some("input_text") && p.get("type").and_then(Json::as_str) != Some("output_text"))) =>
+                .is_some_and(|parts| {
+                    parts.iter().any(|p| {
+                        p.get("type").and_then(Json::as_str) != Some("input_text")
+                            && p.get("type").and_then(Json::as_str) != Some("output_text")
+                    })
+                }) =>
             {
-                let parts = item.get("content").and_then(Json::as_array).into_iter().flatten();
+                let parts = item
+                    .get("content")
+                    .and_then(Json::as_array)
+                    .into_iter()
+                    .flatten();
                 let parts = parts
                     .enumerate()
                     .map(|(j, part)| {
                         let at = format!("input[{i}].content[{j}]");
-                        let text = |key: &str| part.get(key).and_then(Json::as_str).unwrap_or("").to_string();
+                        let text = |key: &str| {
+                            part.get(key)
+                                .and_then(Json::as_str)
+                                .unwrap_or("")
+                                .to_string()
+                        };
                         match part.get("type").and_then(Json::as_str) {
                             Some("input_image") => ContentPart::image_url(
                                 text("image_url"),
-                                part.get("detail").and_then(Json::as_str).map(str::to_string),
+                                part.get("detail")
+                                    .and_then(Json::as_str)
+                                    .map(str::to_string),
                             ),
                             Some("input_audio") => {
                                 let audio = part.get("input_audio");
-                                let field = |key: &str| audio.and_then(|a| a.get(key)).and_then(Json::as_str).unwrap_or("").to_string();
+                                let field = |key: &str| {
+                                    audio
+                                        .and_then(|a| a.get(key))
+                                        .and_then(Json::as_str)
+                                        .unwrap_or("")
+                                        .to_string()
+                                };
                                 ContentPart::input_audio(field("data"), field("format"))
                             }
                             _ => ContentPart::text(text("text")),

@@ -155,7 +155,9 @@ impl ResponseStream {
     }
 
     fn close_reasoning(&mut self) {
-        let Some(item) = self.reasoning.take() else { return };
+        let Some(item) = self.reasoning.take() else {
+            return;
+        };
         let status = self.item_status();
         let part = json!({"type": "reasoning_text", "text": item.text});
         self.event(json!({

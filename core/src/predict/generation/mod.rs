@@ -157,7 +157,11 @@ impl GenerationOptions {
             given.push((G::Logprobs, "logprobs", Value::Int(top)));
         }
         if let Some(effort) = self.reasoning_effort {
-            given.push((G::ReasoningEffort, "reasoning_effort", Value::String(effort)));
+            given.push((
+                G::ReasoningEffort,
+                "reasoning_effort",
+                Value::String(effort),
+            ));
         }
         given
     }
