@@ -297,6 +297,10 @@ function dtypeOf(array) {
 
 /** An input from the engine: `$raw` references become typed arrays. */
 function fromEngine(value, buffers) {
+  // A list of them (a chat's images, its audio parts).
+  if (Array.isArray(value) && value.length && value.every((v) => v && typeof v.$raw === 'number')) {
+    return value.map((v) => fromEngine(v, buffers));
+  }
   if (value === null || typeof value !== 'object' || typeof value.$raw !== 'number') return value;
   const bytes = buffers[value.$raw].slice(); // own, aligned memory
   if (value.kind === 'audio') return new Float32Array(bytes.buffer);

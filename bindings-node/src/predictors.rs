@@ -165,11 +165,35 @@ impl Drop for JsOutputs {
     }
 }
 
-/// Inputs as JSON with `$raw` references, and their buffers.
+/// Inputs as JSON with `$raw` references, and their buffers. A list of audio or tensors (a
+/// chat's images, `ChatImages`) is a list of references.
 fn inputs_for_js(inputs: Inputs) -> ingle::Result<(String, Vec<Uint8Array>)> {
     let mut json = serde_json::Map::new();
     let mut buffers = Vec::new();
     for (name, value) in inputs {
+        let entry = match value {
+            Value::List(items)
+                if !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|v| matches!(v, Value::Audio(_) | Value::Tensor(_))) =>
+            {
+                let mut references = Vec::with_capacity(items.len());
+                for item in items {
+                    references.push(raw_for_js(item, &mut buffers)?);
+                }
+                serde_json::Value::Array(references)
+            }
+            other => raw_for_js(other, &mut buffers)?,
+        };
+        json.insert(name, entry);
+    }
+    Ok((serde_json::Value::Object(json).to_string(), buffers))
+}
+
+/// One input value: audio and tensors as `$raw` references into `buffers`, the rest as JSON.
+fn raw_for_js(value: Value, buffers: &mut Vec<Uint8Array>) -> ingle::Result<serde_json::Value> {
+    {
         let entry = match value {
             Value::Audio(audio) => {
                 let bytes: Vec<u8> = audio.samples.iter().flat_map(|x| x.to_ne_bytes()).collect();
@@ -185,9 +209,8 @@ fn inputs_for_js(inputs: Inputs) -> ingle::Result<(String, Vec<Uint8Array>)> {
             }
             other => other.to_json()?,
         };
-        json.insert(name, entry);
+        Ok(entry)
     }
-    Ok((serde_json::Value::Object(json).to_string(), buffers))
 }
 
 /// A value from JS: JSON, or a `$raw` reference to one of `buffers`.

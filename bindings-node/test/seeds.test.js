@@ -217,4 +217,3 @@ test('a Node predictor gets the images of the messages as pixel arrays (ChatImag
     (e) => e instanceof BadRequestError && e.param === 'messages[0].content[0]' && e.message.includes('truncated or corrupt'),
   );
 });
-});

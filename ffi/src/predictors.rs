@@ -111,6 +111,34 @@ fn inputs_of(inputs: Inputs) -> FfiResult<IngleInputs> {
                 let dtype = CString::new(tensor.dtype.name()).expect("no NUL in dtype names");
                 raw.insert(name, RawInput::Tensor { tensor, dtype });
             }
+            // A list of audio or tensors (a chat's images, `ChatImages`; its audio parts,
+            // `ChatAudios`): each raw under `name[i]`, the JSON listing those names.
+            Value::List(items)
+                if !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|v| matches!(v, Value::Audio(_) | Value::Tensor(_))) =>
+            {
+                let mut names = Vec::with_capacity(items.len());
+                for (i, item) in items.into_iter().enumerate() {
+                    let item_name = format!("{name}[{i}]");
+                    names.push(serde_json::Value::String(item_name.clone()));
+                    match item {
+                        Value::Audio(audio) => {
+                            raw.insert(item_name, RawInput::Audio(audio));
+                        }
+                        Value::Tensor(tensor) => {
+                            let dtype =
+                                CString::new(tensor.dtype.name()).expect("no NUL in dtype names");
+                            raw.insert(item_name, RawInput::Tensor { tensor, dtype });
+                        }
+                        other => {
+                            json.insert(item_name, other.to_json()?);
+                        }
+                    }
+                }
+                json.insert(name, serde_json::Value::Array(names));
+            }
             other => {
                 json.insert(name, other.to_json()?);
             }
@@ -291,7 +319,10 @@ unsafe fn sink_arg<'a>(sink: *mut IngleSink) -> FfiResult<&'a mut IngleSink> {
 }
 
 /// The inputs that are not audio or tensors, as one JSON object of parameter names to values
-/// (defaults filled in). Owned by `inputs`: valid during the callback; do not free it.
+/// (defaults filled in). A list of audio or tensors (a chat's images, `chat_images`; its audio
+/// parts, `chat_audios`) is listed by the names to read each by: `"images": ["images[0]",
+/// "images[1]"]` for `ingle_inputs_tensor(inputs, "images[0]", ...)`. Owned by `inputs`: valid
+/// during the callback; do not free it.
 #[no_mangle]
 pub unsafe extern "C" fn ingle_inputs_json(inputs: *const IngleInputs) -> *const c_char {
     match inputs.as_ref() {

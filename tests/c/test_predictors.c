@@ -95,6 +95,41 @@ static int32_t listen(const IngleInputs *inputs, IngleSink *sink, void *user_dat
     return ingle_sink_emit(sink, out) == INGLE_OK ? 0 : 1;
 }
 
+/* The media of the messages (ChatImages, ChatAudios at 8 kHz): for each image its width,
+ * height, channels and first pixel, for each audio part its frames, read raw by the names the
+ * inputs' JSON lists. */
+static int32_t see(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    const char *json = ingle_inputs_json(inputs);
+    char out[512] = "{\"text\":\"";
+    for (int i = 0; i < 8; i++) {
+        char name[32];
+        const void *data = NULL;
+        const char *dtype = NULL;
+        const size_t *shape = NULL;
+        size_t ndim = 0;
+        snprintf(name, sizeof name, "images[%d]", i);
+        if (!strstr(json, name)) break;
+        if (ingle_inputs_tensor(inputs, name, &data, &dtype, &shape, &ndim) != INGLE_OK || ndim != 3) return 1;
+        const uint8_t *pixels = (const uint8_t *)data;
+        snprintf(out + strlen(out), sizeof out - strlen(out), "image %zux%zux%zu %s %u,%u,%u; ", shape[1], shape[0],
+                 shape[2], dtype, pixels[0], pixels[1], pixels[2]);
+    }
+    for (int i = 0; i < 8; i++) {
+        char name[32];
+        const float *samples = NULL;
+        size_t frames = 0;
+        uint16_t channels = 0;
+        uint32_t rate = 0;
+        snprintf(name, sizeof name, "audios[%d]", i);
+        if (!strstr(json, name)) break;
+        if (ingle_inputs_audio(inputs, name, &samples, &frames, &channels, &rate) != INGLE_OK) return 1;
+        snprintf(out + strlen(out), sizeof out - strlen(out), "audio ~%zu00 frames at %u Hz; ", (frames + 50) / 100, rate);
+    }
+    strcat(out, "\"}");
+    return ingle_sink_emit(sink, out) == INGLE_OK ? 0 : 1;
+}
+
 /* A segment per started second of its 16 kHz audio, each with one word per half second when
  * word timestamps are asked for: the shape Whisper's segments have, for verbose_json, srt and the
  * streamed events, so every transcription function runs under valgrind without a model. */
@@ -231,12 +266,52 @@ static const char *PAINT = "{\"tag\":\"@c/paint\",\"inputs\":[{\"name\":\"prompt
                            "{\"name\":\"width\",\"type\":\"integer\",\"default\":4,\"max\":64,\"annotation\":\"image_width\"},"
                            "{\"name\":\"height\",\"type\":\"integer\",\"default\":2,\"annotation\":\"image_height\"}],"
                            "\"outputs\":[{\"name\":\"image\",\"type\":\"tensor\"}]}";
+static const char *SEE = "{\"tag\":\"@c/see\",\"inputs\":[{\"name\":\"messages\",\"type\":\"array\","
+                         "\"annotation\":\"chat_messages\"},{\"name\":\"images\",\"type\":\"array\",\"annotation\":"
+                         "\"chat_images\"},{\"name\":\"audios\",\"type\":\"array\",\"annotation\":{\"type\":"
+                         "\"chat_audios\",\"sample_rate\":8000}}],\"outputs\":[{\"name\":\"text\",\"type\":\"string\","
+                         "\"annotation\":\"text_delta\"}]}";
 static const char *FAILS = "{\"tag\":\"@c/fails\",\"kind\":\"generator\",\"outputs\":[{\"name\":\"n\",\"type\":\"integer\"}]}";
 static const char *STRAY = "{\"tag\":\"@c/stray\",\"outputs\":[{\"name\":\"n\",\"type\":\"integer\"}]}";
 
 /* --- Tests --------------------------------------------------------------------------------- */
 
 #define ECHO_REQUEST(words) "{\"model\":\"@c/echo\",\"messages\":[{\"role\":\"user\",\"content\":\"" words "\"}]}"
+
+/* A 2 x 1 PNG, red then blue; 0.1 s of silence as a 16 kHz WAV (made with Python). */
+#define RED_BLUE_PNG "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAD0lEQVR4nGP4z8DAwPAfAAcAAf9+CLHQAAAAAElFTkSuQmCC"
+
+static void test_predictor_chat_media(void) {
+    /* 1,600 frames of 16-bit silence at 16 kHz, as a WAV file in base64: its header, then 4,270
+     * 'A's (zero bytes) and the padding. */
+    static const char header[] = "UklGRqQMAABXQVZFZm10IBAAAAABAAEAgD4AAAB9AAACABAAZGF0YYAM";
+    const size_t zeros = 4270;
+    char *request = (char *)malloc(zeros + 1024);
+    int n = sprintf(request,
+                    "{\"model\":\"@c/see\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":"
+                    "\"look\"},{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64," RED_BLUE_PNG
+                    "\"}},{\"type\":\"input_audio\",\"input_audio\":{\"format\":\"wav\",\"data\":\"%s",
+                    header);
+    memset(request + n, 'A', zeros);
+    strcpy(request + n + zeros, "==\"}}]}]}");
+    char *json = NULL;
+    CHECK_STATUS(ingle_chat_completions_create(client, request, &json), INGLE_OK);
+    char *content = json ? json_string(json, "content") : NULL;
+    CHECK(content && strcmp(content, "image 2x1x3 uint8 255,0,0; audio ~800 frames at 8000 Hz; ") == 0, "content: %s",
+          content ? content : json ? json : "(none)");
+    free(content);
+    ingle_string_free(json);
+    free(request);
+    /* A corrupt image: a 400 naming the part. */
+    CHECK_STATUS(ingle_chat_completions_create(client,
+                                               "{\"model\":\"@c/see\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":"
+                                               "\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,iVBORw0K\"}}]}]}",
+                                               &json),
+                 INGLE_ERROR_INVALID_REQUEST);
+    CHECK(strstr(ingle_last_error_json(), "\"param\":\"messages[0].content[0]\"") &&
+              strstr(ingle_last_error_json(), "\"code\":\"invalid_media\""),
+          "%s", ingle_last_error_json());
+}
 
 static void test_predictor_chat(void) {
     char *json = NULL;
@@ -641,6 +716,7 @@ static void test_predictor_honours_cancel(void) {
 static const Test tests[] = {
     {"predictor_free_waits", test_predictor_free_waits},
     {"predictor_chat", test_predictor_chat},
+    {"predictor_chat_media", test_predictor_chat_media},
     {"predictor_responses", test_predictor_responses},
     {"predictor_speech", test_predictor_speech},
     {"predictor_embeddings", test_predictor_embeddings},
@@ -663,7 +739,7 @@ int main(int argc, char **argv) {
     const struct {
         const char *declaration;
         InglePredictorCallback callback;
-    } predictors[] = {{ECHO, echo}, {TONE, tone}, {EMBED, embed}, {LISTEN, listen}, {WORDS, words}, {REPEAT, repeat}, {PAINT, paint}, {FAILS, fails}, {STRAY, stray}};
+    } predictors[] = {{ECHO, echo}, {TONE, tone}, {EMBED, embed}, {LISTEN, listen}, {WORDS, words}, {REPEAT, repeat}, {PAINT, paint}, {SEE, see}, {FAILS, fails}, {STRAY, stray}};
     for (size_t i = 0; i < sizeof predictors / sizeof predictors[0]; i++) {
         if (ingle_predictor_register(client, predictors[i].declaration, predictors[i].callback, NULL) != INGLE_OK) {
             fprintf(stderr, "cannot register predictor %zu: %s\n", i, ingle_last_error());
