@@ -760,7 +760,10 @@ enum IngleStatus ingle_predictor_register(struct IngleClient *client,
 
 /**
  * The inputs that are not audio or tensors, as one JSON object of parameter names to values
- * (defaults filled in). Owned by `inputs`: valid during the callback; do not free it.
+ * (defaults filled in). A list of audio or tensors (a chat's images, `chat_images`; its audio
+ * parts, `chat_audios`) is listed by the names to read each by: `"images": ["images[0]",
+ * "images[1]"]` for `ingle_inputs_tensor(inputs, "images[0]", ...)`. Owned by `inputs`: valid
+ * during the callback; do not free it.
  */
 const char *ingle_inputs_json(const struct IngleInputs *inputs);
 

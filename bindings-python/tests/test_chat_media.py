@@ -282,3 +282,44 @@ def test_bad_media_is_a_400_naming_the_part_and_the_client_stays_usable(media):
         assert h.value.body["param"] == "messages[0].content[64]"
         r = sdk.chat.completions.create(model="@test/pixels", messages=user(image_part(good)))
         assert r.choices[0].message.content.splitlines()[1].startswith("(2, 2, 3)")
+
+
+def test_an_image_url_is_fetched_only_where_allowed(media, monkeypatch):
+    """A local HTTP server stands for the web: refused by default, fetched with
+    INGLE_ALLOW_MEDIA_URLS=1, its 404 and its oversized answer a 400 naming the part."""
+    import http.server
+    import threading
+
+    red = io.BytesIO()
+    Image.new("RGB", (3, 3), (255, 0, 0)).save(red, format="PNG")
+    big = b"\x89PNG" + b"\x00" * (21 << 20)
+
+    class Files(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = {"/red.png": red.getvalue(), "/big.png": big}.get(self.path)
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Files)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        ask = lambda path: media.chat.completions.create(
+            model="@test/pixels", messages=user(image_part(base + path)))
+        with pytest.raises(ingle.BadRequestError) as e:
+            ask("/red.png")
+        assert e.value.param == "messages[0].content[0]" and "INGLE_ALLOW_MEDIA_URLS" in e.value.message
+        monkeypatch.setenv("INGLE_ALLOW_MEDIA_URLS", "1")
+        assert ask("/red.png").choices[0].message.content.splitlines()[1] == "(3, 3, 3) uint8 [255, 0, 0]"
+        for path, says in (("/nothing.png", "HTTP 404"), ("/big.png", "over the 20 MB")):
+            with pytest.raises(ingle.BadRequestError) as e:
+                ask(path)
+            assert e.value.param == "messages[0].content[0]" and says in e.value.message, e.value.message
+    finally:
+        server.shutdown()
