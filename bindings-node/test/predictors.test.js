@@ -182,7 +182,7 @@ test('a chat predictor: whole, streamed and through predictions', async () => {
   }
   assert.deepEqual(deltas, ['', 'hello ', 'big ', 'world ', undefined]);
   const p = await client.predictions.create({ tag: '@test/echo', inputs: { messages: hello } });
-  assert.deepEqual(p.results, ['hello big world ', null, null]);
+  assert.deepEqual(p.results, ['hello big world ', null, null, null]);
   assert.equal(p.logs, 'echoing 1 messages\n');
   const parts = [];
   for await (const q of client.predictions.stream({ tag: '@test/echo', inputs: { messages: hello } })) parts.push(q.results[0]);

@@ -213,7 +213,7 @@ test('a Node predictor gets the images of the messages as pixel arrays (ChatImag
   const r = await seeing.chat.completions.create({ model: '@beta/sizes', messages: [{ role: 'user', content }] });
   assert.equal(r.choices[0].message.content, 'text,image\n2x3 uint8 128,0,128\n');
   await assert.rejects(
-    seeing.chat.completions.create({ model: '@beta/sizes', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,iVBORw0K' } }] }] }),
+    seeing.chat.completions.create({ model: '@beta/sizes', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: `data:image/png;base64,${png.slice(0, 40)}` } }] }] }),
     (e) => e instanceof BadRequestError && e.param === 'messages[0].content[0]' && e.message.includes('truncated or corrupt'),
   );
 });

@@ -177,7 +177,7 @@ def test_chat_predictor_whole_streamed_and_predictions(users):
               if c.choices]
     assert deltas == ["", "hello ", "big ", "world ", None]
     p = users.predictions.create(tag="@test/echo", inputs={"messages": messages})
-    assert p.error is None and p.results == ["hello big world ", None, None]
+    assert p.error is None and p.results == ["hello big world ", None, None, None]  # text, finish reason, usage, thinking
     assert p.logs == "echoing 1 messages\n"
     parts = [q.results[0] for q in users.predictions.stream(tag="@test/echo", inputs={"messages": messages})]
     assert parts == ["hello ", "big ", "world "]

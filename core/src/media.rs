@@ -466,13 +466,15 @@ pub fn decode_image(
                     ),
                 ))
             }
-            None if media_type.starts_with("image/") => return Err(invalid(
-                at,
-                format!(
+            None if media_type.starts_with("image/") => {
+                return Err(invalid(
+                    at,
+                    format!(
                     "`{at}` is of type {}, which ingle does not decode; it reads {IMAGE_FORMATS}",
                     shown(media_type)
                 ),
-            )),
+                ))
+            }
             None => {
                 return Err(invalid(
                     at,

@@ -300,7 +300,7 @@ class Predictor:
         self.inputs: List[_Param] = []
         self.outputs: List[_Param] = []
         self.chat = False
-        self.chat_outputs = False  # outputs are [text, finish_reason, usage]
+        self.chat_outputs = False  # outputs are [text, finish_reason, usage, reasoning]
         self._read_signature()
         self.declaration = json.dumps({
             "tag": tag,

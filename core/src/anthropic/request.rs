@@ -510,14 +510,16 @@ fn image_part(block: &Json, at: &str) -> Result<Json> {
     let url = match source.get("type").and_then(Json::as_str) {
         Some("base64") => format!("data:{};base64,{}", string("media_type")?, string("data")?),
         Some("url") => string("url")?.to_string(),
-        Some(kind) => return Err(invalid(
-            format!("{at}.source.type"),
-            format!(
+        Some(kind) => {
+            return Err(invalid(
+                format!("{at}.source.type"),
+                format!(
                 "`{at}.source.type` '{}' is not supported: ingle keeps no files; send the image \
                      as a `base64` source",
                 shown(kind)
             ),
-        )),
+            ))
+        }
         None => {
             return Err(invalid(
                 format!("{at}.source.type"),
