@@ -122,9 +122,10 @@ fn invalid(at: &str, message: impl Into<String>) -> Error {
 /// The bytes of base64 `data`, refused past `max` bytes before it is decoded.
 pub fn base64_bytes(data: &str, max: usize, at: &str, what: &str) -> Result<Vec<u8>> {
     use base64::Engine as _;
-    let data = data.trim();
-    if data.len() / 4 * 3 > max + 3 {
-        return Err(too_big(at, what, data.len() / 4 * 3, max));
+    // What the base64 decodes to, at most, counted before decoding (line breaks aside).
+    let significant = data.bytes().filter(|b| !b.is_ascii_whitespace()).count();
+    if significant / 4 * 3 > max + 3 {
+        return Err(too_big(at, what, significant / 4 * 3, max));
     }
     // Standard base64; line breaks and a missing padding are forgiven, as browsers do.
     let cleaned: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
@@ -245,29 +246,49 @@ impl ChatMedia {
         self.parts.iter().find(|p| p.kind == kind)
     }
 
-    /// Every image, decoded: a list of `(H, W, C)` uint8 tensors.
-    pub fn decode_images(&self, config: &MediaConfig, cancel: &Cancel) -> Result<Value> {
+    /// Every image, decoded: a list of `(H, W, C)` uint8 tensors. `copies`: how many copies of
+    /// them the request will hold (one per choice), which share [`MAX_REQUEST_PIXELS`].
+    pub fn decode_images(&self, config: &MediaConfig, cancel: &Cancel, copies: usize) -> Result<Value> {
+        // Counted as if each image were `copies` times larger: the budget bounds what is held.
+        let copies = copies.max(1) as u64;
         let mut pixels = 0u64;
         let mut images = Vec::new();
         for part in self.parts.iter().filter(|p| p.kind == MediaKind::Image) {
             cancel.check()?;
             let bytes = part.bytes(config)?;
-            let image = decode_image(&bytes.0, bytes.1.as_deref(), &part.at, &mut pixels)?;
+            let image = decode_image_copies(&bytes.0, bytes.1.as_deref(), &part.at, &mut pixels, copies)?;
             images.push(Value::Tensor(image));
         }
         Ok(Value::List(images))
     }
 
-    /// Every audio part, decoded to mono at `sample_rate`.
+    /// Every audio part, decoded to mono at `sample_rate`; `copies` as for images (the parts
+    /// share [`MAX_AUDIO_SECONDS`], each counted once per copy).
     pub fn decode_audios(
         &self,
         sample_rate: u32,
         config: &MediaConfig,
         cancel: &Cancel,
+        copies: usize,
     ) -> Result<Value> {
-        let mut seconds_left = MAX_AUDIO_SECONDS;
+        let mut seconds_left = MAX_AUDIO_SECONDS / copies.max(1) as u64;
         let mut audios = Vec::new();
         for part in self.parts.iter().filter(|p| p.kind == MediaKind::Audio) {
+            let too_long = || {
+                invalid(
+                    &part.at,
+                    format!(
+                        "`{}`: the request's audio parts are longer than {} minutes together \
+                         (each counted once per choice, `n`), the most ingle takes in one \
+                         request",
+                        part.at,
+                        MAX_AUDIO_SECONDS / 60
+                    ),
+                )
+            };
+            if seconds_left == 0 {
+                return Err(too_long());
+            }
             let (bytes, _) = part.bytes(config)?;
             let hint = part.format.as_deref().map(|f| format!("audio.{f}"));
             let decoded = crate::audio::decode::decode_to_mono_limited(
@@ -277,7 +298,13 @@ impl ChatMedia {
                 seconds_left,
                 cancel,
             )
-            .map_err(|e| in_part(e, &part.at, "audio"))?;
+            .map_err(|e| {
+                if e.message.contains(" is longer than ") {
+                    too_long()
+                } else {
+                    in_part(e, &part.at, hint.as_deref())
+                }
+            })?;
             seconds_left = seconds_left.saturating_sub(decoded.duration.ceil() as u64);
             audios.push(Value::Audio(Audio {
                 samples: decoded.samples,
@@ -289,14 +316,16 @@ impl ChatMedia {
     }
 }
 
-/// An error about a decoded file (`file`) as one about the part.
-fn in_part(mut error: Error, at: &str, what: &str) -> Error {
+/// An error about a decoded file (`file`, named `hint`: a name made from the part's format, which
+/// the caller never wrote) as one about the part.
+fn in_part(mut error: Error, at: &str, hint: Option<&str>) -> Error {
     if error.param.as_deref() == Some("file") {
+        let named = hint.map_or(String::new(), |name| format!(" '{}'", shown(name)));
         error.message = format!(
             "`{at}`: {}",
             error
                 .message
-                .replacen("The audio file", &format!("the {what}"), 1)
+                .replacen(&format!("The audio file{named}"), "the audio", 1)
         );
         error = error
             .with_param(at)
@@ -442,6 +471,18 @@ pub fn decode_image(
     at: &str,
     request_pixels: &mut u64,
 ) -> Result<Tensor> {
+    decode_image_copies(bytes, media_type, at, request_pixels, 1)
+}
+
+/// [`decode_image`] for a request that holds `copies` of each image (one per choice): each
+/// counts `copies` times against [`MAX_REQUEST_PIXELS`].
+fn decode_image_copies(
+    bytes: &[u8],
+    media_type: Option<&str>,
+    at: &str,
+    request_pixels: &mut u64,
+    copies: u64,
+) -> Result<Tensor> {
     use image::ImageDecoder as _;
     if bytes.is_empty() {
         return Err(invalid(at, format!("`{at}`: the image is empty")));
@@ -518,17 +559,17 @@ pub fn decode_image(
         if pixels > MAX_IMAGE_PIXELS || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
             return Err(too_many_pixels(at, width, height));
         }
-        if *request_pixels + pixels > MAX_REQUEST_PIXELS {
+        if *request_pixels + pixels * copies > MAX_REQUEST_PIXELS {
             return Err(invalid(
                 at,
                 format!(
-                    "`{at}`: the request's images hold more than {} Mpx together, the most \
-                     ingle decodes for one request",
+                    "`{at}`: the request's images hold more than {} Mpx together (each counted \
+                     once per choice, `n`), the most ingle decodes for one request",
                     MAX_REQUEST_PIXELS >> 20
                 ),
             ));
         }
-        *request_pixels += pixels;
+        *request_pixels += pixels * copies;
         let orientation = decoder.orientation().ok();
         let mut image =
             image::DynamicImage::from_decoder(decoder).map_err(|e| too_large_or(e, at, corrupt))?;

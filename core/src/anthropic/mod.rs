@@ -120,6 +120,10 @@ pub(crate) fn in_anthropic_terms(mut error: Error) -> Error {
     } else if param.starts_with("response_format") {
         "output_config.format".to_string()
     } else if param == "reasoning_effort" {
+        error.message = error.message.replace(
+            "`reasoning_effort`",
+            "`thinking` (a reasoning effort, from its budget)",
+        );
         "thinking".to_string()
     } else if param == "stop" || param.starts_with("stop[") {
         format!("stop_sequences{}", &param[4..])

@@ -287,7 +287,7 @@ impl MessagesRequest {
             match thinking.get("type").and_then(Json::as_str) {
                 Some("disabled" | "adaptive") => {}
                 Some("enabled") => {
-                    let budget = thinking.get("budget_tokens").and_then(Json::as_u64).ok_or_else(|| {
+                    let budget = thinking.get("budget_tokens").and_then(Json::as_u64).filter(|b| *b >= 1024).ok_or_else(|| {
                         invalid(
                             "thinking.budget_tokens",
                             "`thinking` of type \"enabled\" needs `budget_tokens`, an integer (at least 1024)",

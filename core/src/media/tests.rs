@@ -132,7 +132,7 @@ fn urls_are_refused_unless_allowed_and_data_urls_must_be_base64() {
     };
     let media = ChatMedia { parts: vec![part] };
     let error = media
-        .decode_images(&MediaConfig::default(), &Cancel::default())
+        .decode_images(&MediaConfig::default(), &Cancel::default(), 1)
         .unwrap_err();
     assert_eq!(error.param.as_deref(), Some(at));
     assert!(error.message.contains("allow_urls = true"), "{error}");

@@ -64,7 +64,7 @@ pub(super) fn start_choices(
     let media = if model.is_empty() {
         Vec::new()
     } else {
-        media_inputs(registry, model, media, cancel)?
+        media_inputs(registry, model, media, n, cancel)?
     };
     (0..n)
         .map(|i| {
@@ -91,11 +91,13 @@ fn media_error(at: String, message: String) -> Error {
 
 /// The messages' media as the model's predictor takes them: each kind decoded for the input
 /// annotated to take it (images as tensors, audio at the declared rate); an image or audio
-/// part for a model without such an input is an error naming the part.
+/// part for a model without such an input is an error naming the part. `copies`: the choices
+/// that will each hold them (`n`), which share the request's limits.
 fn media_inputs(
     registry: &Registry,
     model: &str,
     media: &ChatMedia,
+    copies: usize,
     cancel: &Cancel,
 ) -> Result<Vec<(Annotation, Value)>> {
     let predictor = registry.get(model)?;
@@ -126,7 +128,6 @@ fn media_inputs(
         };
     }
     let signature = predictor.signature();
-    let mut inputs = Vec::new();
     let lacks = |part: &crate::media::MediaPart, what: &str, annotation: &str| {
         media_error(
             part.at.clone(),
@@ -138,27 +139,25 @@ fn media_inputs(
             ),
         )
     };
-    match signature.input_annotated(&Annotation::ChatImages) {
-        Some(_) => inputs.push((Annotation::ChatImages, media.decode_images(config, cancel)?)),
-        None => {
-            if let Some(part) = media.first(MediaKind::Image) {
-                return Err(lacks(part, "images", "ChatImages"));
-            }
-        }
-    }
+    let images = signature.input_annotated(&Annotation::ChatImages);
     let audios = signature.inputs.iter().find_map(|p| match p.annotation {
         Annotation::ChatAudios { sample_rate } => Some((p.annotation.clone(), sample_rate)),
         _ => None,
     });
-    match audios {
-        Some((annotation, rate)) => {
-            inputs.push((annotation, media.decode_audios(rate, config, cancel)?))
-        }
-        None => {
-            if let Some(part) = media.first(MediaKind::Audio) {
-                return Err(lacks(part, "audio", "ChatAudios"));
-            }
-        }
+    // Every refusal before anything is decoded or fetched.
+    if let (None, Some(part)) = (images, media.first(MediaKind::Image)) {
+        return Err(lacks(part, "images", "ChatImages"));
+    }
+    if let (None, Some(part)) = (&audios, media.first(MediaKind::Audio)) {
+        return Err(lacks(part, "audio", "ChatAudios"));
+    }
+    let mut inputs = Vec::new();
+    if images.is_some() {
+        let decoded = media.decode_images(config, cancel, copies)?;
+        inputs.push((Annotation::ChatImages, decoded));
+    }
+    if let Some((annotation, rate)) = audios {
+        inputs.push((annotation, media.decode_audios(rate, config, cancel, copies)?));
     }
     Ok(inputs)
 }

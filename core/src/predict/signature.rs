@@ -150,6 +150,7 @@ impl PartialEq for Annotation {
             (A::Audio { sample_rate: a }, A::Audio { sample_rate: b })
             | (A::ChatAudios { sample_rate: a }, A::ChatAudios { sample_rate: b }) => a == b,
             (A::Generation(a), A::Generation(b)) => a == b,
+            // The same variant without fields. (A new variant with fields needs its arm above.)
             _ => true,
         }
     }

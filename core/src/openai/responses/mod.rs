@@ -153,6 +153,15 @@ impl Responses {
                 .with_code(ErrorCode::PreviousResponseNotFound)
             })?;
             conversation = stored.conversation;
+            // The media of earlier turns are decoded again for this one: an error about one
+            // (a model without ChatImages now) names where it came from.
+            for message in &mut conversation {
+                if let Some(crate::openai::types::MessageContent::Parts(parts)) = &mut message.content {
+                    for part in parts.iter_mut().filter(|p| p.kind != "text") {
+                        part.at = Some("previous_response_id".into());
+                    }
+                }
+            }
         }
         chat_messages(&request.input, &mut conversation);
         let mut messages = Vec::with_capacity(conversation.len() + 1);
@@ -328,6 +337,11 @@ fn in_responses_terms(mut error: Error) -> Error {
                 .map(|rest| format!("{responses}{rest}"))
         });
         if let Some(renamed) = renamed {
+            if param == "reasoning_effort" {
+                error.message = error
+                    .message
+                    .replace("`reasoning_effort`", "`reasoning.effort`");
+            }
             error.param = Some(renamed);
         }
     }

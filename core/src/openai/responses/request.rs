@@ -615,7 +615,14 @@ fn input_item(item: Json, at: &str) -> Result<Json> {
             }))
         }
         // A client that replays a response's output (Codex) sends its reasoning items back.
-        "reasoning" => Ok(Json::Object(item.clone())),
+        "reasoning" => {
+            let mut item = item.clone();
+            item.insert(
+                "id".into(),
+                json!(id.unwrap_or_else(|| random_id("rs_"))),
+            );
+            Ok(Json::Object(item))
+        }
         kind => Err(Error::invalid(
             format!("{at}.type"),
             format!(
