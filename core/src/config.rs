@@ -138,7 +138,7 @@ pub struct Config {
     pub responses: ResponsesConfig,
     /// Where the images and audio of chat messages may come from (`[media]`).
     #[serde(default)]
-    pub media: crate::media::MediaConfig,
+    pub media: MediaConfig,
 }
 
 /// `[responses]`: the store of `client.responses` (SQLite). A relative `store` in a config
@@ -156,6 +156,41 @@ pub struct ResponsesConfig {
     /// While the stored responses take more than this, the oldest are forgotten.
     #[serde(default = "default_max_megabytes")]
     pub max_megabytes: u64,
+}
+
+/// `[media]`: where the media of a request may come from.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaConfig {
+    /// Fetch an image or audio part given as an http(s) URL. Off by default: a request would
+    /// otherwise make the process fetch any address it names (a server's own network
+    /// included). `INGLE_ALLOW_MEDIA_URLS=1` turns it on too.
+    #[serde(default)]
+    pub allow_urls: bool,
+    /// How long one fetch may take, in seconds.
+    #[serde(default = "default_fetch_seconds")]
+    pub fetch_timeout_seconds: u64,
+}
+
+fn default_fetch_seconds() -> u64 {
+    10
+}
+
+impl Default for MediaConfig {
+    fn default() -> Self {
+        MediaConfig {
+            allow_urls: false,
+            fetch_timeout_seconds: default_fetch_seconds(),
+        }
+    }
+}
+
+impl MediaConfig {
+    /// Whether http(s) URLs are fetched: the config's `allow_urls`, or the environment's.
+    pub(crate) fn urls_allowed(&self) -> bool {
+        self.allow_urls
+            || std::env::var("INGLE_ALLOW_MEDIA_URLS").is_ok_and(|v| v == "1" || v == "true")
+    }
 }
 
 fn serve_builtin_models() -> bool {
@@ -244,7 +279,7 @@ impl Config {
             builtin_models: false,
             onnxruntime: None,
             responses: ResponsesConfig::default(),
-            media: crate::media::MediaConfig::default(),
+            media: MediaConfig::default(),
         }
     }
 

@@ -35,39 +35,7 @@ pub const MAX_PARTS: usize = 128;
 /// The image formats ingle decodes, for error messages.
 pub const IMAGE_FORMATS: &str = "PNG, JPEG, WebP and GIF";
 
-/// `[media]`: where the media of a request may come from.
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MediaConfig {
-    /// Fetch an image or audio part given as an http(s) URL. Off by default: a request would
-    /// otherwise make the process fetch any address it names (a server's own network
-    /// included). `INGLE_ALLOW_MEDIA_URLS=1` turns it on too.
-    #[serde(default)]
-    pub allow_urls: bool,
-    /// How long one fetch may take, in seconds.
-    #[serde(default = "default_fetch_seconds")]
-    pub fetch_timeout_seconds: u64,
-}
-
-fn default_fetch_seconds() -> u64 {
-    10
-}
-
-impl Default for MediaConfig {
-    fn default() -> Self {
-        MediaConfig {
-            allow_urls: false,
-            fetch_timeout_seconds: default_fetch_seconds(),
-        }
-    }
-}
-
-impl MediaConfig {
-    fn urls_allowed(&self) -> bool {
-        self.allow_urls
-            || std::env::var("INGLE_ALLOW_MEDIA_URLS").is_ok_and(|v| v == "1" || v == "true")
-    }
-}
+pub use crate::config::MediaConfig;
 
 /// What a part holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -248,7 +216,12 @@ impl ChatMedia {
 
     /// Every image, decoded: a list of `(H, W, C)` uint8 tensors. `copies`: how many copies of
     /// them the request will hold (one per choice), which share [`MAX_REQUEST_PIXELS`].
-    pub fn decode_images(&self, config: &MediaConfig, cancel: &Cancel, copies: usize) -> Result<Value> {
+    pub fn decode_images(
+        &self,
+        config: &MediaConfig,
+        cancel: &Cancel,
+        copies: usize,
+    ) -> Result<Value> {
         // Counted as if each image were `copies` times larger: the budget bounds what is held.
         let copies = copies.max(1) as u64;
         let mut pixels = 0u64;
@@ -256,7 +229,8 @@ impl ChatMedia {
         for part in self.parts.iter().filter(|p| p.kind == MediaKind::Image) {
             cancel.check()?;
             let bytes = part.bytes(config)?;
-            let image = decode_image_copies(&bytes.0, bytes.1.as_deref(), &part.at, &mut pixels, copies)?;
+            let image =
+                decode_image_copies(&bytes.0, bytes.1.as_deref(), &part.at, &mut pixels, copies)?;
             images.push(Value::Tensor(image));
         }
         Ok(Value::List(images))

@@ -157,7 +157,10 @@ fn media_inputs(
         inputs.push((Annotation::ChatImages, decoded));
     }
     if let Some((annotation, rate)) = audios {
-        inputs.push((annotation, media.decode_audios(rate, config, cancel, copies)?));
+        inputs.push((
+            annotation,
+            media.decode_audios(rate, config, cancel, copies)?,
+        ));
     }
     Ok(inputs)
 }

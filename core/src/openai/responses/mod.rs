@@ -156,7 +156,9 @@ impl Responses {
             // The media of earlier turns are decoded again for this one: an error about one
             // (a model without ChatImages now) names where it came from.
             for message in &mut conversation {
-                if let Some(crate::openai::types::MessageContent::Parts(parts)) = &mut message.content {
+                if let Some(crate::openai::types::MessageContent::Parts(parts)) =
+                    &mut message.content
+                {
                     for part in parts.iter_mut().filter(|p| p.kind != "text") {
                         part.at = Some("previous_response_id".into());
                     }

@@ -617,10 +617,7 @@ fn input_item(item: Json, at: &str) -> Result<Json> {
         // A client that replays a response's output (Codex) sends its reasoning items back.
         "reasoning" => {
             let mut item = item.clone();
-            item.insert(
-                "id".into(),
-                json!(id.unwrap_or_else(|| random_id("rs_"))),
-            );
+            item.insert("id".into(), json!(id.unwrap_or_else(|| random_id("rs_"))));
             Ok(Json::Object(item))
         }
         kind => Err(Error::invalid(
