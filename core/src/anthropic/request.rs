@@ -371,7 +371,7 @@ impl MessagesRequest {
         for message in &mut request.messages {
             if let Some(crate::openai::MessageContent::Parts(parts)) = &mut message.content {
                 for part in parts {
-                    if let Some(Json::String(at)) = part.other.remove(AT_KEY) {
+                    if let Some(Json::String(at)) = part.other.remove(image::AT_KEY) {
                         part.at = Some(at);
                     }
                 }
@@ -413,7 +413,7 @@ fn user_message(content: &Json, at: &str, calls: &[String], chat: &mut Vec<Json>
         let here = format!("{at}.content[{j}]");
         match block.get("type").and_then(Json::as_str) {
             Some("image") => {
-                let image = image_part(block, &here)?;
+                let image = image::image_part(block, &here)?;
                 let parts = parts.get_or_insert_with(|| {
                     text.iter()
                         .map(|t| json!({"type": "text", "text": t}))
@@ -478,56 +478,6 @@ fn user_message(content: &Json, at: &str, calls: &[String], chat: &mut Vec<Json>
         chat.push(json!({"role": "user", "content": text.join("\n")}));
     }
     Ok(())
-}
-
-/// The key a chat part made from an Anthropic block carries its place in (`messages[0].content[1]`)
-/// under, until [`MessagesRequest::to_chat`] moves it to the part's `at`: errors about the image
-/// name the block.
-const AT_KEY: &str = "x-ingle-at";
-
-/// An `image` block as chat's `image_url` part: a `base64` source as a `data:` URL, a `url` one
-/// as the URL (fetched only where the config allows).
-fn image_part(block: &Json, at: &str) -> Result<Json> {
-    let source = block
-        .get("source")
-        .and_then(Json::as_object)
-        .ok_or_else(|| {
-            invalid(
-                format!("{at}.source"),
-                format!(
-                    "`{at}` needs a `source`: `{{\"type\": \"base64\", \"media_type\", \"data\"}}`"
-                ),
-            )
-        })?;
-    let string = |key: &str| -> Result<&str> {
-        source.get(key).and_then(Json::as_str).ok_or_else(|| {
-            invalid(
-                format!("{at}.source.{key}"),
-                format!("`{at}.source.{key}` must be a string"),
-            )
-        })
-    };
-    let url = match source.get("type").and_then(Json::as_str) {
-        Some("base64") => format!("data:{};base64,{}", string("media_type")?, string("data")?),
-        Some("url") => string("url")?.to_string(),
-        Some(kind) => {
-            return Err(invalid(
-                format!("{at}.source.type"),
-                format!(
-                "`{at}.source.type` '{}' is not supported: ingle keeps no files; send the image \
-                     as a `base64` source",
-                shown(kind)
-            ),
-            ))
-        }
-        None => {
-            return Err(invalid(
-                format!("{at}.source.type"),
-                format!("`{at}.source` needs a `type` (`base64` or `url`)"),
-            ))
-        }
-    };
-    Ok(json!({"type": "image_url", "image_url": {"url": url}, AT_KEY: at}))
 }
 
 /// An assistant message: its text, and its `tool_use` blocks as tool calls. Thinking blocks
@@ -834,5 +784,6 @@ fn tool_choice(choice: &Json, has_tools: bool) -> Result<(Option<Json>, Option<b
     Ok((chat.filter(|_| has_tools), parallel.filter(|_| has_tools)))
 }
 
+mod image;
 #[cfg(test)]
 mod tests;

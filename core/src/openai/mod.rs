@@ -10,6 +10,7 @@
 mod chat;
 mod common;
 mod completions;
+mod content_parts;
 mod embeddings;
 mod generation;
 mod images;

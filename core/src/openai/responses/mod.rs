@@ -10,6 +10,7 @@
 //! file `Config::responses` names; `previous_response_id` continues one, `retrieve`, `delete`
 //! and `input_items` read them.
 
+mod conversation;
 mod request;
 mod store;
 mod stream;
@@ -24,7 +25,8 @@ use crate::openai::chat::ChatCompletions;
 use crate::openai::common::next_unless_stopped;
 use crate::openai::types::{ChatCompletionRequest, ChatMessage, StreamOptions};
 use crate::predict::{random_id, unix_now};
-use request::{chat_messages, chat_response_format, chat_tool_choice};
+use conversation::chat_messages;
+use request::{chat_response_format, chat_tool_choice};
 use serde_json::{json, Value as Json};
 use std::collections::VecDeque;
 use std::sync::Arc;

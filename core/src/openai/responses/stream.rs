@@ -1,6 +1,6 @@
 //! A response's events, made from the chat stream's chunks, as OpenAI streams them.
 
-use super::request::chat_messages;
+use super::conversation::chat_messages;
 use super::store::Stored;
 use super::{in_responses_terms, Responses};
 use crate::error::{Error, ErrorKind, Result};
