@@ -148,7 +148,7 @@ fn bad_requests_name_the_field() {
         (
             json!({"model": MODEL, "max_tokens": 5, "messages": [{"role": "user", "content": [
             {"type": "image", "source": {"type": "url", "url": "http://x/y.png"}}]}]}),
-            "messages[0].content[0].type",
+            "messages[0].content[0]",
         ),
     ];
     for (request, param) in cases {

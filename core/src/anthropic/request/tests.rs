@@ -71,9 +71,11 @@ fn what_cannot_be_honoured_is_refused_by_name() {
         }
         read(request).unwrap_err().param.unwrap()
     };
+    // Enabled with a budget is a reasoning effort (refused later by a model without one);
+    // Anthropic's least budget is 1,024.
     assert_eq!(
-        base(json!({"thinking": {"type": "enabled", "budget_tokens": 1024}})),
-        "thinking"
+        base(json!({"thinking": {"type": "enabled", "budget_tokens": 500}})),
+        "thinking.budget_tokens"
     );
     assert_eq!(
         base(json!({"tools": [{"type": "web_search_20250305", "name": "web_search"}]})),
@@ -81,7 +83,12 @@ fn what_cannot_be_honoured_is_refused_by_name() {
     );
     assert_eq!(
         base(json!({"messages": [{"role": "user", "content": [
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": ""}}]}]})),
+        {"type": "image", "source": {"type": "file", "file_id": "file_1"}}]}]})),
+        "messages[0].content[0].source.type"
+    );
+    assert_eq!(
+        base(json!({"messages": [{"role": "user", "content": [
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}]}]})),
         "messages[0].content[0].type"
     );
     assert_eq!(
