@@ -900,7 +900,82 @@ static void test_translation(void) {
     free(flac.data);
 }
 
+/* A voice note in a chat message, transcribed by a C predictor (ChatAudios at 16 kHz) with the
+ * client's own Whisper: its words come back as the reply. */
+static int32_t voice_note(const IngleInputs *inputs, IngleSink *sink, void *user_data) {
+    (void)user_data;
+    const float *samples = NULL;
+    size_t frames = 0;
+    uint16_t channels = 0;
+    uint32_t rate = 0;
+    if (ingle_inputs_audio(inputs, "notes[0]", &samples, &frames, &channels, &rate) != INGLE_OK) {
+        ingle_sink_fail(sink, "no voice note");
+        return 1;
+    }
+    IngleTranscription *t = NULL;
+    if (ingle_audio_transcriptions_create_samples(client, "{\"model\":\"" MODEL "\"}", samples, frames * channels,
+                                                  rate, channels, &t) != INGLE_OK) {
+        ingle_sink_fail(sink, ingle_last_error());
+        return 1;
+    }
+    char out[1024] = "{\"text\":\"";
+    size_t n = strlen(out);
+    for (const char *c = t->text; *c && n < sizeof out - 8; c++) {
+        if (*c == '"' || *c == '\\') out[n++] = '\\';
+        if ((unsigned char)*c >= 0x20) out[n++] = *c;
+    }
+    snprintf(out + n, sizeof out - n, " (%u Hz)\"}", rate);
+    ingle_transcription_free(t);
+    return ingle_sink_emit(sink, out) == INGLE_OK ? 0 : 1;
+}
+
+static char *base64(const uint8_t *data, size_t len) {
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    char *out = (char *)malloc((len + 2) / 3 * 4 + 1), *o = out;
+    for (size_t i = 0; i < len; i += 3) {
+        uint32_t v = (uint32_t)data[i] << 16 | (i + 1 < len ? (uint32_t)data[i + 1] << 8 : 0) |
+                     (i + 2 < len ? data[i + 2] : 0);
+        *o++ = digits[v >> 18 & 63];
+        *o++ = digits[v >> 12 & 63];
+        *o++ = i + 1 < len ? digits[v >> 6 & 63] : '=';
+        *o++ = i + 2 < len ? digits[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
+}
+
+static void test_transcription_voice_note(void) {
+    static const char *declaration =
+        "{\"tag\":\"@c/voice-note\",\"inputs\":[{\"name\":\"messages\",\"type\":\"array\",\"annotation\":"
+        "\"chat_messages\"},{\"name\":\"notes\",\"type\":\"array\",\"annotation\":{\"type\":\"chat_audios\","
+        "\"sample_rate\":16000}}],\"outputs\":[{\"name\":\"text\",\"type\":\"string\",\"annotation\":\"text_delta\"}]}";
+    static int registered = 0;
+    if (!registered) {
+        CHECK_STATUS(ingle_predictor_register(client, declaration, voice_note, NULL), INGLE_OK);
+        registered = 1;
+    }
+    Bytes beckett = recording("beckett.wav");
+    if (!beckett.data) return;
+    char *data = base64(beckett.data, beckett.len);
+    free(beckett.data);
+    char *request = (char *)malloc(strlen(data) + 512);
+    sprintf(request,
+            "{\"model\":\"@c/voice-note\",\"messages\":[{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":"
+            "\"Transcribe.\"},{\"type\":\"input_audio\",\"input_audio\":{\"format\":\"wav\",\"data\":\"%s\"}}]}]}",
+            data);
+    free(data);
+    char *json = NULL;
+    CHECK_STATUS(ingle_chat_completions_create(client, request, &json), INGLE_OK);
+    char *content = json ? json_string(json, "content") : NULL;
+    CHECK(content && has_words(content, BECKETT) && strstr(content, "(16000 Hz)"), "content: %s",
+          content ? content : json ? json : "(none)");
+    free(content);
+    ingle_string_free(json);
+    free(request);
+}
+
 static const Test tests[] = {
+    {"transcription_voice_note", test_transcription_voice_note},
     {"transcription_create", test_transcription_create},
     {"transcription_formats", test_transcription_formats},
     {"transcription_stream", test_transcription_stream},
