@@ -286,6 +286,8 @@ export interface Model {
   created: number;
   object: 'model';
   owned_by: string;
+  /** Tokens its context holds (a loaded chat model's; a predictor's `ChatMessages`'s). */
+  context_length?: number;
 }
 
 export interface ModelsPage {
@@ -644,19 +646,17 @@ export declare const Parameter: {
   AudioSpeed: Annotated<{ min?: number; max?: number }>;
   /** Audio in (a Float32Array of mono samples at `sample_rate`) or out. */
   Audio: Annotated<{ sample_rate: number }>;
-  /** The audio's language (an input string, `language`); on an output (a string), the language
-   * the predictor heard, reported as `verbose_json`'s `language`. */
+  /** `language` in; out, the language heard (`verbose_json`'s `language`). */
   TranscriptionLanguage: Annotated;
   TranscriptionPrompt: Annotated;
-  /** What to write (an input string): `'transcribe'` or `'translate'` (into English); a
-   * transcription predictor with it serves `audio.translations`, which passes `'translate'`. */
+  /** `'transcribe'` or `'translate'` (into English): with it, serves `audio.translations`. */
   TranscriptionTask: Annotated;
   TranscriptionWordTimestamps: Annotated;
   TranscriptionSegment: Annotated;
   /** The chat messages (`messages`): makes the predictor a chat predictor. A message with images
    * or audio has an array of parts: `{ type: 'text', text }`, `{ type: 'image', detail? }`,
-   * `{ type: 'audio' }`. */
-  ChatMessages: Annotated;
+   * `{ type: 'audio' }`. `context_length`: tokens the model holds (`models` reports it). */
+  ChatMessages: Annotated<{ context_length?: number }>;
   /** The images of the chat's image parts, in order: `{ data: Uint8Array, dtype: 'uint8',
    * shape: [H, W, C] }` each (C = 3, RGB, or 4, RGBA). */
   ChatImages: Annotated;
@@ -728,6 +728,7 @@ export declare const beta: {
     readonly AudioVoice: Annotated<{ voices: string[] }>;
     readonly ChatAudios: Annotated<{ sample_rate: number }>;
     readonly ChatImages: Annotated;
+    readonly ChatMessages: Annotated<{ context_length?: number }>;
     readonly ChatTools: Annotated;
     readonly EmbeddingDims: Annotated<{ max?: number; min?: number }>;
     readonly FrequencyPenalty: Annotated;

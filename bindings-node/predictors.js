@@ -87,7 +87,7 @@ const ANNOTATIONS = {
  * output of a predictor, with what it means to the OpenAI methods. Fields: `name`, `type`
  * ('string' | 'integer' | 'number' | 'boolean' | 'array' | 'object' | 'tensor' | 'audio'),
  * `description`, `default`, `required`, `min`, `max`, `choices`, `items`, and per annotation
- * `voices` (AudioVoice), `sample_rate` (Audio). */
+ * `voices` (AudioVoice), `sample_rate` (Audio, ChatAudios), `context_length` (ChatMessages). */
 const Parameter = {};
 for (const [name, [kind, type]] of Object.entries(ANNOTATIONS)) {
   Parameter[name] = (options = {}) => {
@@ -105,6 +105,7 @@ const BETA_ANNOTATIONS = {
   AudioVoice: 'AudioVoice',
   ChatAudios: 'ChatAudios',
   ChatImages: 'ChatImages',
+  ChatMessages: 'ChatMessages',
   ChatTools: 'Tools',
   EmbeddingDims: 'EmbeddingDims',
   FrequencyPenalty: 'FrequencyPenalty',
@@ -185,6 +186,8 @@ function declareParameter(p, side, index, fail) {
     json.annotation = { type: kind, min: p.min ?? 1, max: p.max ?? (Number.isInteger(p.default) ? p.default : undefined) };
   } else if (kind === 'audio' || kind === 'chat_audios') {
     json.annotation = { type: kind, sample_rate: p.sample_rate };
+  } else if (kind === 'chat_messages' && p.context_length !== undefined) {
+    json.annotation = { type: kind, context_length: p.context_length };
   } else if (kind !== 'generic') {
     json.annotation = kind;
   }

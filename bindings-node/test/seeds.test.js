@@ -165,7 +165,7 @@ test("beta.Annotations: Muna's names for ingle's annotations", async () => {
   const speech = await client.audio.speech.create({ model: '@beta/kokoro', voice: 'bm_lewis', input: 'Hi', speed: 2, response_format: 'pcm' });
   assert.equal((await speech.arrayBuffer()).byteLength, 2 * (FRAMES / 2));
   assert.deepEqual(seen.speech, { voice: 'bm_lewis', speed: 2 });
-  for (const name of ['AudioSpeed', 'AudioVoice', 'ChatAudios', 'ChatImages', 'ChatTools', 'EmbeddingDims', 'FrequencyPenalty', 'MaxOutputTokens', 'PresencePenalty',
+  for (const name of ['AudioSpeed', 'AudioVoice', 'ChatAudios', 'ChatImages', 'ChatMessages', 'ChatTools', 'EmbeddingDims', 'FrequencyPenalty', 'MaxOutputTokens', 'PresencePenalty',
     'ReasoningEffort', 'ResponseFormat', 'SamplingProbability', 'SamplingTemperature', 'TranscriptionLanguage', 'TranscriptionPrompt',
     'TranscriptionTask']) {
     assert.equal(typeof Annotations[name], 'function', name);
@@ -191,6 +191,22 @@ test("beta.Annotations.ReasoningEffort reaches the predictor; its thinking comes
   await assert.rejects(
     thinking.chat.completions.create({ model: '@beta/thinks', reasoning_effort: 'medium', messages: [{ role: 'user', content: 'hi' }] }),
     (e) => e instanceof BadRequestError && e.param === 'reasoning_effort',
+  );
+});
+
+test("ChatMessages' context_length is reported by models and bounds max_tokens", async () => {
+  const windowed = predictor({
+    tag: '@beta/windowed',
+    inputs: [Annotations.ChatMessages({ name: 'messages', context_length: 64 }), Annotations.MaxOutputTokens({ name: 'max_tokens', default: 8 })],
+  }, function* answer({ messages, max_tokens }) { yield `${messages.length} up to ${max_tokens}`; });
+  const client = new OpenAI({ predictors: [windowed] });
+  assert.equal((await client.models.retrieve('@beta/windowed')).context_length, 64);
+  const messages = [{ role: 'user', content: 'hi' }];
+  const r = await client.chat.completions.create({ model: '@beta/windowed', messages, max_completion_tokens: 63 });
+  assert.equal(r.choices[0].message.content, '1 up to 63');
+  await assert.rejects(
+    client.chat.completions.create({ model: '@beta/windowed', messages, max_tokens: 64 }),
+    (e) => e instanceof BadRequestError && e.code === 'context_length_exceeded' && e.param === 'max_tokens' && e.message.includes('at most 63'),
   );
 });
 

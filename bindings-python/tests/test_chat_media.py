@@ -107,9 +107,18 @@ def thinker(
     yield {"choices": [{"delta": {"content": f"answer at {effort}"}}]}
 
 
+@predictor(tag="@test/windowed")
+def windowed(
+    messages: Annotated[list, Annotations.ChatMessages(description="The chat.", context_length=128)],
+    max_tokens: Annotated[int, Annotations.MaxOutputTokens(description="Most tokens.")] = 16,
+) -> Iterator[str]:
+    """Muna's ChatMessages with the context length its model holds."""
+    yield f"{len(messages)} messages, up to {max_tokens} tokens"
+
+
 @pytest.fixture(scope="module")
 def media() -> ingle.OpenAI:
-    return ingle.OpenAI(predictors=[ocr, pixels, listen, thinker])
+    return ingle.OpenAI(predictors=[ocr, pixels, listen, thinker, windowed])
 
 
 def user(*parts: Any) -> list:
@@ -323,3 +332,29 @@ def test_an_image_url_is_fetched_only_where_allowed(media, monkeypatch):
             assert e.value.param == "messages[0].content[0]" and says in e.value.message, e.value.message
     finally:
         server.shutdown()
+
+
+def test_a_declared_context_length_is_reported_and_bounds_max_tokens(media):
+    assert media.models.retrieve("@test/windowed").context_length == 128
+    assert media.models.retrieve("@test/ocr").context_length is None
+    messages = [{"role": "user", "content": "hi"}]
+    r = media.chat.completions.create(model="@test/windowed", messages=messages, max_tokens=127)
+    assert r.choices[0].message.content == "1 messages, up to 127 tokens"
+    with ingle.start_server(media, port=0) as server:
+        sdk = openai.OpenAI(base_url=server.url, api_key="-", max_retries=0)
+        listed = {m.id: m for m in sdk.models.list()}
+        # `context_length` survives the SDK as an extra field, as OpenRouter's does.
+        assert listed["@test/windowed"].model_extra["context_length"] == 128
+        assert "context_length" not in (listed["@test/ocr"].model_extra or {})
+        for field in ("max_tokens", "max_completion_tokens"):
+            with pytest.raises(openai.BadRequestError) as e:
+                sdk.chat.completions.create(model="@test/windowed", messages=messages, **{field: 128})
+            error = e.value.body
+            assert (error["code"], error["param"]) == ("context_length_exceeded", field), error
+            assert "128 tokens" in error["message"] and "at most 127" in error["message"]
+    # Declared wrong, it fails where it is declared, naming the field.
+    with pytest.raises(ingle.PredictorDefinitionError) as e:
+        @predictor(tag="@test/no-room")
+        def no_room(messages: Annotated[list, Annotations.ChatMessages(context_length=0)]) -> Iterator[str]:
+            yield ""
+    assert "context_length" in str(e.value) and "at least 1" in str(e.value)

@@ -42,6 +42,13 @@ def test_context_length(client):
     with pytest.raises(ingle.BadRequestError) as e:
         client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=10**6)
     assert e.value.code == "context_length_exceeded"
+    # Loaded now, the model reports the context it holds, and a prompt plus answer past it is
+    # the same error.
+    context = client.models.retrieve(MODEL).context_length
+    assert isinstance(context, int) and context >= 512
+    with pytest.raises(ingle.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL, messages=FRANCE, max_tokens=context)
+    assert e.value.code == "context_length_exceeded"
 
 
 def test_missing_model_file_then_usable(tmp_path):

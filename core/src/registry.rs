@@ -29,6 +29,8 @@ struct Entry {
     /// OpenAI voice names → the model's voices (a config model's `voices`): they belong to
     /// this entry, and go with it when a predictor registered under its tag replaces it.
     voice_aliases: BTreeMap<String, String>,
+    /// The context length a ready predictor declares, known before its first use.
+    declared_context: Option<u32>,
 }
 
 impl Entry {
@@ -45,6 +47,9 @@ pub struct ModelInfo {
     pub tag: String,
     pub created: i64,
     pub loaded: bool,
+    /// The tokens its context holds, prompt and answer together, when known: a loaded chat
+    /// model's, or what a predictor declares (`ChatMessages(context_length=...)`).
+    pub context_length: Option<u32>,
 }
 
 /// Thread-safe registry of predictors by tag.
@@ -147,6 +152,7 @@ impl Registry {
                 }),
                 needs_files,
                 voice_aliases,
+                None,
             )?;
         }
         Ok(registry)
@@ -158,7 +164,7 @@ impl Registry {
         tag: &str,
         load: impl Fn() -> Result<Arc<dyn Predictor>> + Send + Sync + 'static,
     ) -> Result<()> {
-        self.add(tag, Box::new(load), None, BTreeMap::new())
+        self.add(tag, Box::new(load), None, BTreeMap::new(), None)
     }
 
     fn add(
@@ -167,6 +173,7 @@ impl Registry {
         load: Loader,
         needs_files: Option<Vec<PathBuf>>,
         voice_aliases: BTreeMap<String, String>,
+        declared_context: Option<u32>,
     ) -> Result<()> {
         let mut entries = self.entries.write().unwrap_or_else(|e| e.into_inner());
         if tag.is_empty() {
@@ -191,6 +198,7 @@ impl Registry {
             last_used: Mutex::new(None),
             needs_files,
             voice_aliases,
+            declared_context,
         }));
         Ok(())
     }
@@ -198,7 +206,14 @@ impl Registry {
     /// Registers a ready predictor under its own tag.
     pub fn register(&self, predictor: Arc<dyn Predictor>) -> Result<()> {
         let tag = predictor.tag().to_string();
-        self.register_loader(&tag, move || Ok(Arc::clone(&predictor)))
+        let declared_context = predictor.signature().context_length();
+        self.add(
+            &tag,
+            Box::new(move || Ok(Arc::clone(&predictor))),
+            None,
+            BTreeMap::new(),
+            declared_context,
+        )
     }
 
     /// The entry `tag` names: its own tag, else (a name without `/`) the one entry whose tag
@@ -253,6 +268,7 @@ impl Registry {
                     Box::new(move || crate::backends::load(&config, &predictor)),
                     Some(vec![weights]),
                     BTreeMap::new(),
+                    None,
                 );
                 self.named(tag)
             }
@@ -290,6 +306,7 @@ impl Registry {
             Box::new(move || crate::backends::load(&config, &cached_model.predictor()?)),
             Some(paths),
             BTreeMap::new(),
+            None,
         );
     }
 
@@ -457,15 +474,19 @@ impl Registry {
     }
 
     fn info(entry: &Entry) -> ModelInfo {
-        let loaded = entry
+        let (loaded, context_length) = entry
             .loaded
             .try_lock()
-            .map(|l| l.is_some())
-            .unwrap_or(false);
+            .map(|l| match l.as_ref() {
+                Some(predictor) => (true, predictor.signature().context_length()),
+                None => (false, entry.declared_context),
+            })
+            .unwrap_or((false, entry.declared_context));
         ModelInfo {
             tag: entry.tag.clone(),
             created: entry.created,
             loaded,
+            context_length,
         }
     }
 }

@@ -194,6 +194,27 @@ fn the_rules_of_each_method_name_the_parameter() {
         )),
         "m"
     );
+    // Muna's ChatMessages(context_length=...): a whole number of at least one token.
+    let with_context = |n: serde_json::Value| serde_json::json!({"name": "m", "type": "array", "annotation": {"type": "chat_messages", "context_length": n}});
+    let declared = declare(chat(
+        serde_json::json!([with_context(4096.into())]),
+        serde_json::json!([text_out]),
+    ))
+    .unwrap();
+    assert_eq!(declared.signature.context_length(), Some(4096));
+    for bad in [
+        serde_json::json!(0),
+        serde_json::json!(1.5),
+        serde_json::json!("4k"),
+    ] {
+        assert_eq!(
+            refused(chat(
+                serde_json::json!([with_context(bad)]),
+                serde_json::json!([text_out])
+            )),
+            "inputs[0].annotation.context_length"
+        );
+    }
     // Embeddings: one required input (the texts), dims with a default, the matrix out.
     let texts = serde_json::json!({"name": "texts", "type": "array", "items": "string", "annotation": "embedding"});
     let matrix = serde_json::json!({"name": "e", "type": "tensor", "annotation": "embedding"});

@@ -11,7 +11,7 @@ use std::sync::Arc;
 /// word by word.
 fn echo_predictor() -> FnPredictor {
     let signature = Signature::new(
-        vec![Parameter::new("conversation", ValueType::List).annotated(Annotation::ChatMessages)],
+        vec![Parameter::new("conversation", ValueType::List).annotated(Annotation::CHAT_MESSAGES)],
         vec![
             Parameter::new("out", ValueType::String).annotated(Annotation::TextDelta),
             Parameter::new("why", ValueType::String)

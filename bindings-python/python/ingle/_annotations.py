@@ -111,6 +111,23 @@ class _ChatAudios(_Annotation):
         return {"sample_rate": self.sample_rate}
 
 
+class _ChatMessages(_Annotation):
+    """The chat messages (``messages``); also found by its type hint. A message with images or
+    audio has a list of parts: ``{'type': 'text', 'text'}``, ``{'type': 'image'}``,
+    ``{'type': 'audio'}``. ``context_length``: the most tokens the model holds, prompt and
+    answer together, reported by ``models`` and checked against ``max_tokens`` (the prompt's
+    length is the predictor's to check)."""
+
+    kind = "chat_messages"
+
+    def __init__(self, description: str = "", *, context_length: Optional[int] = None) -> None:
+        super().__init__(description)
+        self.context_length = None if context_length is None else int(context_length)
+
+    def _fields(self) -> Dict[str, Any]:
+        return {} if self.context_length is None else {"context_length": self.context_length}
+
+
 class _Unsupported(_Annotation):
     """An annotation another library has and ingle does not: using it fails at registration
     (naming the parameter) rather than doing nothing."""
@@ -152,10 +169,7 @@ class Parameter:
         "transcription_word_timestamps", "Whether to time each word (``bool``).")
     TranscriptionSegment = _annotation(
         "transcription_segment", "One segment ``{id, start, end, text, ...}`` (an output).")
-    ChatMessages = _annotation(
-        "chat_messages", "The chat messages (``messages``); also found by its type hint. A "
-        "message with images or audio has a list of parts: ``{'type': 'text', 'text'}``, "
-        "``{'type': 'image'}``, ``{'type': 'audio'}``.")
+    ChatMessages = _ChatMessages
     ChatImages = _annotation(
         "chat_images",
         "The images of the chat's image parts, in order: a ``list`` of ``PIL.Image.Image`` "

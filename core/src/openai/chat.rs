@@ -233,7 +233,7 @@ impl ChatCompletions {
         let runs = start_choices(
             &self.registry,
             &request.model,
-            Annotation::ChatMessages,
+            Annotation::CHAT_MESSAGES,
             "messages",
             messages,
             &media,

@@ -355,7 +355,7 @@ pub(super) fn start_generation(
             ));
         }
         let input = match input {
-            Annotation::ChatMessages => match input_value {
+            Annotation::ChatMessages { .. } => match input_value {
                 Value::List(messages) => GenerationInput::Messages(messages),
                 _ => return Err(Error::internal("Chat messages must be a list")),
             },
@@ -385,6 +385,23 @@ pub(super) fn start_generation(
     let text = signature
         .output_annotated(&Annotation::TextDelta)
         .ok_or_else(|| cannot("output annotated TextDelta".into()))?;
+    // A declared context length bounds the answer before the predictor runs; the prompt's
+    // own length is the predictor's to check (ingle has no tokenizer of its model).
+    if let (Some(context), Some((field, max_tokens))) =
+        (signature.context_length(), options.max_tokens)
+    {
+        if max_tokens >= i64::from(context) {
+            return Err(Error::context_length(
+                format!(
+                    "This model's maximum context length is {context} tokens, and `{field}` \
+                     asks for {max_tokens}, which leaves no room for the prompt: ask for at \
+                     most {} tokens",
+                    context - 1
+                ),
+                field,
+            ));
+        }
+    }
     // Predictor parameter name → OpenAI field, to report errors in the caller's terms.
     let mut fields = vec![(input_param.name.clone(), input_field)];
     let mut inputs = Inputs::new();

@@ -27,7 +27,7 @@ impl Models {
             .registry
             .list()
             .into_iter()
-            .map(|info| model_object(&info.tag, info.created))
+            .map(|info| model_object(&info))
             .collect();
         ModelList {
             object: "list".into(),
@@ -67,7 +67,7 @@ impl Models {
 
     pub fn retrieve(&self, model: &str) -> Result<Model> {
         let info = self.registry.info_of(model)?;
-        Ok(model_object(&info.tag, info.created))
+        Ok(model_object(&info))
     }
 
     /// Frees a model's memory (weights, KV cache, threads); the next request loads it again.
@@ -89,11 +89,12 @@ impl Models {
     }
 }
 
-fn model_object(tag: &str, created: i64) -> Model {
+fn model_object(info: &crate::registry::ModelInfo) -> Model {
     Model {
-        id: tag.to_string(),
+        id: info.tag.clone(),
         object: "model".into(),
-        created,
+        created: info.created,
         owned_by: "ingle".into(),
+        context_length: info.context_length,
     }
 }

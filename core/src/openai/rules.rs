@@ -166,7 +166,7 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                 }
                 Annotation::TranscriptionSegment | Annotation::Usage => Some(T::Dict),
                 Annotation::ToolCalls | Annotation::TokenLogprobs => Some(T::List),
-                Annotation::ChatMessages
+                Annotation::ChatMessages { .. }
                 | Annotation::ChatImages
                 | Annotation::ChatAudios { .. }
                 | Annotation::RerankDocuments
@@ -193,7 +193,7 @@ pub(super) fn annotation_types(tag: &str, signature: &Signature) -> Result<()> {
                     | Annotation::TranscriptionPrompt
                     | Annotation::TranscriptionTask
                     | Annotation::TranscriptionWordTimestamps
-                    | Annotation::ChatMessages
+                    | Annotation::ChatMessages { .. }
                     | Annotation::ChatImages
                     | Annotation::ChatAudios { .. }
                     | Annotation::Prompt
@@ -245,7 +245,7 @@ pub(super) fn annotation_name(annotation: &Annotation) -> String {
 /// messages (or prompt) are required unless the predictor takes both; text deltas out;
 /// generation options optional; nothing else required.
 pub(super) fn chat_rules(tag: &str, signature: &Signature) -> Result<()> {
-    let messages = signature.input_annotated(&Annotation::ChatMessages);
+    let messages = signature.input_annotated(&Annotation::CHAT_MESSAGES);
     let prompt = signature.input_annotated(&Annotation::Prompt);
     // The media of the messages: filled by chat (an empty list when the messages have none).
     let media = |is: fn(&Annotation) -> bool| signature.inputs.iter().find(|p| is(&p.annotation));

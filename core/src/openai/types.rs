@@ -510,6 +510,11 @@ pub struct Model {
     pub object: String,
     pub created: i64,
     pub owned_by: String,
+    /// The tokens the model's context holds, prompt and answer together (as OpenRouter and
+    /// LM Studio name it): a loaded chat model's, or what its predictor declares. Absent when
+    /// not known yet (a chat model not loaded) or not a chat model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_length: Option<u32>,
 }
 
 /// `object: "list"` of models.

@@ -421,7 +421,22 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "transcription_task" => simple(Annotation::TranscriptionTask),
         "transcription_word_timestamps" => simple(Annotation::TranscriptionWordTimestamps),
         "transcription_segment" => simple(Annotation::TranscriptionSegment),
-        "chat_messages" => simple(Annotation::ChatMessages),
+        "chat_messages" => {
+            known(&["context_length"])?;
+            let context_length = match fields.get("context_length") {
+                None | Some(Json::Null) => None,
+                Some(_) => match whole("context_length")? {
+                    0 => {
+                        return Err(Error::invalid(
+                            format!("{path}.context_length"),
+                            format!("`{path}.context_length` must be at least 1 token"),
+                        ))
+                    }
+                    n => Some(n),
+                },
+            };
+            Ok(Annotation::ChatMessages { context_length })
+        }
         "chat_images" => simple(Annotation::ChatImages),
         "chat_audios" => {
             known(&["sample_rate"])?;

@@ -86,8 +86,10 @@ pub enum Annotation {
     /// Chat messages: a list of `{role, content}` dicts (input). A message with images or
     /// audio has a list of parts for content: `{"type": "text", "text"}`, `{"type": "image",
     /// "detail"}` and `{"type": "audio"}`, the media themselves in [`Annotation::ChatImages`]
-    /// and [`Annotation::ChatAudios`] in the same order.
-    ChatMessages,
+    /// and [`Annotation::ChatAudios`] in the same order. `context_length` (Muna's
+    /// `ChatMessages(context_length=...)`): the most tokens the model holds, prompt and answer
+    /// together, reported by `models` and checked against `max_tokens`.
+    ChatMessages { context_length: Option<u32> },
     /// The decoded images of the conversation's image parts, in order of appearance: a list of
     /// `(H, W, C)` uint8 tensors, C = 3 (RGB) or 4 (RGBA) (input; Muna's `ChatImages`).
     ChatImages,
@@ -133,6 +135,13 @@ pub enum Annotation {
 /// The variant first, then the fields of the variants that have some. (Derived, the comparison
 /// compiles to loads of the fields of both sides whatever the variant, which valgrind reports as
 /// branching on uninitialised bytes when a side is a unit variant.)
+impl Annotation {
+    /// The chat's messages, of a model whose context length is not declared.
+    pub const CHAT_MESSAGES: Annotation = Annotation::ChatMessages {
+        context_length: None,
+    };
+}
+
 impl PartialEq for Annotation {
     fn eq(&self, other: &Self) -> bool {
         use Annotation as A;
@@ -150,6 +159,9 @@ impl PartialEq for Annotation {
             (A::Audio { sample_rate: a }, A::Audio { sample_rate: b })
             | (A::ChatAudios { sample_rate: a }, A::ChatAudios { sample_rate: b }) => a == b,
             (A::Generation(a), A::Generation(b)) => a == b,
+            // The context length is a property of the model, not another meaning: any
+            // ChatMessages is the chat's input (`input_annotated` finds it by this equality).
+            (A::ChatMessages { .. }, A::ChatMessages { .. }) => true,
             // The same variant without fields. (A new variant with fields needs its arm above.)
             _ => true,
         }
@@ -313,6 +325,26 @@ impl Signature {
     /// The input parameter with this annotation.
     pub fn input_annotated(&self, annotation: &Annotation) -> Option<&Parameter> {
         self.inputs.iter().find(|p| &p.annotation == annotation)
+    }
+
+    /// The context length a chat input declares (`ChatMessages(context_length=...)`).
+    pub fn context_length(&self) -> Option<u32> {
+        self.inputs.iter().find_map(|p| match p.annotation {
+            Annotation::ChatMessages { context_length } => context_length,
+            _ => None,
+        })
+    }
+
+    /// The same signature, its chat input declaring `context_length` tokens.
+    pub fn with_context_length(mut self, context_length: u32) -> Self {
+        for p in &mut self.inputs {
+            if let Annotation::ChatMessages { .. } = p.annotation {
+                p.annotation = Annotation::ChatMessages {
+                    context_length: Some(context_length),
+                };
+            }
+        }
+        self
     }
 
     /// The index of the output parameter with this annotation.

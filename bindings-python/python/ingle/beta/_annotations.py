@@ -18,6 +18,8 @@ class Annotations:
     ``AudioVoice``               ``Parameter.AudioVoice`` (``voice``)
     ``ChatAudios``               ``Parameter.ChatAudios`` (the audio parts, at ``sample_rate``)
     ``ChatImages``               ``Parameter.ChatImages`` (the image parts)
+    ``ChatMessages``             ``Parameter.ChatMessages`` (``messages``; its
+                                 ``context_length`` reported and checked)
     ``ChatTools``                ``Parameter.Tools`` (``tools``)
     ``EmbeddingDims``            ``Parameter.EmbeddingDims`` (``dimensions``; ``max`` left
                                  out is the parameter's default)
@@ -86,6 +88,15 @@ class Annotations:
     def ChatImages(*, description: str = "") -> _Annotation:
         """The images of the conversation's image parts, in order of appearance."""
         return Parameter.ChatImages(description)
+
+    @staticmethod
+    def ChatMessages(*, description: str = "", context_length: Optional[int] = None,
+                     batch: Any = None) -> _Annotation:
+        """The chat messages; ``context_length``: the tokens the model holds, prompt and answer
+        together (reported by ``models``, checked against ``max_tokens``). ``batch`` is Muna's
+        and means nothing here: ingle batches a model's requests itself."""
+        del batch
+        return Parameter.ChatMessages(description, context_length=context_length)
 
     @staticmethod
     def ChatAudios(*, description: str = "", sample_rate: int) -> _Annotation:

@@ -366,6 +366,9 @@ class Model(BaseModel):
     created: int
     object: str
     owned_by: str
+    context_length: Optional[int]
+    """The tokens its context holds, prompt and answer together: a loaded chat model's, or what
+    its predictor declares (``ChatMessages(context_length=...)``); ``None`` when not known."""
 
 
 class PullProgress(BaseModel):

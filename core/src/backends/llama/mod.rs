@@ -224,7 +224,8 @@ impl LlamaPredictor {
             .map_err(|_| Error::internal("The scheduler thread stopped while starting"))??;
         Ok(LlamaPredictor {
             tag: config.tag.clone(),
-            signature: signature(),
+            // What `models` reports, and the bound `max_tokens` is checked against.
+            signature: signature().with_context_length(n_ctx),
             model,
             template,
             tools_supported,

@@ -18,7 +18,7 @@ pub fn signature() -> Signature {
         vec![
             Parameter::new("messages", ValueType::List)
                 .optional()
-                .annotated(Annotation::ChatMessages)
+                .annotated(Annotation::CHAT_MESSAGES)
                 .describe("Chat messages, each {role, content}; give this or `prompt`."),
             Parameter::new("prompt", ValueType::String)
                 .optional()
