@@ -355,6 +355,16 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         }
         Ok(x as u32)
     };
+    let sample_rate = || -> Result<u32> {
+        let rate = whole("sample_rate")?;
+        if !crate::value::SAMPLE_RATES.contains(&rate) {
+            return Err(Error::invalid(
+                format!("{path}.sample_rate"),
+                format!("`{path}.sample_rate` must be between 1000 and 768000 Hz, not {rate}"),
+            ));
+        }
+        Ok(rate)
+    };
     let simple = |annotation: Annotation| -> Result<Annotation> {
         known(&[])?;
         Ok(annotation)
@@ -405,15 +415,7 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         }
         "audio" => {
             known(&["sample_rate"])?;
-            let sample_rate = whole("sample_rate")?;
-            if !crate::value::SAMPLE_RATES.contains(&sample_rate) {
-                return Err(Error::invalid(
-                    format!("{path}.sample_rate"),
-                    format!(
-                        "`{path}.sample_rate` must be between 1000 and 768000 Hz, not {sample_rate}"
-                    ),
-                ));
-            }
+            let sample_rate = sample_rate()?;
             Ok(Annotation::Audio { sample_rate })
         }
         "transcription_language" => simple(Annotation::TranscriptionLanguage),
@@ -440,15 +442,7 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
         "chat_images" => simple(Annotation::ChatImages),
         "chat_audios" => {
             known(&["sample_rate"])?;
-            let sample_rate = whole("sample_rate")?;
-            if !crate::value::SAMPLE_RATES.contains(&sample_rate) {
-                return Err(Error::invalid(
-                    format!("{path}.sample_rate"),
-                    format!(
-                        "`{path}.sample_rate` must be between 1000 and 768000 Hz, not {sample_rate}"
-                    ),
-                ));
-            }
+            let sample_rate = sample_rate()?;
             Ok(Annotation::ChatAudios { sample_rate })
         }
         "reasoning_delta" => simple(Annotation::ReasoningDelta),
