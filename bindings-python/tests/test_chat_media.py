@@ -4,8 +4,11 @@ against ingle.serve. The image predictor reads text with Tesseract OCR (scripts/
 
 import base64
 import io
+import json
+import pathlib
 import struct
 import subprocess
+import sys
 import wave
 import zlib
 from typing import Annotated, Any, Iterator, List, Literal
@@ -21,8 +24,10 @@ from ingle import Parameter, predictor
 from ingle.beta import Annotations
 from ingle.types import ChatCompletionChunk, ChatCompletionMessageParam
 
-from conftest import MODEL
-from test_transcription import BECKETT, BECKETT_WORDS
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "python_shared"))
+import openresponses_check as openresponses  # noqa: E402
+from conftest import MODEL  # noqa: E402
+from test_transcription import BECKETT, BECKETT_WORDS  # noqa: E402
 
 WHISPER = "@local/whisper-tiny-en"
 
@@ -222,6 +227,13 @@ def test_reasoning_comes_apart_from_the_answer_in_every_shape(media):
         deltas = [e.delta for e in events if isinstance(e, ResponseReasoningTextDeltaEvent)]
         assert deltas == ["step 1. ", "step 2. "]
         assert [e.text for e in events if isinstance(e, ResponseReasoningTextDoneEvent)] == ["step 1. step 2. "]
+        # The same, raw, against the OpenResponses specification's schema.
+        body = {"model": "@test/thinker", "input": "hi", "reasoning": {"effort": "high"}}
+        whole = openresponses.check_response(json.loads("".join(openresponses.http(server.url, "POST", "/responses", body))))
+        assert [item.type for item in whole.output] == ["reasoning", "message"]
+        kinds = openresponses.check_events(openresponses.sse_events(
+            openresponses.http(server.url, "POST", "/responses", {**body, "stream": True})))
+        assert "response.reasoning_text.delta" in kinds and kinds[-1] == "response.completed"
         with pytest.raises(openai.BadRequestError) as e:
             sdk.responses.create(model="@test/ocr", input="hi", reasoning={"effort": "low"})
         assert e.value.body["param"] == "reasoning.effort"
