@@ -34,6 +34,10 @@ def test_responses_and_their_events_follow_the_specification(case):
     body = CASES[case]
     response = spec.check_response(json.loads("".join(http("POST", "/responses", body))))
     assert response.status == ("incomplete" if case == "incomplete" else "completed")
+    if case == "incomplete":
+        # Left to the model, the sampling it used: SmolLM2's recommended (its GGUF's
+        # `general.sampling.*`, as its model card says), not OpenAI's 1.
+        assert (response.temperature, response.top_p) == (0.2, 0.9)
     assert [item.type for item in response.output] == (
         ["function_call"] if case == "function_call" else ["message"])
     # The stored copy, as `GET /responses/{id}` gives it back, too.

@@ -30,7 +30,7 @@ pub struct Chat {
 /// `client.chat.completions`.
 #[derive(Clone)]
 pub struct ChatCompletions {
-    registry: Arc<Registry>,
+    pub(super) registry: Arc<Registry>,
     /// What stops its calls ([`crate::Client::with_cancel`]).
     pub(crate) cancel: Cancel,
 }

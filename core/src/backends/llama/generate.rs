@@ -26,6 +26,10 @@ impl Generate for LlamaPredictor {
     fn generate(&self, request: GenerationRequest, context: &Context) -> Result<StepStream> {
         Ok(Box::new(self.start(request, &context.cancel)?))
     }
+
+    fn default_sampling(&self) -> Option<(f64, f64)> {
+        Some((self.sampling.temperature, self.sampling.top_p))
+    }
 }
 
 /// `logit_bias` as llama.cpp's sampler takes it: ids of this model's vocabulary.

@@ -90,6 +90,15 @@ impl Responses {
         }
         let (chat, conversation) = self.chat_request(request)?;
         let chunks = self.chat.stream(&chat).map_err(in_responses_terms)?;
+        // What it samples with where the request says nothing: a built-in model's recommended
+        // sampling; 1 (OpenAI's default) for a predictor, whose own defaults ingle cannot see.
+        let (temperature, top_p) = self
+            .chat
+            .registry
+            .get(&request.model)
+            .ok()
+            .and_then(|p| p.generation().and_then(|g| g.default_sampling()))
+            .unwrap_or((1.0, 1.0));
         let response = json!({
             "id": random_id("resp_"),
             "object": "response",
@@ -110,7 +119,7 @@ impl Responses {
             "reasoning": {"effort": request.reasoning_effort, "summary": null},
             "service_tier": "default",
             "store": request.store,
-            "temperature": request.temperature.unwrap_or(1.0),
+            "temperature": request.temperature.unwrap_or(temperature),
             "presence_penalty": request.presence_penalty.unwrap_or(0.0),
             "frequency_penalty": request.frequency_penalty.unwrap_or(0.0),
             "safety_identifier": request.safety_identifier,
@@ -119,7 +128,7 @@ impl Responses {
             "tool_choice": request.tool_choice.clone().unwrap_or(json!("auto")),
             "tools": request.tools.iter().map(echoed_tool).collect::<Vec<_>>(),
             "top_logprobs": 0,
-            "top_p": request.top_p.unwrap_or(1.0),
+            "top_p": request.top_p.unwrap_or(top_p),
             "truncation": "disabled",
             "usage": null,
             "user": request.user,

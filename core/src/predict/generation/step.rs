@@ -77,6 +77,12 @@ pub trait Generate: Send + Sync {
     /// Starts a checked request. Errors found before any step (a prompt too long) are
     /// returned here.
     fn generate(&self, request: GenerationRequest, context: &Context) -> Result<StepStream>;
+
+    /// The `(temperature, top_p)` it samples with where a request leaves them unset (the
+    /// model's recommended sampling), for what a Response reports it used.
+    fn default_sampling(&self) -> Option<(f64, f64)> {
+        None
+    }
 }
 
 impl GenerationStep {
