@@ -251,32 +251,54 @@ fn a_call_answered_since_the_user_spoke_made_again_is_answered_instead() {
     assert!(calls.len() == 1 && paris(&calls[0].1), "{calls:?}");
 
     // By default the repeat is dropped; with one call allowed, that ends a turn of nothing
-    // else, which is generated again without tools: what the model writes then is the reply
-    // (the 0.5B puts the result in a JSON object of its own; the 1.5B answers in words,
-    // docs/clients-large.md).
+    // else, which is generated again without tools, its exchanges as plain turns: what the
+    // model writes then is the reply, in words.
     let (calls, content, finish, tokens) = both_ways(body(false, false));
     assert_eq!(calls, [], "{content}");
     assert_eq!(finish, "stop");
-    assert!(content.contains("sunny"), "{content}");
-    let mut without_tools = body(false, false);
-    without_tools["tool_choice"] = json!("none");
-    let answer_tokens = tools_client()
-        .chat
-        .completions
-        .create(&chat(without_tools))
-        .unwrap()
-        .usage
-        .completion_tokens;
+    assert!(readable(&content) && content.contains("sunny"), "{content}");
+    // The answer's own tokens, plus the turn given up (at least its dropped call).
+    let request: ingle::openai::TokenizeRequest =
+        serde_json::from_value(json!({"model": TOOLS_MODEL, "content": content})).unwrap();
+    let answer_tokens = match tools_client().tokens.tokenize(&request).unwrap().tokens {
+        ingle::openai::TokenList::Ids(ids) => ids.len() as u32,
+        other => panic!("{other:?}"),
+    };
     assert!(
-        tokens > answer_tokens,
+        tokens > answer_tokens + 5,
         "usage counts the turn given up: {tokens} vs {answer_tokens}"
     );
 
-    // With parallel calls the turn goes on after the dropped call: what follows is the reply.
+    // With parallel calls, the same: JSON after the dropped call is no reply either.
     let (calls, content, finish, _) = both_ways(body(false, true));
     assert_eq!((calls.len(), finish.as_str()), (0, "stop"), "{calls:?}");
     assert!(
-        !content.contains("\"Paris\""),
+        !content.contains("\"Paris\"") && readable(&content),
         "the repeat is never shown: {content}"
     );
+}
+
+/// Text a user can read: not empty, and not a call or a fragment of one (the 0.5B answered a
+/// tool result with `""`, `{"name":`, or the call again as JSON, before its exchanges were
+/// rendered as plain turns).
+fn readable(content: &str) -> bool {
+    let text = content.trim();
+    text.chars().filter(|c| c.is_alphabetic()).count() >= 8
+        && !text.starts_with(['{', '[', '<'])
+        && !text.contains("\"name\"")
+}
+
+#[test]
+fn the_answer_to_a_tool_result_is_words_streamed_and_whole() {
+    // The case of the report: the tools still offered and nothing else said, temperature 0.
+    let body = json!({"model": TOOLS_MODEL, "temperature": 0, "tools": [agents_tool()],
+        "messages": [
+            {"role": "user", "content": "What's the weather in Lisbon?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+             "type": "function", "function": {"name": "get_weather",
+                                              "arguments": "{\"city\": \"Lisbon\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"}]});
+    let (calls, content, finish, _) = both_ways(body);
+    assert_eq!((calls.len(), finish.as_str()), (0, "stop"), "{calls:?}");
+    assert!(readable(&content) && content.contains("21"), "{content:?}");
 }

@@ -8,7 +8,9 @@ use super::constrain::{self, ToolSpec};
 use super::sequence::{Job, Lazy};
 use super::stream::{flag_on_cancel, TextStream};
 use super::{random_seed, LlamaPredictor, TOOL_FORMAT};
-use crate::chat::tool_calls::{answered_calls, ToolCallDeltas, ToolCallParser, TurnRules};
+use crate::chat::tool_calls::{
+    answered_calls, exchanges_as_text, ToolCallDeltas, ToolCallParser, TurnRules,
+};
 use crate::error::{Error, Result};
 use crate::predict::{
     Cancel, Context, Generate, GenerationInput, GenerationRequest, LogitBias, SamplingParams,
@@ -112,7 +114,18 @@ impl LlamaPredictor {
                     if !answered.is_empty() {
                         // A template that cannot render the conversation without tools
                         // leaves the turn as the model writes it.
-                        without_tools = self.render_chat_with(messages, None, kwargs).ok();
+                        // Its tool exchanges as plain turns: left as calls, a small model
+                        // copies the call again, as text (docs/tools.md, "A turn").
+                        without_tools = messages
+                            .iter()
+                            .map(|m| m.to_json().ok())
+                            .collect::<Option<Vec<_>>>()
+                            .map(|json| exchanges_as_text(&json))
+                            .and_then(|plain| {
+                                let plain: Vec<Value> =
+                                    plain.into_iter().map(Value::from).collect();
+                                self.render_chat_with(&plain, None, kwargs).ok()
+                            });
                     }
                 }
                 (rendered, "messages")

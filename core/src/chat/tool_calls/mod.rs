@@ -569,7 +569,7 @@ fn push_piece(out: &mut Vec<Piece>, piece: Piece) {
 }
 
 mod turn;
-pub(crate) use turn::{answered_calls, ToolCallDeltas, TurnRules};
+pub(crate) use turn::{answered_calls, exchanges_as_text, ToolCallDeltas, TurnRules};
 
 #[cfg(test)]
 mod tests;

@@ -387,6 +387,17 @@ fn a_call_answered_since_the_user_spoke_made_again_is_a_loop() {
         ("The weather in Paris is sunny.", 0)
     );
     assert!(!turn.looped());
+    // JSON after a dropped call (the tool's schema echoed, the result in an object) is no
+    // reply: the turn ends there, looped.
+    for echo in [
+        "{\"name\": \"get_weather_args\", \"type\": \"object\"}",
+        "[1]",
+    ] {
+        let mut turn = deltas(PARALLEL);
+        let (content, calls) = turn.split(&format!("{again}\n{echo}"), false);
+        assert_eq!((content.as_str(), calls.len()), ("", 0));
+        assert!(turn.turn_over() && turn.looped(), "{echo}");
+    }
     let mut turn = deltas(PARALLEL);
     let (content, _) = turn.split(&format!("Let me check.\n{again}"), true);
     assert_eq!(content, "Let me check.\n");
@@ -408,4 +419,43 @@ fn a_call_answered_since_the_user_spoke_made_again_is_a_loop() {
         "streamed: its start, its arguments"
     );
     assert!(!turn.looped());
+}
+
+#[test]
+fn tool_exchanges_become_plain_turns_that_still_alternate() {
+    let messages = vec![
+        serde_json::json!({"role": "system", "content": "Be brief."}),
+        serde_json::json!({"role": "user", "content": "Weather in Lisbon and Porto?"}),
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Lisbon\"}"}},
+            {"id": "c2", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Porto"}}}]}),
+        serde_json::json!({"role": "tool", "tool_call_id": "c1", "content": "Sunny, 21 C"}),
+        serde_json::json!({"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "Rain"}]}),
+        serde_json::json!({"role": "user", "content": "And tomorrow?"}),
+        serde_json::json!({"role": "assistant", "content": "Let me look.", "tool_calls": [
+            {"id": "c3", "type": "function", "function": {"name": "forecast", "arguments": "{}"}}]}),
+        serde_json::json!({"role": "tool", "tool_call_id": "unknown", "content": "Cloudy"}),
+    ];
+    let plain = exchanges_as_text(&messages);
+    let roles: Vec<&str> = plain.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "user", "assistant", "user"]
+    );
+    assert!(plain.iter().all(|m| m.get("tool_calls").is_none()));
+    assert_eq!(
+        plain[2]["content"],
+        "Calling get_weather with {\"city\": \"Lisbon\"}.\nCalling get_weather with {\"city\":\"Porto\"}."
+    );
+    assert_eq!(
+        plain[3]["content"],
+        "The result of get_weather: Sunny, 21 C\nThe result of get_weather: Rain\n\nAnd tomorrow?"
+    );
+    assert_eq!(
+        plain[4]["content"],
+        "Let me look.\nCalling forecast with {}."
+    );
+    assert_eq!(plain[5]["content"], "The result of the tool: Cloudy");
+    // Without tool exchanges, the conversation is as it was.
+    assert_eq!(exchanges_as_text(&messages[..2]), messages[..2].to_vec());
 }

@@ -194,6 +194,14 @@ impl ToolCallDeltas {
             self.over = true;
             return;
         }
+        // After a dropped call, JSON is no reply: the 0.5B goes on with the tool's schema or the
+        // result as an object of its own. The turn ends there, and has looped.
+        if self.dropped > 0 && !self.content_since_drop && text.trim_start().starts_with(['{', '['])
+        {
+            self.space.clear();
+            self.over = true;
+            return;
+        }
         // What separated the reply from a dropped call is not part of it.
         let text = if self.dropped > 0 && !self.content_since_drop {
             self.space.clear();
@@ -289,4 +297,86 @@ pub(crate) fn answered_calls(messages: &[Json]) -> Vec<(String, Json)> {
         }
     }
     answered
+}
+
+/// The conversation with its tool exchanges written as plain turns, for the answer generated
+/// again without tools (docs/tools.md, "A turn"): each assistant call becomes its text
+/// (`Calling NAME with ARGUMENTS.`) and each run of tool results one user message (`The result
+/// of NAME: RESULT`), merged with a user message right after it so the roles still alternate.
+/// Rendered through the model's own template with the calls left as calls, Qwen2.5-Coder 0.5B,
+/// greedy, writes the call once more, as text (`{"name": "get_weather", ...}`); with nothing
+/// left to copy, it and SmolLM2 answer from the results.
+pub(crate) fn exchanges_as_text(messages: &[Json]) -> Vec<Json> {
+    let text_of = |content: &Json| match content {
+        Json::String(text) => text.clone(),
+        Json::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Json::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Json::Null => String::new(),
+        other => other.to_string(),
+    };
+    let mut names: std::collections::HashMap<String, String> = Default::default();
+    let mut out: Vec<Json> = Vec::with_capacity(messages.len());
+    // Whether the last message out is a user message made of tool results.
+    let mut results_open = false;
+    for message in messages {
+        let role = message["role"].as_str().unwrap_or_default();
+        let calls = message["tool_calls"].as_array().filter(|c| !c.is_empty());
+        match (role, calls) {
+            ("assistant", Some(calls)) => {
+                let mut lines: Vec<String> = Some(text_of(&message["content"]))
+                    .filter(|t| !t.trim().is_empty())
+                    .into_iter()
+                    .collect();
+                for call in calls {
+                    let function = call.get("function").unwrap_or(call);
+                    let name = function["name"].as_str().unwrap_or("a tool").to_string();
+                    let arguments = match &function["arguments"] {
+                        Json::String(text) => text.clone(),
+                        Json::Null => "{}".to_string(),
+                        value => value.to_string(),
+                    };
+                    if let Some(id) = call["id"].as_str() {
+                        names.insert(id.to_string(), name.clone());
+                    }
+                    lines.push(format!("Calling {name} with {arguments}."));
+                }
+                out.push(serde_json::json!({"role": "assistant", "content": lines.join("\n")}));
+                results_open = false;
+            }
+            ("tool", _) => {
+                let name = message["tool_call_id"]
+                    .as_str()
+                    .and_then(|id| names.get(id).cloned())
+                    .or_else(|| message["name"].as_str().map(str::to_string))
+                    .unwrap_or_else(|| "the tool".to_string());
+                let line = format!("The result of {name}: {}", text_of(&message["content"]));
+                match out.last_mut() {
+                    Some(last) if results_open => {
+                        let joined = format!("{}\n{line}", last["content"].as_str().unwrap_or(""));
+                        last["content"] = Json::String(joined);
+                    }
+                    _ => out.push(serde_json::json!({"role": "user", "content": line})),
+                }
+                results_open = true;
+            }
+            ("user", _) if results_open => {
+                let last = out.last_mut().expect("results were written");
+                let joined = format!(
+                    "{}\n\n{}",
+                    last["content"].as_str().unwrap_or(""),
+                    text_of(&message["content"])
+                );
+                last["content"] = Json::String(joined);
+                results_open = false;
+            }
+            _ => {
+                out.push(message.clone());
+                results_open = false;
+            }
+        }
+    }
+    out
 }
