@@ -302,3 +302,23 @@ fn the_answer_to_a_tool_result_is_words_streamed_and_whole() {
     assert_eq!((calls.len(), finish.as_str()), (0, "stop"), "{calls:?}");
     assert!(readable(&content) && content.contains("21"), "{content:?}");
 }
+
+#[test]
+fn a_named_tool_choice_is_one_call_of_it() {
+    // Greedy, the 0.5B forced to `get_time` on "Tell me a joke." called it for six time zones.
+    let get_time = json!({"type": "function", "function": {
+        "name": "get_time", "description": "Get the current time in a timezone.",
+        "parameters": {"type": "object", "properties": {"timezone": {"type": "string"}},
+                       "required": ["timezone"]}}});
+    let body = json!({"model": TOOLS_MODEL, "temperature": 0, "max_tokens": 120,
+        "tools": [agents_tool(), get_time],
+        "tool_choice": {"type": "function", "function": {"name": "get_time"}},
+        "messages": [{"role": "user", "content": "Tell me a joke."}]});
+    let (calls, content, finish, _) = both_ways(body);
+    assert_eq!(
+        (calls.len(), finish.as_str()),
+        (1, "tool_calls"),
+        "{calls:?}"
+    );
+    assert_eq!((calls[0].0.as_str(), content.as_str()), ("get_time", ""));
+}

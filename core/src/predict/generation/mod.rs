@@ -262,6 +262,7 @@ pub struct GenerationRequest {
     pub stop: Vec<String>,
     pub tools: Option<Tools>,
     pub tool_choice: ToolChoice,
+    /// Default true, as OpenAI's, but false with a named `tool_choice` (one call of it).
     pub parallel_tool_calls: bool,
     /// ingle's `allow_repeated_tool_calls`: a call repeating an earlier one of the turn does
     /// not end the turn (docs/tools.md).
@@ -408,6 +409,7 @@ impl GenerationRequest {
             }
             None => None,
         };
+        let not_named = !matches!(tool_choice, ToolChoice::Function(_));
         Ok(GenerationRequest {
             input,
             max_tokens,
@@ -415,7 +417,9 @@ impl GenerationRequest {
             stop,
             tools,
             tool_choice,
-            parallel_tool_calls: options.parallel_tool_calls.unwrap_or(true),
+            // A named function is one call of it unless the request asks for parallel calls:
+            // greedy, the 0.5B forced to `get_time(timezone)` called it for six time zones.
+            parallel_tool_calls: options.parallel_tool_calls.unwrap_or(not_named),
             allow_repeated_tool_calls: options.allow_repeated_tool_calls.unwrap_or(false),
             response_format,
             logprobs,

@@ -92,7 +92,24 @@ fn options_are_read_into_their_types() {
     assert!(read.response_format.is_none());
     let biases: Vec<_> = read.logit_bias.iter().map(|b| (b.token, b.bias)).collect();
     assert_eq!(biases, vec![(Some(12), f32::NEG_INFINITY), (Some(3), 2.5)]);
-    assert!(read.parallel_tool_calls && !read.allow_repeated_tool_calls);
+    // A named function is one call unless parallel calls are asked for; other choices default
+    // to parallel, as OpenAI's.
+    assert!(!read.parallel_tool_calls && !read.allow_repeated_tool_calls);
+    let tools = json!([{"type": "function", "function": {"name": "f"}}]);
+    let with = |choice: Json, parallel: Option<bool>| {
+        request(GenerationOptions {
+            tools: Some(tools.clone()),
+            tool_choice: Some(choice),
+            parallel_tool_calls: parallel,
+            ..Default::default()
+        })
+        .unwrap()
+        .parallel_tool_calls
+    };
+    let named = json!({"type": "function", "function": {"name": "f"}});
+    assert!(with(named.clone(), Some(true)));
+    assert!(with(json!("required"), None) && with(json!("auto"), None));
+    assert!(!with(json!("auto"), Some(false)));
 }
 
 #[test]
