@@ -114,7 +114,10 @@ impl Responses {
             "max_tool_calls": null,
             "model": request.model,
             "output": [],
-            "parallel_tool_calls": request.parallel_tool_calls.unwrap_or(true),
+            // As the engine reads it: a named function is one call unless it is set.
+            "parallel_tool_calls": request.parallel_tool_calls.unwrap_or(
+                !request.tool_choice.as_ref().is_some_and(|c| c["type"] == "function")
+            ),
             "previous_response_id": request.previous_response_id,
             "reasoning": {"effort": request.reasoning_effort, "summary": null},
             "service_tier": "default",
