@@ -117,11 +117,6 @@ class NoAnswer(Exception):
 
 
 @pytest.mark.client("LlamaIndex", "llama-index-core", "`FunctionAgent` answering from its tools' results (no `return_direct`)")
-@pytest.mark.xfail(QWEN == SMALL_QWEN, raises=(WorkflowRuntimeError, NoAnswer), strict=True, reason=(
-    "the model: after both results, Qwen2.5-Coder-0.5B, greedy, calls a tool again; ingle has it "
-    "answer instead (docs/tools.md), and without tools it writes a call as JSON text "
-    "(`{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisboa\"}}`), no answer; the 1.5B "
-    "answers (scripts/test-clients --large); with the 0.5B end on a tool with `return_direct=True` (above)"))
 def test_function_agent_answers():
     try:
         rounds, response = run_agent([find_home, get_city_weather], max_iterations=4)

@@ -142,11 +142,6 @@ class NoAnswer(Exception):
 
 
 @pytest.mark.client("openai-agents", "openai-agents", "`Runner.run_sync(...)` with the default `tool_use_behavior=\"run_llm_again\"`: the model answers from the tool's result")
-@pytest.mark.xfail(QWEN == SMALL_QWEN, raises=(MaxTurnsExceeded, NoAnswer), strict=True, reason=(
-    "the model: Qwen2.5-Coder-0.5B, greedy, calls the tool again after its result; ingle has it "
-    "answer instead (a call answered since the user spoke, made again, docs/tools.md), and without "
-    "tools it writes the call as JSON text with the result (`{\"name\": ...}\\n{\"response\": "
-    "\"The weather in Paris is sunny...\"}`), no answer; the 1.5B answers (scripts/test-clients --large)"))
 def test_agent_answers_from_the_tool_result():
     try:
         result = Runner.run_sync(weather_agent(), WEATHER_QUESTION, max_turns=3)
