@@ -446,10 +446,9 @@ export declare class OpenAI {
     completions: {
       create(body: ChatCompletionCreateParamsNonStreaming, options?: RequestOptions | null): Promise<ChatCompletion>;
       create(body: ChatCompletionCreateParamsStreaming, options?: RequestOptions | null): Promise<Stream<ChatCompletionChunk>>;
-      create(
-        body: ChatCompletionCreateParams,
-        options?: RequestOptions | null,
-      ): Promise<ChatCompletion | Stream<ChatCompletionChunk>>;
+      create(body: ChatCompletionCreateParams, options?: RequestOptions | null): Promise<ChatCompletion | Stream<ChatCompletionChunk>>;
+      /** The prompt `create(body)` would decode from, rendered by the model's chat template. */
+      render(body: Omit<ChatCompletionCreateParams, 'model'> & { model?: string }, options?: RequestOptions | null): Promise<string>;
     };
   };
   /** OpenAI's Responses API on the chat models (your own predictors' too). Responses are

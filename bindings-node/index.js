@@ -34,6 +34,12 @@ class ChatCompletions {
     return create('chat.completions.create', (json) => native.stream('chat.completions.stream', json),
       (json, cancel) => native.call('chat.completions.create', json, cancel), body, options);
   }
+
+  /** The prompt `create(body)` would decode from: the model's chat template's rendering (tools
+   * and `chat_template_kwargs` included), generating nothing (llama.cpp server's `/apply-template`). */
+  async render(body, options) {
+    return (await callMethod(this._native, 'apply_template', body, options)).prompt;
+  }
 }
 
 class Completions {

@@ -218,3 +218,13 @@ test('tokenize and detokenize round-trip through the method table', async () => 
   await assert.rejects(client.detokenize({ model, tokens: [1, -1] }),
     (e) => e instanceof BadRequestError && e.param === 'tokens[1]');
 });
+
+test('chat.completions.render gives the prompt the template makes, and its tokens are what create counts', async () => {
+  const messages = [{ role: 'user', content: 'Name the capital of France.' }];
+  const prompt = await client.chat.completions.render({ model, messages });
+  assert.ok(prompt.endsWith('<|im_start|>user\nName the capital of France.<|im_end|>\n<|im_start|>assistant\n'), prompt);
+  const { tokens } = await client.tokenize({ model, content: prompt });
+  const created = await client.chat.completions.create({ model, messages, max_tokens: 1 });
+  assert.equal(created.usage.prompt_tokens, tokens.length);
+  await assert.rejects(client.chat.completions.render({ model, messages: [] }), (e) => e instanceof BadRequestError && e.param === 'messages');
+});

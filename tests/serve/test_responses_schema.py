@@ -48,3 +48,16 @@ def test_responses_and_their_events_follow_the_specification(case):
     assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == last
     if case == "function_call":
         assert "response.function_call_arguments.done" in kinds
+
+
+def test_apply_template_renders_the_prompt_as_llama_cpp_server_does():
+    # llama.cpp server's clients send no model: the default chat model's template.
+    body = {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}]}
+    root = os.environ["INGLE_SERVE_URL"].removesuffix("/v1")
+    lines = spec.http(root, "POST", "/apply-template", body, os.environ["INGLE_SERVE_KEY"])
+    prompt = json.loads("".join(lines))["prompt"]
+    assert prompt.endswith("<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n"), prompt
+    # At /v1 too, for a named model with tools: the template's own tool block.
+    tools = [{"type": "function", "function": {k: v for k, v in WEATHER[0].items() if k != "type"}}]
+    rendered = json.loads("".join(http("POST", "/apply-template", {**body, "model": QWEN, "tools": tools})))["prompt"]
+    assert "get_weather" in rendered and "<tools>" in rendered, rendered

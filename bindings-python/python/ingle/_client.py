@@ -107,6 +107,15 @@ class ChatCompletions(_Resource[M]):
         return _whole(parsed, self._native.call, "chat.completions.create", _arguments.body(params))
 
 
+    @_method
+    def render(self, /, **params: Any) -> _Call[str, str]:
+        """The prompt ``create`` with the same arguments would decode from: the model's chat
+        template's rendering, tools and ``chat_template_kwargs`` included, generating nothing
+        (llama.cpp server's ``/apply-template``; ``model`` defaults to the default chat model)."""
+        read = lambda text: cast(str, json.loads(text)["prompt"])  # noqa: E731
+        return _whole(read, self._native.call, "apply_template", _arguments.body(params))
+
+
 class Chat(_Resource[M]):
     def __init__(self, native: _ingle.NativeClient, mode: Type[M]) -> None:
         super().__init__(native, mode)

@@ -54,6 +54,30 @@ impl ChatTemplate {
         add_generation_prompt: bool,
         kwargs: Option<&serde_json::Value>,
     ) -> Result<String> {
+        // A call as Hugging Face templates take it (`arguments` an object, `content: null`)
+        // first; a template written for other shapes fails on it, and gets, as llama.cpp gives
+        // such templates, `arguments` as JSON text (DeepSeek R1's concatenates it), then
+        // `content` "" (QwQ's calls `content.split(...)`), then both. The first failure stands.
+        let first = match self.render_once(messages, tools, add_generation_prompt, kwargs) {
+            Err(first) if has_calls(messages) => first,
+            rendered => return rendered,
+        };
+        for (text_arguments, blank_content) in [(true, false), (false, true), (true, true)] {
+            let variant = call_variant(messages, text_arguments, blank_content);
+            if let Ok(text) = self.render_once(&variant, tools, add_generation_prompt, kwargs) {
+                return Ok(text);
+            }
+        }
+        Err(first)
+    }
+
+    fn render_once(
+        &self,
+        messages: &serde_json::Value,
+        tools: Option<&serde_json::Value>,
+        add_generation_prompt: bool,
+        kwargs: Option<&serde_json::Value>,
+    ) -> Result<String> {
         let template = self
             .env
             .get_template(NAME)
@@ -86,6 +110,43 @@ impl ChatTemplate {
     }
 }
 
+/// Whether an assistant message of `messages` makes tool calls.
+fn has_calls(messages: &serde_json::Value) -> bool {
+    messages.as_array().into_iter().flatten().any(|m| {
+        m["role"] == "assistant" && m["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+    })
+}
+
+/// The messages with each call's `arguments` as JSON text (as Python's `json.dumps` writes
+/// it) and/or a call message's null `content` as "".
+fn call_variant(
+    messages: &serde_json::Value,
+    text_arguments: bool,
+    blank_content: bool,
+) -> serde_json::Value {
+    let mut variant = messages.clone();
+    for message in variant.as_array_mut().into_iter().flatten() {
+        if message["role"] != "assistant" {
+            continue;
+        }
+        if blank_content && message["content"].is_null() {
+            message["content"] = serde_json::Value::String(String::new());
+        }
+        if !text_arguments {
+            continue;
+        }
+        for call in message["tool_calls"].as_array_mut().into_iter().flatten() {
+            let arguments = &mut call["function"]["arguments"];
+            if !arguments.is_string() {
+                let mut text = String::new();
+                dump(arguments, None, 0, ", ", ": ", false, &mut text);
+                *arguments = serde_json::Value::String(text);
+            }
+        }
+    }
+    variant
+}
+
 /// A tool that no template names by chance: a template that renders its name supports tools.
 const PROBE_TOOL: &str = "ingle_probe_tool_4f1c";
 
@@ -97,6 +158,18 @@ impl ChatTemplate {
         let tools = serde_json::json!([{"type": "function", "function": {"name": PROBE_TOOL,
             "description": "", "parameters": {"type": "object", "properties": {}}}}]);
         self.render(&messages, Some(&tools), true, None)
+            .is_ok_and(|text| text.contains(PROBE_TOOL))
+    }
+
+    /// Whether the template shows an assistant's earlier tool calls (DeepSeek R1's does, with
+    /// their results, though it lists no tools): then a conversation with calls is its to show.
+    pub fn shows_tool_calls(&self) -> bool {
+        let messages = serde_json::json!([
+            {"role": "user", "content": "x"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c", "type": "function",
+                "function": {"name": PROBE_TOOL, "arguments": {}}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "y"}]);
+        self.render(&messages, None, true, None)
             .is_ok_and(|text| text.contains(PROBE_TOOL))
     }
 }

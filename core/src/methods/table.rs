@@ -33,6 +33,7 @@ methods! {
     AudioTranslationsCreate => ONE;
     ModelsList => ONE;
     ModelsRetrieve => ONE;
+    ApplyTemplate => ONE;
     Tokenize => ONE;
     Detokenize => ONE;
 }

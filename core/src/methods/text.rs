@@ -367,6 +367,49 @@ impl Operation for ResponsesInputTokens {
     }
 }
 
+/// `apply_template`: llama.cpp server's `POST /apply-template`, a chat request's prompt.
+pub struct ApplyTemplate;
+
+impl Operation for ApplyTemplate {
+    type Request = ChatCompletionRequest;
+    const SPEC: Spec = Spec {
+        name: "apply_template",
+        summary: "Render a chat request's prompt with the model's chat template, generating \
+                  nothing (llama.cpp server's `/apply-template`)",
+        answer: "`{prompt}`",
+        // `model` too but for llama.cpp server's clients: the default chat model then.
+        required: &["messages"],
+        route: Some(Route {
+            verb: Verb::Post,
+            path: "/apply-template",
+            aliases: &["/apply-template"],
+        }),
+        ..Spec::DEFAULT
+    };
+
+    fn parse(json: &str, _: Option<TranscriptionAudio>) -> Result<Self::Request> {
+        // llama.cpp server's clients send no `model`: the default chat model then.
+        match serde_json::from_str::<serde_json::Value>(json) {
+            Ok(serde_json::Value::Object(mut body)) if !body.contains_key("model") => {
+                body.insert("model".into(), "".into());
+                ChatCompletionRequest::from_json(&serde_json::Value::Object(body).to_string())
+            }
+            _ => ChatCompletionRequest::from_json(json),
+        }
+    }
+
+    fn run(client: &Client, request: Self::Request, _: Door) -> Result<Answer> {
+        json(&client.chat.completions.render(&request)?)
+    }
+
+    fn model(request: &Self::Request) -> Option<&str> {
+        Some(match request.model.as_str() {
+            "" => crate::config::DEFAULT_MODEL,
+            model => model,
+        })
+    }
+}
+
 /// `tokenize`: llama.cpp server's `POST /tokenize`.
 pub struct Tokenize;
 

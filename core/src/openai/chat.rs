@@ -18,6 +18,7 @@ use crate::predict::{
 };
 use crate::registry::Registry;
 use crate::value::Value;
+use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -136,100 +137,62 @@ impl ChatCompletions {
         self.start(request, include_usage)
     }
 
+    /// The prompt a chat request puts before the model, rendered by its chat template exactly
+    /// as a completion would render it (tools and `chat_template_kwargs` included): llama.cpp
+    /// server's `POST /apply-template`, for debugging a template. Nothing is generated.
+    pub fn render(&self, request: &ChatCompletionRequest) -> Result<RenderedPrompt> {
+        let prepared = prepare(request)?;
+        // llama.cpp server's clients name no model (it serves one): the default chat model.
+        let model = match request.model.as_str() {
+            "" => crate::config::DEFAULT_MODEL,
+            model => model,
+        };
+        let predictor = self.registry.get(model)?;
+        let Some(generation) = predictor.generation() else {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "The model `{}` has no chat template to render: it is a predictor, which \
+                     takes the messages as they are",
+                    shown(model)
+                ),
+            ));
+        };
+        if let Some(part) = prepared.media.parts.first() {
+            return Err(Error::invalid(
+                part.at.clone(),
+                format!(
+                    "`{}`: the model `{}` takes text alone",
+                    part.at,
+                    shown(model)
+                ),
+            )
+            .with_code(crate::error::ErrorCode::InvalidMedia));
+        }
+        let Value::List(messages) = prepared.messages else {
+            return Err(Error::internal("Chat messages must be a list"));
+        };
+        let generation_request = crate::predict::GenerationRequest::new(
+            crate::predict::GenerationInput::Messages(messages),
+            prepared.options,
+        )?;
+        Ok(RenderedPrompt {
+            prompt: generation.render(&generation_request)?,
+        })
+    }
+
     fn start(
         &self,
         request: &ChatCompletionRequest,
         include_usage: bool,
     ) -> Result<ChatCompletionStream> {
-        reject_other_fields(&request.other)?;
-        check_stream_options(request.stream_options.as_ref())?;
-        let n = check_n(request.n)?;
-        let mut media = ChatMedia::default();
-        let messages = chat_messages(&request.messages, &mut media)?;
-        let logprobs = match (request.logprobs, request.top_logprobs) {
-            (_, Some(k)) if !(0..=20).contains(&k) => {
-                return Err(Error::invalid(
-                    "top_logprobs",
-                    format!("Invalid value for `top_logprobs`: {k}; it must be from 0 to 20"),
-                ))
-            }
-            (Some(true), k) => Some(k.unwrap_or(0)),
-            (_, Some(_)) => {
-                return Err(Error::invalid(
-                    "top_logprobs",
-                    "`top_logprobs` needs `logprobs: true`",
-                ))
-            }
-            _ => None,
-        };
-        let tool_choice = request.tool_choice.clone().filter(|c| !c.is_null());
-        let kind = tool_choice.as_ref().and_then(|c| match c {
-            serde_json::Value::String(kind) => Some(kind.as_str()),
-            other => other.get("type")?.as_str(),
-        });
-        if tool_choice.is_some()
-            && request
-                .tools
-                .as_ref()
-                .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
-            && kind != Some("none")
-        {
-            return Err(Error::invalid(
-                "tool_choice",
-                "`tool_choice` is only allowed when `tools` are given",
-            ));
-        }
-        let max_tokens = match (request.max_completion_tokens, request.max_tokens) {
-            (Some(n), _) => Some(("max_completion_tokens", n)),
-            (None, Some(n)) => Some(("max_tokens", n)),
-            (None, None) => None,
-        };
-        let options = GenerationOptions {
-            max_tokens,
-            temperature: request.temperature,
-            top_p: request.top_p,
-            seed: request.seed,
-            stop: request.stop.clone().map(StopSequences::into_vec),
-            frequency_penalty: request.frequency_penalty,
-            presence_penalty: request.presence_penalty,
-            top_k: request.top_k,
-            min_p: request.min_p,
-            repetition_penalty: repetition_penalty(
-                request.repetition_penalty,
-                request.repeat_penalty,
-            )?,
-            chat_template_kwargs: request
-                .chat_template_kwargs
-                .clone()
-                .map(serde_json::Value::Object),
-            tools: request
-                .tools
-                .clone()
-                .filter(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty())),
-            tool_choice,
-            parallel_tool_calls: request.parallel_tool_calls,
-            allow_repeated_tool_calls: request.allow_repeated_tool_calls,
-            response_format: request.response_format.clone().filter(|f| !f.is_null()),
+        let Prepared {
+            messages,
+            media,
+            options,
+            n,
             logprobs,
-            logit_bias: request
-                .logit_bias
-                .clone()
-                .filter(|b| !b.is_empty())
-                .map(serde_json::Value::Object),
-            reasoning_effort: match request.reasoning_effort.as_deref() {
-                Some(effort) if !REASONING_EFFORTS.contains(&effort) => {
-                    return Err(Error::invalid(
-                        "reasoning_effort",
-                        format!(
-                            "Invalid value for `reasoning_effort`: '{}'; it must be one of {}",
-                            shown(effort),
-                            REASONING_EFFORTS.join(", ")
-                        ),
-                    ))
-                }
-                effort => effort.map(str::to_string),
-            },
-        };
+        } = prepare(request)?;
         let runs = start_choices(
             &self.registry,
             &request.model,
@@ -255,6 +218,117 @@ impl ChatCompletions {
             usage: Usage::default(),
         })
     }
+}
+
+/// A chat request checked and read into what generation takes.
+struct Prepared {
+    messages: Value,
+    media: ChatMedia,
+    options: GenerationOptions,
+    n: usize,
+    logprobs: Option<i64>,
+}
+
+/// `{prompt}`: a chat request's prompt as the model's template renders it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RenderedPrompt {
+    pub prompt: String,
+}
+
+fn prepare(request: &ChatCompletionRequest) -> Result<Prepared> {
+    reject_other_fields(&request.other)?;
+    check_stream_options(request.stream_options.as_ref())?;
+    let n = check_n(request.n)?;
+    let mut media = ChatMedia::default();
+    let messages = chat_messages(&request.messages, &mut media)?;
+    let logprobs = match (request.logprobs, request.top_logprobs) {
+        (_, Some(k)) if !(0..=20).contains(&k) => {
+            return Err(Error::invalid(
+                "top_logprobs",
+                format!("Invalid value for `top_logprobs`: {k}; it must be from 0 to 20"),
+            ))
+        }
+        (Some(true), k) => Some(k.unwrap_or(0)),
+        (_, Some(_)) => {
+            return Err(Error::invalid(
+                "top_logprobs",
+                "`top_logprobs` needs `logprobs: true`",
+            ))
+        }
+        _ => None,
+    };
+    let tool_choice = request.tool_choice.clone().filter(|c| !c.is_null());
+    let kind = tool_choice.as_ref().and_then(|c| match c {
+        serde_json::Value::String(kind) => Some(kind.as_str()),
+        other => other.get("type")?.as_str(),
+    });
+    if tool_choice.is_some()
+        && request
+            .tools
+            .as_ref()
+            .is_none_or(|t| t.as_array().is_none_or(Vec::is_empty))
+        && kind != Some("none")
+    {
+        return Err(Error::invalid(
+            "tool_choice",
+            "`tool_choice` is only allowed when `tools` are given",
+        ));
+    }
+    let max_tokens = match (request.max_completion_tokens, request.max_tokens) {
+        (Some(n), _) => Some(("max_completion_tokens", n)),
+        (None, Some(n)) => Some(("max_tokens", n)),
+        (None, None) => None,
+    };
+    let options = GenerationOptions {
+        max_tokens,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        seed: request.seed,
+        stop: request.stop.clone().map(StopSequences::into_vec),
+        frequency_penalty: request.frequency_penalty,
+        presence_penalty: request.presence_penalty,
+        top_k: request.top_k,
+        min_p: request.min_p,
+        repetition_penalty: repetition_penalty(request.repetition_penalty, request.repeat_penalty)?,
+        chat_template_kwargs: request
+            .chat_template_kwargs
+            .clone()
+            .map(serde_json::Value::Object),
+        tools: request
+            .tools
+            .clone()
+            .filter(|t| !t.is_null() && t.as_array().is_none_or(|a| !a.is_empty())),
+        tool_choice,
+        parallel_tool_calls: request.parallel_tool_calls,
+        allow_repeated_tool_calls: request.allow_repeated_tool_calls,
+        response_format: request.response_format.clone().filter(|f| !f.is_null()),
+        logprobs,
+        logit_bias: request
+            .logit_bias
+            .clone()
+            .filter(|b| !b.is_empty())
+            .map(serde_json::Value::Object),
+        reasoning_effort: match request.reasoning_effort.as_deref() {
+            Some(effort) if !REASONING_EFFORTS.contains(&effort) => {
+                return Err(Error::invalid(
+                    "reasoning_effort",
+                    format!(
+                        "Invalid value for `reasoning_effort`: '{}'; it must be one of {}",
+                        shown(effort),
+                        REASONING_EFFORTS.join(", ")
+                    ),
+                ))
+            }
+            effort => effort.map(str::to_string),
+        },
+    };
+    Ok(Prepared {
+        messages,
+        media,
+        options,
+        n,
+        logprobs,
+    })
 }
 
 /// A stream of `chat.completion.chunk`s: a first chunk with the role for each choice, content
@@ -526,7 +600,9 @@ pub(crate) fn chat_messages(messages: &[ChatMessage], media: &mut ChatMedia) -> 
                         format!("Missing `messages[{i}].content`: an assistant message needs content or tool_calls"),
                     ));
                 }
-                Value::from("")
+                // Null, as OpenAI's and transformers' (DeepSeek R1's template shows the calls
+                // only then); a template that cannot take it gets "" (ChatTemplate::render).
+                Value::Null
             }
             None => {
                 return Err(Error::invalid(

@@ -26,7 +26,7 @@ mod transcription;
 mod translation;
 mod types;
 
-pub use chat::{Chat, ChatCompletionStream, ChatCompletions};
+pub use chat::{Chat, ChatCompletionStream, ChatCompletions, RenderedPrompt};
 pub use completions::{CompletionStream, Completions};
 pub use embeddings::*;
 pub use images::{

@@ -119,6 +119,13 @@ impl ChatFormat {
             ChatFormat::Builtin(_) => false,
         }
     }
+
+    pub(super) fn shows_tool_calls(&self) -> bool {
+        match self {
+            ChatFormat::Jinja(template) => template.shows_tool_calls(),
+            ChatFormat::Builtin(_) => false,
+        }
+    }
 }
 
 /// Whether a config's `chat_template` is a Jinja template rather than a llama.cpp name.

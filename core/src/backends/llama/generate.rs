@@ -32,6 +32,23 @@ impl Generate for LlamaPredictor {
     fn default_sampling(&self) -> Option<(f64, f64)> {
         Some((self.sampling.temperature, self.sampling.top_p))
     }
+
+    fn render(&self, request: &GenerationRequest) -> Result<String> {
+        match &request.input {
+            // As `start` renders it: the tools unless `tool_choice` is none.
+            GenerationInput::Messages(messages) => {
+                if !self.tool_history_shown {
+                    self.check_no_tool_history(messages)?;
+                }
+                let tools = match request.callable_tools() {
+                    Some(_) if !self.tools_supported => return Err(self.no_tool_support()),
+                    tools => tools.map(|t| &t.json),
+                };
+                self.render_chat_with(messages, tools, request.chat_template_kwargs.as_ref())
+            }
+            GenerationInput::Prompt(prompt) => Ok(prompt.clone()),
+        }
+    }
 }
 
 /// `logit_bias` as llama.cpp's sampler takes it: ids of this model's vocabulary.
@@ -81,7 +98,7 @@ impl LlamaPredictor {
                     .map(str::len)
                     .sum();
                 self.check_cannot_fit(text_bytes, "messages")?;
-                if !self.tools_supported {
+                if !self.tool_history_shown {
                     self.check_no_tool_history(messages)?;
                 }
                 let tools = match calling {

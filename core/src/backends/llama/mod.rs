@@ -123,6 +123,8 @@ pub struct LlamaPredictor {
     template: Option<ChatFormat>,
     /// Whether the chat template has a place for tools (found once, at load).
     tools_supported: bool,
+    /// Whether its template shows earlier tool calls (all that take tools, and DeepSeek R1's).
+    tool_history_shown: bool,
     /// The sampling used where a request leaves it unset.
     sampling: Sampling,
     grammars: Grammars,
@@ -187,6 +189,8 @@ impl LlamaPredictor {
         let sampling = Sampling::of(&model, &options_of(config).defaults);
         let template = ChatFormat::of(&model, config)?;
         let tools_supported = template.as_ref().is_some_and(ChatFormat::supports_tools);
+        let tool_history_shown =
+            tools_supported || template.as_ref().is_some_and(ChatFormat::shows_tool_calls);
         // The longest text one token stands for: a prompt of B bytes is at least
         // B / max_piece_bytes tokens, which rejects what cannot fit before tokenizing it.
         let max_piece_bytes = model
@@ -229,6 +233,7 @@ impl LlamaPredictor {
             model,
             template,
             tools_supported,
+            tool_history_shown,
             sampling,
             grammars: Grammars::new(options_of(config).jump_forward.unwrap_or(true)),
             n_ctx,

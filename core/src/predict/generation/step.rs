@@ -83,6 +83,10 @@ pub trait Generate: Send + Sync {
     fn default_sampling(&self) -> Option<(f64, f64)> {
         None
     }
+
+    /// The prompt `request` would be decoded from (its chat template's rendering), without
+    /// generating: `POST /apply-template`.
+    fn render(&self, request: &GenerationRequest) -> Result<String>;
 }
 
 impl GenerationStep {
