@@ -369,4 +369,4 @@ def test_a_declared_context_length_is_reported_and_bounds_max_tokens(media):
         @predictor(tag="@test/no-room")
         def no_room(messages: Annotated[list, Annotations.ChatMessages(context_length=0)]) -> Iterator[str]:
             yield ""
-    assert "context_length" in str(e.value) and "at least 1" in str(e.value)
+    assert "context_length" in str(e.value) and "at least 2" in str(e.value)

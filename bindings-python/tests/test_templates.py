@@ -31,7 +31,7 @@ TIME = {"type": "function", "function": {
 
 
 def call(id: str, name: str, arguments: Dict[str, Any]) -> Dict[str, Any]:
-    return {"id": id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
 
 
 CASES: Dict[str, Dict[str, Any]] = {
@@ -47,9 +47,9 @@ CASES: Dict[str, Dict[str, Any]] = {
         {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 21 C"}]),
     "parallel_calls": dict(tools=[WEATHER, TIME], messages=[
         {"role": "system", "content": "Use the tools."},
-        {"role": "user", "content": "Weather and time in Porto?"},
+        {"role": "user", "content": "Weather and time in São Paulo?"},
         {"role": "assistant", "content": None, "tool_calls": [
-            call("call_1", "get_weather", {"city": "Porto"}), call("call_2", "get_time", {"zone": "Europe/Lisbon"})]},
+            call("call_1", "get_weather", {"city": "São Paulo"}), call("call_2", "get_time", {"zone": "America/Sao_Paulo"})]},
         {"role": "tool", "tool_call_id": "call_1", "content": "Rain"},
         {"role": "tool", "tool_call_id": "call_2", "content": "14:05"}]),
     "thinking_off": dict(chat_template_kwargs={"enable_thinking": False},
@@ -70,7 +70,8 @@ def reference_environment() -> jinja2.Environment:
         return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
     def strftime_now(format: str) -> str:
-        return datetime.datetime.now().strftime(format)
+        # transformers uses local time, ingle UTC (its docs): the same on any machine here.
+        return datetime.datetime.now(datetime.timezone.utc).strftime(format)
 
     env = jinja2.sandbox.ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
                                                        extensions=[jinja2.ext.loopcontrols])
@@ -102,7 +103,7 @@ def call_variant(messages: List[Dict[str, Any]], text_arguments: bool, blank_con
             if blank_content and m.get("content") is None:
                 m["content"] = ""
             if text_arguments and m.get("tool_calls"):
-                m["tool_calls"] = [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"])}}
+                m["tool_calls"] = [{**c, "function": {**c["function"], "arguments": json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
                                    for c in m["tool_calls"]]
         out.append(m)
     return out

@@ -29,8 +29,9 @@ struct Entry {
     /// OpenAI voice names → the model's voices (a config model's `voices`): they belong to
     /// this entry, and go with it when a predictor registered under its tag replaces it.
     voice_aliases: BTreeMap<String, String>,
-    /// The context length a ready predictor declares, known before its first use.
-    declared_context: Option<u32>,
+    /// The context length its predictor declares (0: none), known once it has loaded, or
+    /// before for a ready predictor: `models` reports it without waiting on a load.
+    context_length: std::sync::atomic::AtomicU32,
 }
 
 impl Entry {
@@ -198,7 +199,7 @@ impl Registry {
             last_used: Mutex::new(None),
             needs_files,
             voice_aliases,
-            declared_context,
+            context_length: declared_context.unwrap_or(0).into(),
         }));
         Ok(())
     }
@@ -378,6 +379,11 @@ impl Registry {
             return Ok(Arc::clone(predictor));
         }
         let predictor = (entry.loader)().map_err(|e| unloadable(tag, e))?;
+        if let Some(context) = predictor.signature().context_length() {
+            entry
+                .context_length
+                .store(context, std::sync::atomic::Ordering::Relaxed);
+        }
         *loaded = Some(Arc::clone(&predictor));
         // Idle time starts after the load, not before it.
         *entry.last_used.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
@@ -474,14 +480,18 @@ impl Registry {
     }
 
     fn info(entry: &Entry) -> ModelInfo {
-        let (loaded, context_length) = entry
+        let loaded = entry
             .loaded
             .try_lock()
-            .map(|l| match l.as_ref() {
-                Some(predictor) => (true, predictor.signature().context_length()),
-                None => (false, entry.declared_context),
-            })
-            .unwrap_or((false, entry.declared_context));
+            .map(|l| l.is_some())
+            .unwrap_or(false);
+        // Once known, kept: the same model file loads with the same context.
+        let context_length = Some(
+            entry
+                .context_length
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+        .filter(|&n| n > 0);
         ModelInfo {
             tag: entry.tag.clone(),
             created: entry.created,

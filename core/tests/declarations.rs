@@ -204,6 +204,7 @@ fn the_rules_of_each_method_name_the_parameter() {
     assert_eq!(declared.signature.context_length(), Some(4096));
     for bad in [
         serde_json::json!(0),
+        serde_json::json!(1),
         serde_json::json!(1.5),
         serde_json::json!("4k"),
     ] {

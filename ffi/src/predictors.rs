@@ -255,8 +255,9 @@ fn start(
 /// (`{"type", "min", "max"}`), audio_voice (`{"type", "voices"}`), audio_speed (`{"type", "min",
 /// "max"}`), audio (`{"type", "sample_rate"}`), transcription_language, transcription_prompt,
 /// transcription_task (a string input: `transcribe` or `translate`; it makes the predictor serve
-/// `audio.translations`), transcription_word_timestamps, transcription_segment, chat_messages,
-/// prompt, text_delta,
+/// `audio.translations`), transcription_word_timestamps, transcription_segment, chat_messages
+/// (or `{"type", "context_length"}`: the tokens its model holds, reported by `models` and
+/// bounding `max_tokens`), prompt, text_delta,
 /// finish_reason, usage, max_tokens, temperature, top_p, seed, stop, frequency_penalty,
 /// presence_penalty, rerank_query and rerank_documents (a string and an array of strings in) with
 /// rerank_scores (an array of numbers out, one per document: they make it serve `rerank`),

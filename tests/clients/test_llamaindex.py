@@ -7,12 +7,11 @@ import openai
 
 import pytest
 from llama_index.core.agent.workflow import AgentOutput, FunctionAgent
-from llama_index.core.workflow.errors import WorkflowRuntimeError
 from llama_index.core.llms import ChatMessage
 from llama_index.core.tools import FunctionTool
 from llama_index.llms.openai_like import OpenAILike
 
-from common import (CAPITAL, EXTENSIONS, KEY, MINILM, QWEN, SENTENCE, SMALL_QWEN, TIMEOUT, URL,
+from common import (CAPITAL, EXTENSIONS, KEY, MINILM, QWEN, SENTENCE, TIMEOUT, URL,
                     WEATHER_QUESTION, get_weather, is_paris)
 
 

@@ -122,7 +122,9 @@ class _ChatMessages(_Annotation):
 
     def __init__(self, description: str = "", *, context_length: Optional[int] = None) -> None:
         super().__init__(description)
-        self.context_length = None if context_length is None else int(context_length)
+        if context_length is not None and (isinstance(context_length, bool) or not isinstance(context_length, int)):
+            raise TypeError(f"ChatMessages(context_length=...) must be an int, not {type(context_length).__name__}")
+        self.context_length = context_length
 
     def _fields(self) -> Dict[str, Any]:
         return {} if self.context_length is None else {"context_length": self.context_length}

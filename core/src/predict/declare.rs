@@ -428,10 +428,13 @@ pub(crate) fn annotation_of(json: &Json, path: &str) -> Result<Annotation> {
             let context_length = match fields.get("context_length") {
                 None | Some(Json::Null) => None,
                 Some(_) => match whole("context_length")? {
-                    0 => {
+                    0 | 1 => {
                         return Err(Error::invalid(
                             format!("{path}.context_length"),
-                            format!("`{path}.context_length` must be at least 1 token"),
+                            format!(
+                                "`{path}.context_length` must be at least 2 tokens: room for \
+                                 a prompt and an answer"
+                            ),
                         ))
                     }
                     n => Some(n),

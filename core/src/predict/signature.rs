@@ -132,9 +132,6 @@ pub enum Annotation {
     ImageCount,
 }
 
-/// The variant first, then the fields of the variants that have some. (Derived, the comparison
-/// compiles to loads of the fields of both sides whatever the variant, which valgrind reports as
-/// branching on uninitialised bytes when a side is a unit variant.)
 impl Annotation {
     /// The chat's messages, of a model whose context length is not declared.
     pub const CHAT_MESSAGES: Annotation = Annotation::ChatMessages {
@@ -142,6 +139,9 @@ impl Annotation {
     };
 }
 
+/// The variant first, then the fields of the variants that have some. (Derived, the comparison
+/// compiles to loads of the fields of both sides whatever the variant, which valgrind reports as
+/// branching on uninitialised bytes when a side is a unit variant.)
 impl PartialEq for Annotation {
     fn eq(&self, other: &Self) -> bool {
         use Annotation as A;

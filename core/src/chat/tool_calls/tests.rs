@@ -456,6 +456,21 @@ fn tool_exchanges_become_plain_turns_that_still_alternate() {
         "Let me look.\nCalling forecast with {}."
     );
     assert_eq!(plain[5]["content"], "The result of the tool: Cloudy");
+    // Text, then a call in a message of its own (as Responses keeps them); results after a user
+    // message: still one message a role.
+    let split = vec![
+        serde_json::json!({"role": "user", "content": "Hi"}),
+        serde_json::json!({"role": "assistant", "content": "Let me look."}),
+        serde_json::json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c9", "type": "function", "function": {"name": "look", "arguments": "{}"}}]}),
+        serde_json::json!({"role": "user", "content": "Quick!"}),
+        serde_json::json!({"role": "tool", "tool_call_id": "c9", "content": "Found"}),
+    ];
+    let plain = exchanges_as_text(&split);
+    let roles: Vec<&str> = plain.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "user"]);
+    assert_eq!(plain[1]["content"], "Let me look.\n\nCalling look with {}.");
+    assert_eq!(plain[2]["content"], "Quick!\n\nThe result of look: Found");
     // Without tool exchanges, the conversation is as it was.
     assert_eq!(exchanges_as_text(&messages[..2]), messages[..2].to_vec());
 }

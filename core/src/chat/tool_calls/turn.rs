@@ -378,5 +378,27 @@ pub(crate) fn exchanges_as_text(messages: &[Json]) -> Vec<Json> {
             }
         }
     }
-    out
+    // Text then a call (two assistant messages, as Responses keeps them), or results after a
+    // user message: one message a role, so that templates that enforce alternation render it.
+    let mut merged: Vec<Json> = Vec::with_capacity(out.len());
+    for message in out {
+        let role = message["role"].clone();
+        match merged.last_mut() {
+            Some(last)
+                if last["role"] == role
+                    && (role == "user" || role == "assistant")
+                    && last.get("tool_calls").is_none()
+                    && message.get("tool_calls").is_none() =>
+            {
+                let joined = format!(
+                    "{}\n\n{}",
+                    text_of(&last["content"]),
+                    text_of(&message["content"])
+                );
+                last["content"] = Json::String(joined);
+            }
+            _ => merged.push(message),
+        }
+    }
+    merged
 }

@@ -353,10 +353,11 @@ fn in_responses_terms(mut error: Error) -> Error {
                 .map(|rest| format!("{responses}{rest}"))
         });
         if let Some(renamed) = renamed {
-            if param == "reasoning_effort" {
+            if param == "reasoning_effort" || param == "max_tokens" {
+                // The message names the field too.
                 error.message = error
                     .message
-                    .replace("`reasoning_effort`", "`reasoning.effort`");
+                    .replace(&format!("`{param}`"), &format!("`{renamed}`"));
             }
             error.param = Some(renamed);
         }
