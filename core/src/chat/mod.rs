@@ -4,4 +4,5 @@
 pub mod grammar;
 pub mod template;
 pub(crate) mod text;
+pub(crate) mod thinking;
 pub mod tool_calls;

@@ -4,18 +4,36 @@
 //! `strftime_now`, and a `tojson` that is Python's `json.dumps` (keys kept in order, `", "` and
 //! `": "` separators, non-ASCII kept) rather than minijinja's compact, HTML-escaping one.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use minijinja::value::{Kwargs, Value as JinjaValue};
 use minijinja::{Environment, ErrorKind as JinjaErrorKind};
+
+/// The variable a template reads to turn its model's thinking up or down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThinkingSwitch {
+    /// None: the model thinks always (DeepSeek R1) or never.
+    None,
+    /// `enable_thinking` (Qwen3, SmolLM3): on or off.
+    EnableThinking,
+    /// `reasoning_effort` (gpt-oss): low, medium or high.
+    ReasoningEffort,
+}
 
 /// A compiled chat template and the special tokens it may refer to.
 pub struct ChatTemplate {
     env: Environment<'static>,
+    /// The template writes `<think>` and `</think>`: its model thinks in them.
+    thinks: bool,
+    /// What turns its model's thinking up or down, if anything.
+    switch: ThinkingSwitch,
     bos_token: String,
     eos_token: String,
 }
 
 const NAME: &str = "chat_template";
+
+/// What a rendering that ran out of [`TEMPLATE_FUEL`] says (minijinja's words).
+const OUT_OF_FUEL: &str = "ran out of fuel";
 
 /// Instructions one rendering may run: real templates take a few thousand per message.
 pub const TEMPLATE_FUEL: u64 = 20_000_000;
@@ -40,6 +58,17 @@ impl ChatTemplate {
             })?;
         Ok(ChatTemplate {
             env,
+            thinks: source.contains(super::thinking::OPEN)
+                && source.contains(super::thinking::CLOSE),
+            // The variables templates read: Qwen3's and SmolLM3's `enable_thinking`, gpt-oss's
+            // `reasoning_effort`.
+            switch: if source.contains("enable_thinking") {
+                ThinkingSwitch::EnableThinking
+            } else if source.contains("reasoning_effort") {
+                ThinkingSwitch::ReasoningEffort
+            } else {
+                ThinkingSwitch::None
+            },
             bos_token: bos_token.to_string(),
             eos_token: eos_token.to_string(),
         })
@@ -58,17 +87,26 @@ impl ChatTemplate {
         // first; a template written for other shapes fails on it, and gets, as llama.cpp gives
         // such templates, `arguments` as JSON text (DeepSeek R1's concatenates it), then
         // `content` "" (QwQ's calls `content.split(...)`), then both. The first failure stands.
-        let first = match self.render_once(messages, tools, add_generation_prompt, kwargs) {
-            Err(first) if has_calls(messages) => first,
+        // A template out of fuel is not tried again (a hostile one would cost four budgets).
+        let mut error = match self.render_once(messages, tools, add_generation_prompt, kwargs) {
+            Err(first) if has_calls(messages) && !first.message.contains(OUT_OF_FUEL) => first,
             rendered => return rendered,
         };
         for (text_arguments, blank_content) in [(true, false), (false, true), (true, true)] {
             let variant = call_variant(messages, text_arguments, blank_content);
-            if let Ok(text) = self.render_once(&variant, tools, add_generation_prompt, kwargs) {
-                return Ok(text);
+            match self.render_once(&variant, tools, add_generation_prompt, kwargs) {
+                Ok(text) => return Ok(text),
+                // The template's own refusal (roles that do not alternate, say) is the caller's
+                // to read: it wins over a failure on a shape the template was not written for.
+                Err(refused) if refused.kind == ErrorKind::InvalidRequest => {
+                    if error.kind != ErrorKind::InvalidRequest {
+                        error = refused;
+                    }
+                }
+                Err(_) => {}
             }
         }
-        Err(first)
+        Err(error)
     }
 
     fn render_once(
@@ -117,8 +155,8 @@ fn has_calls(messages: &serde_json::Value) -> bool {
     })
 }
 
-/// The messages with each call's `arguments` as JSON text (as Python's `json.dumps` writes
-/// it) and/or a call message's null `content` as "".
+/// The messages with each call's `arguments` as JSON text (as Python's `json.dumps` writes it
+/// with `ensure_ascii=False`, as OpenAI sends it: `São Paulo` kept) and/or a call message's null `content` as "".
 fn call_variant(
     messages: &serde_json::Value,
     text_arguments: bool,
@@ -161,6 +199,16 @@ impl ChatTemplate {
             .is_ok_and(|text| text.contains(PROBE_TOOL))
     }
 
+    /// Whether its model thinks in `<think>` tags (the template writes them).
+    pub fn thinks(&self) -> bool {
+        self.thinks
+    }
+
+    /// The variable of the template that turns thinking up or down.
+    pub fn thinking_switch(&self) -> ThinkingSwitch {
+        self.switch
+    }
+
     /// Whether the template shows an assistant's earlier tool calls (DeepSeek R1's does, with
     /// their results, though it lists no tools): then a conversation with calls is its to show.
     pub fn shows_tool_calls(&self) -> bool {
@@ -181,7 +229,8 @@ fn raise_exception(message: String) -> std::result::Result<JinjaValue, minijinja
     ))
 }
 
-/// `strftime_now(format)`: the local time, formatted as Python's `strftime` does for the
+/// `strftime_now(format)`: the time in UTC (transformers uses the machine's local time; a
+/// server's is often UTC), formatted as Python's `strftime` does for the
 /// directives templates use (`%d`, `%m`, `%Y`, `%b`, `%B`, `%H`, `%M`, `%S`, `%%`).
 fn strftime_now(format: String) -> String {
     let now = std::time::SystemTime::now()

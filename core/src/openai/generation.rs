@@ -197,7 +197,7 @@ impl From<GenerationStep> for Step {
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         Step {
             text: step.text,
-            reasoning: String::new(),
+            reasoning: step.reasoning,
             finish_reason: step.finish_reason,
             usage: step.usage.map(|u| {
                 usage(
@@ -344,16 +344,7 @@ pub(super) fn start_generation(
     }
     let predictor = registry.get(model)?;
     if predictor.generation().is_some() {
-        if options.reasoning_effort.is_some() {
-            return Err(Error::invalid(
-                "reasoning_effort",
-                format!(
-                    "The model `{}` takes no `reasoning_effort`: ingle does not steer the \
-                     thinking of llama.cpp chat models yet",
-                    shown(model)
-                ),
-            ));
-        }
+        // `reasoning_effort` is the engine's to map onto its template (or refuse).
         let input = match input {
             Annotation::ChatMessages { .. } => match input_value {
                 Value::List(messages) => GenerationInput::Messages(messages),
@@ -379,9 +370,12 @@ pub(super) fn start_generation(
             ),
         )
     };
-    let input_param = signature
-        .input_annotated(&input)
-        .ok_or_else(|| cannot(format!("input annotated {input:?}")))?;
+    let input_param = signature.input_annotated(&input).ok_or_else(|| {
+        cannot(format!(
+            "input annotated {}",
+            super::rules::annotation_name(&input)
+        ))
+    })?;
     let text = signature
         .output_annotated(&Annotation::TextDelta)
         .ok_or_else(|| cannot("output annotated TextDelta".into()))?;

@@ -120,6 +120,20 @@ impl ChatFormat {
         }
     }
 
+    pub(super) fn thinking_switch(&self) -> crate::chat::template::ThinkingSwitch {
+        match self {
+            ChatFormat::Jinja(template) => template.thinking_switch(),
+            ChatFormat::Builtin(_) => crate::chat::template::ThinkingSwitch::None,
+        }
+    }
+
+    pub(super) fn thinks(&self) -> bool {
+        match self {
+            ChatFormat::Jinja(template) => template.thinks(),
+            ChatFormat::Builtin(_) => false,
+        }
+    }
+
     pub(super) fn shows_tool_calls(&self) -> bool {
         match self {
             ChatFormat::Jinja(template) => template.shows_tool_calls(),

@@ -8,6 +8,7 @@ use super::constrain::{self, ToolSpec};
 use super::sequence::{Job, Lazy};
 use super::stream::{flag_on_cancel, TextStream};
 use super::{random_seed, LlamaPredictor, TOOL_FORMAT};
+use crate::chat::thinking::{prompt_opens_thoughts, ThinkSplitter};
 use crate::chat::tool_calls::{
     answered_calls, exchanges_as_text, ToolCallDeltas, ToolCallParser, TurnRules,
 };
@@ -44,7 +45,8 @@ impl Generate for LlamaPredictor {
                     Some(_) if !self.tools_supported => return Err(self.no_tool_support()),
                     tools => tools.map(|t| &t.json),
                 };
-                self.render_chat_with(messages, tools, request.chat_template_kwargs.as_ref())
+                let kwargs = self.template_kwargs(request)?;
+                self.render_chat_with(messages, tools, kwargs.as_ref())
             }
             GenerationInput::Prompt(prompt) => Ok(prompt.clone()),
         }
@@ -85,6 +87,7 @@ impl LlamaPredictor {
         check_strict_schemas(&request)?;
         let logit_bias = logit_biases(&request.logit_bias, self.model.n_vocab())?;
         let calling = request.callable_tools();
+        let template_kwargs = self.template_kwargs(&request)?;
         // With calls already answered since the user spoke, the same conversation without
         // tools: the model answers from the results if it only makes one of them again.
         let mut answered = Vec::new();
@@ -110,7 +113,7 @@ impl LlamaPredictor {
                     }
                     None => None,
                 };
-                let kwargs = request.chat_template_kwargs.as_ref();
+                let kwargs = template_kwargs.as_ref();
                 let rendered = self.render_chat_with(messages, tools, kwargs)?;
                 if tools.is_some()
                     && request.tool_choice == ToolChoice::Auto
@@ -194,6 +197,10 @@ impl LlamaPredictor {
             None => n_ctx - n_prompt,
         };
         let (grammar, lazy) = self.constraints(&request)?;
+        // A model that thinks in `<think>` tags, free to (no grammar from its first token): its
+        // thoughts apart from its answer, from the start if the prompt opened them.
+        let thinking = (self.thinks && grammar.is_none() && prompt_param == "messages")
+            .then(|| ThinkSplitter::new(prompt_opens_thoughts(&prompt)));
         let sampler = self.sampler(&request.sampling, &logit_bias);
         let cancelled = Arc::new(AtomicBool::new(false));
         let (events, event_rx) = mpsc::channel();
@@ -247,6 +254,7 @@ impl LlamaPredictor {
             cancelled,
             finish_now,
             done: false,
+            thinking,
             calls,
             logprobs: request.logprobs.is_some(),
             answer_instead,
@@ -376,5 +384,63 @@ impl LlamaPredictor {
             chain.push(LlamaSampler::dist(seed));
         }
         LlamaSampler::chain_simple(chain)
+    }
+}
+
+impl LlamaPredictor {
+    /// The request's `chat_template_kwargs`, with `reasoning_effort` mapped onto what the
+    /// template reads (a kwarg the caller set wins): Qwen3's and SmolLM3's `enable_thinking`
+    /// (off for `none` and `minimal`), gpt-oss's `reasoning_effort` (low, medium, high). A model
+    /// that always thinks (DeepSeek R1) takes any effort but `none`; one that does not think
+    /// takes none.
+    fn template_kwargs(&self, request: &GenerationRequest) -> Result<Option<serde_json::Value>> {
+        use crate::chat::template::ThinkingSwitch as S;
+        let given = request.chat_template_kwargs.clone();
+        let Some(effort) = request.reasoning_effort.as_deref() else {
+            return Ok(given);
+        };
+        let mut kwargs = match given {
+            Some(serde_json::Value::Object(kwargs)) => kwargs,
+            _ => serde_json::Map::new(),
+        };
+        let refused = |why: &str| {
+            Err(Error::invalid(
+                "reasoning_effort",
+                format!(
+                    "The model `{}` takes no `reasoning_effort` '{}': {why}",
+                    crate::error::shown(&self.tag),
+                    crate::error::shown(effort)
+                ),
+            ))
+        };
+        match self.thinking_switch {
+            S::EnableThinking => {
+                let on = !matches!(effort, "none" | "minimal");
+                kwargs
+                    .entry("enable_thinking")
+                    .or_insert(serde_json::Value::Bool(on));
+            }
+            S::ReasoningEffort => {
+                let level = match effort {
+                    "none" | "minimal" | "low" => "low",
+                    "medium" => "medium",
+                    _ => "high",
+                };
+                kwargs
+                    .entry("reasoning_effort")
+                    .or_insert(serde_json::Value::from(level));
+            }
+            S::None if self.thinks && effort != "none" => {}
+            S::None if self.thinks => {
+                return refused("it always thinks (its chat template has no switch to turn it off)")
+            }
+            S::None => {
+                return refused(
+                    "its chat template has no thinking to steer (no `<think>` tags, no \
+                                `enable_thinking` or `reasoning_effort`)",
+                )
+            }
+        }
+        Ok(Some(serde_json::Value::Object(kwargs)))
     }
 }

@@ -125,6 +125,10 @@ pub struct LlamaPredictor {
     tools_supported: bool,
     /// Whether its template shows earlier tool calls (all that take tools, and DeepSeek R1's).
     tool_history_shown: bool,
+    /// Whether it thinks in `<think>` tags (its template writes them): Qwen3, QwQ, DeepSeek R1.
+    thinks: bool,
+    /// What its template reads to turn thinking up or down (`reasoning_effort` maps onto it).
+    thinking_switch: crate::chat::template::ThinkingSwitch,
     /// The sampling used where a request leaves it unset.
     sampling: Sampling,
     grammars: Grammars,
@@ -191,6 +195,11 @@ impl LlamaPredictor {
         let tools_supported = template.as_ref().is_some_and(ChatFormat::supports_tools);
         let tool_history_shown =
             tools_supported || template.as_ref().is_some_and(ChatFormat::shows_tool_calls);
+        let thinks = template.as_ref().is_some_and(ChatFormat::thinks);
+        let thinking_switch = template.as_ref().map_or(
+            crate::chat::template::ThinkingSwitch::None,
+            ChatFormat::thinking_switch,
+        );
         // The longest text one token stands for: a prompt of B bytes is at least
         // B / max_piece_bytes tokens, which rejects what cannot fit before tokenizing it.
         let max_piece_bytes = model
@@ -234,6 +243,8 @@ impl LlamaPredictor {
             template,
             tools_supported,
             tool_history_shown,
+            thinks,
+            thinking_switch,
             sampling,
             grammars: Grammars::new(options_of(config).jump_forward.unwrap_or(true)),
             n_ctx,

@@ -1,6 +1,7 @@
 //! The consumer's end of a request: the events the scheduler sends, turned into outputs (text,
 //! tool-call deltas, log probabilities, the finish); dropping it cancels the request.
 
+use crate::chat::thinking::ThinkSplitter;
 use crate::chat::tool_calls::ToolCallDeltas;
 use crate::error::{Error, Result};
 use crate::predict::{Cancel, GenerationStep, OnCancel, StepUsage, TokenLogprob};
@@ -35,7 +36,9 @@ pub(super) struct TextStream {
     /// Tells the scheduler to end the sequence (the tool-call turn is over).
     pub(super) finish_now: Arc<AtomicBool>,
     pub(super) done: bool,
-    /// Splits tool calls out of the text, when the request has tools.
+    /// Splits the thoughts out of the text, for a model that thinks in `<think>` tags.
+    pub(super) thinking: Option<ThinkSplitter>,
+    /// Splits tool calls out of the text (the answer), when the request has tools.
     pub(super) calls: Option<ToolCallDeltas>,
     pub(super) logprobs: bool,
     /// The same request without tools, started if the turn makes again a call already
@@ -125,9 +128,13 @@ impl Iterator for TextStream {
         // The turn was over before this event: the scheduler, running ahead, may have reached
         // `max_tokens` before it heard, but the calls are whole.
         let mut over_before = self.calls.as_ref().is_some_and(ToolCallDeltas::turn_over);
+        let (reasoning, answer) = match &mut self.thinking {
+            Some(thinking) => thinking.split(&event.text, end),
+            None => (String::new(), event.text),
+        };
         let (text, deltas) = match &mut self.calls {
             Some(calls) => {
-                let (text, deltas) = calls.split(&event.text, end);
+                let (text, deltas) = calls.split(&answer, end);
                 if calls.turn_over() {
                     self.finish_now.store(true, Ordering::Relaxed);
                 }
@@ -136,7 +143,7 @@ impl Iterator for TextStream {
                 over_before |= !end && calls.turn_over();
                 (text, deltas)
             }
-            None => (event.text, Vec::new()),
+            None => (answer, Vec::new()),
         };
         let mut event_finish = event.finish;
         if self.calls.as_ref().is_some_and(ToolCallDeltas::looped) {
@@ -175,6 +182,7 @@ impl Iterator for TextStream {
         };
         Some(Ok(GenerationStep {
             text,
+            reasoning,
             finish_reason,
             usage,
             tool_calls,

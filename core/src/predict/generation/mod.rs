@@ -264,6 +264,8 @@ pub struct GenerationRequest {
     pub tool_choice: ToolChoice,
     /// Default true, as OpenAI's, but false with a named `tool_choice` (one call of it).
     pub parallel_tool_calls: bool,
+    /// `reasoning_effort` (none, minimal, low, medium, high, xhigh), for a model that thinks.
+    pub reasoning_effort: Option<String>,
     /// ingle's `allow_repeated_tool_calls`: a call repeating an earlier one of the turn does
     /// not end the turn (docs/tools.md).
     pub allow_repeated_tool_calls: bool,
@@ -420,6 +422,7 @@ impl GenerationRequest {
             // A named function is one call of it unless the request asks for parallel calls:
             // greedy, the 0.5B forced to `get_time(timezone)` called it for six time zones.
             parallel_tool_calls: options.parallel_tool_calls.unwrap_or(not_named),
+            reasoning_effort: options.reasoning_effort.clone(),
             allow_repeated_tool_calls: options.allow_repeated_tool_calls.unwrap_or(false),
             response_format,
             logprobs,

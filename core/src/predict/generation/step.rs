@@ -60,6 +60,9 @@ pub struct FunctionCallDelta {
 pub struct GenerationStep {
     /// Text generated since the previous step.
     pub text: String,
+    /// Thinking generated since the previous step, apart from the answer (a model that thinks
+    /// in `<think>` tags).
+    pub reasoning: String,
     /// Why generation ended (`stop`, `length`, `tool_calls`), on the last step.
     pub finish_reason: Option<String>,
     pub usage: Option<StepUsage>,
@@ -86,7 +89,13 @@ pub trait Generate: Send + Sync {
 
     /// The prompt `request` would be decoded from (its chat template's rendering), without
     /// generating: `POST /apply-template`.
-    fn render(&self, request: &GenerationRequest) -> Result<String>;
+    fn render(&self, request: &GenerationRequest) -> Result<String> {
+        let _ = request;
+        Err(crate::error::Error::invalid(
+            "model",
+            "This engine renders no chat template",
+        ))
+    }
 }
 
 impl GenerationStep {

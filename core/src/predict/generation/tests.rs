@@ -141,6 +141,7 @@ fn inputs_and_options_read_alike() {
 #[test]
 fn a_step_gives_the_outputs_of_a_text_engine() {
     let step = GenerationStep {
+        reasoning: String::new(),
         text: "a".into(),
         finish_reason: Some("stop".into()),
         usage: Some(StepUsage {
