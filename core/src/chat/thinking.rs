@@ -27,7 +27,8 @@ enum State {
 #[derive(Debug, Clone)]
 pub(crate) struct ThinkSplitter {
     state: State,
-    /// Text held back: what may be the start of a tag, or leading whitespace.
+    /// Text held back: what may be the start of a tag, or whitespace (before anything, or at
+    /// the end of the thoughts so far).
     held: String,
     /// Reasoning given out yet (its leading whitespace is dropped).
     reasoned: bool,
@@ -73,17 +74,31 @@ impl ThinkSplitter {
                 State::Thinking => {
                     if !self.reasoned {
                         rest = rest.trim_start();
+                        // Thoughts the prompt opened, opened again by the model (R1's distills
+                        // do): the tag is markup.
+                        if let Some(after) = rest.strip_prefix(OPEN) {
+                            rest = after.trim_start();
+                        } else if !end && !rest.is_empty() && OPEN.starts_with(rest) {
+                            self.held = rest.to_string();
+                            break;
+                        }
                     }
                     match rest.find(CLOSE) {
                         Some(at) => {
-                            reasoning.push_str(&rest[..at]);
+                            reasoning.push_str(rest[..at].trim_end());
                             rest = &rest[at + CLOSE.len()..];
                             self.state = State::Closed;
                         }
                         None => {
+                            // What may start the closing tag, and the whitespace before it
+                            // (not thought), wait for what follows.
                             let keep = if end { 0 } else { partial_suffix(rest, CLOSE) };
-                            reasoning.push_str(&rest[..rest.len() - keep]);
-                            self.held = rest[rest.len() - keep..].to_string();
+                            let shown = rest[..rest.len() - keep].trim_end();
+                            reasoning.push_str(shown);
+                            self.held = rest[shown.len()..].to_string();
+                            if end {
+                                self.held.clear();
+                            }
                             self.reasoned |= !reasoning.is_empty();
                             break;
                         }
@@ -152,27 +167,33 @@ mod tests {
             (
                 "<think>\nAdd them: 4.\n</think>\n\nThe answer is 4.",
                 false,
-                "Add them: 4.\n",
+                "Add them: 4.",
                 "The answer is 4.",
             ),
-            // DeepSeek R1 distills: the prompt opened the thoughts.
+            // DeepSeek R1 distills: the prompt opened the thoughts...
             (
                 "Okay, 2 + 2 = 4.\n</think>\n\n4",
                 true,
-                "Okay, 2 + 2 = 4.\n",
+                "Okay, 2 + 2 = 4.",
                 "4",
             ),
+            // ... and the model may open them again: the tag is markup.
+            ("<think>\nHm.</think>ok", true, "Hm.", "ok"),
+            // Whitespace inside the thoughts stays; before the closing tag or the cut, it goes.
+            ("<think>a \n b  \n</think> c", false, "a \n b", "c"),
             // Thinking turned off: Qwen3's empty thoughts, or none at all.
             ("<think>\n\n</think>\n\nHi!", false, "", "Hi!"),
             ("Hi! <think> is a tag.", false, "", "Hi! <think> is a tag."),
             // Cut off by max_tokens inside the thoughts: all reasoning, no answer.
             (
-                "<think>\nLet me see, first I",
+                "<think>\nLet me see, first I ",
                 false,
                 "Let me see, first I",
                 "",
             ),
             ("Hmm, </thi", true, "Hmm, </thi", ""),
+            // Only whitespace: the answer.
+            (" \n", false, "", " \n"),
             // Not a tag after all.
             ("<thinking>", false, "", "<thinking>"),
             ("  <b>bold</b>", false, "", "  <b>bold</b>"),

@@ -199,8 +199,15 @@ impl LlamaPredictor {
         let (grammar, lazy) = self.constraints(&request)?;
         // A model that thinks in `<think>` tags, free to (no grammar from its first token): its
         // thoughts apart from its answer, from the start if the prompt opened them.
-        let thinking = (self.thinks && grammar.is_none() && prompt_param == "messages")
+        let thinking = (self.thinks
+            && request.split_thinking
+            && grammar.is_none()
+            && prompt_param == "messages")
             .then(|| ThinkSplitter::new(prompt_opens_thoughts(&prompt)));
+        // A tool call's grammar, started when `<tool_call>` appears, would start inside the
+        // thoughts too (and take them for a call): a thinking model's calls are parsed as it
+        // writes them, unconstrained.
+        let lazy = lazy.filter(|_| thinking.is_none());
         let sampler = self.sampler(&request.sampling, &logit_bias);
         let cancelled = Arc::new(AtomicBool::new(false));
         let (events, event_rx) = mpsc::channel();
@@ -213,6 +220,11 @@ impl LlamaPredictor {
             ToolCallDeltas::new(ToolCallParser::new(names), rules)
                 .with_answered(std::mem::take(&mut answered))
         });
+        // The answer generated instead starts its own thoughts (its prompt may open them).
+        let restart_thinking = thinking
+            .as_ref()
+            .and(without_tools.as_deref())
+            .map(|prompt| ThinkSplitter::new(prompt_opens_thoughts(prompt)));
         let answer_instead = without_tools.and_then(|prompt| {
             self.answer_instead(
                 &prompt,
@@ -255,6 +267,7 @@ impl LlamaPredictor {
             finish_now,
             done: false,
             thinking,
+            restart_thinking,
             calls,
             logprobs: request.logprobs.is_some(),
             answer_instead,
@@ -420,9 +433,15 @@ impl LlamaPredictor {
                     .entry("enable_thinking")
                     .or_insert(serde_json::Value::Bool(on));
             }
+            S::ReasoningEffort if effort == "none" => {
+                return refused(
+                    "it always thinks (its chat template's reasoning_effort is low, \
+                                medium or high)",
+                )
+            }
             S::ReasoningEffort => {
                 let level = match effort {
-                    "none" | "minimal" | "low" => "low",
+                    "minimal" | "low" => "low",
                     "medium" => "medium",
                     _ => "high",
                 };
@@ -436,8 +455,8 @@ impl LlamaPredictor {
             }
             S::None => {
                 return refused(
-                    "its chat template has no thinking to steer (no `<think>` tags, no \
-                                `enable_thinking` or `reasoning_effort`)",
+                    "its chat template has no thinking to steer (no <think> tags, no \
+                     enable_thinking or reasoning_effort variable)",
                 )
             }
         }

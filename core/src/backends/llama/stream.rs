@@ -38,6 +38,8 @@ pub(super) struct TextStream {
     pub(super) done: bool,
     /// Splits the thoughts out of the text, for a model that thinks in `<think>` tags.
     pub(super) thinking: Option<ThinkSplitter>,
+    /// The splitter of the answer generated instead (`answer_instead`), which thinks anew.
+    pub(super) restart_thinking: Option<ThinkSplitter>,
     /// Splits tool calls out of the text (the answer), when the request has tools.
     pub(super) calls: Option<ToolCallDeltas>,
     pub(super) logprobs: bool,
@@ -101,6 +103,9 @@ impl TextStream {
         self.cancelled = cancelled;
         self.finish_now = finish_now;
         self.calls = None;
+        if let Some(thinking) = self.restart_thinking.take() {
+            self.thinking = Some(thinking);
+        }
         Ok(None)
     }
 }

@@ -266,6 +266,9 @@ pub struct GenerationRequest {
     pub parallel_tool_calls: bool,
     /// `reasoning_effort` (none, minimal, low, medium, high, xhigh), for a model that thinks.
     pub reasoning_effort: Option<String>,
+    /// Whether a model's thoughts come apart from its text (the OpenAI methods); the annotation
+    /// protocol (`predictions.create`), whose outputs have no place for them, keeps them in.
+    pub split_thinking: bool,
     /// ingle's `allow_repeated_tool_calls`: a call repeating an earlier one of the turn does
     /// not end the turn (docs/tools.md).
     pub allow_repeated_tool_calls: bool,
@@ -423,6 +426,7 @@ impl GenerationRequest {
             // greedy, the 0.5B forced to `get_time(timezone)` called it for six time zones.
             parallel_tool_calls: options.parallel_tool_calls.unwrap_or(not_named),
             reasoning_effort: options.reasoning_effort.clone(),
+            split_thinking: true,
             allow_repeated_tool_calls: options.allow_repeated_tool_calls.unwrap_or(false),
             response_format,
             logprobs,
@@ -492,7 +496,10 @@ impl GenerationRequest {
             logit_bias: json("logit_bias")?,
             reasoning_effort: None,
         };
-        Self::new(input, options)
+        Ok(GenerationRequest {
+            split_thinking: false,
+            ..Self::new(input, options)?
+        })
     }
 
     /// The tools the model may call: none with `tool_choice` none.
