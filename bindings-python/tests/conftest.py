@@ -21,6 +21,16 @@ FRANCE = [
 ]
 
 
+def qwen_gguf() -> str:
+    """The Qwen2.5-Coder-0.5B GGUF of the models cache (scripts/setup --tests fetches it), for
+    tests that give it another family's chat template. Missing, the test fails: it is no skip."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    models = os.environ.get("INGLE_MODELS_DIR") or os.path.join(cache, "ingle", "models")
+    path = os.path.join(models, "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf")
+    assert os.path.exists(path), f"{path} is missing: run `ingle pull qwen2.5-coder-0.5b-instruct`"
+    return path
+
+
 @pytest.fixture(scope="session")
 def client() -> ingle.OpenAI:
     # The default model from the models cache (scripts/fetch-models), loaded once per session.

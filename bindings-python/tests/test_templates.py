@@ -6,7 +6,6 @@ environment transformers uses; the same bytes, or both refusing."""
 
 import datetime
 import json
-import os
 import pathlib
 from typing import Any, Dict, List, Optional
 
@@ -17,9 +16,10 @@ import pytest
 
 import ingle
 
+from conftest import qwen_gguf
+
 TEMPLATES = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "chat-templates"
 FAMILIES = sorted(p.stem for p in TEMPLATES.glob("*.jinja"))
-QWEN_FILE = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf"
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Get the current weather in a city.",
@@ -111,13 +111,10 @@ def call_variant(messages: List[Dict[str, Any]], text_arguments: bool, blank_con
 
 @pytest.fixture(scope="module")
 def families() -> ingle.OpenAI:
-    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
-    gguf = pathlib.Path(os.environ.get("INGLE_MODELS_DIR", cache / "ingle" / "models")) / QWEN_FILE
-    if not gguf.exists():
-        pytest.skip(f"{QWEN_FILE} is not in the models directory (ingle pull qwen2.5-coder-0.5b-instruct)")
-    predictors = [{"tag": f"@t/{name}", "backend": "llama", "model": str(gguf), "n_ctx": 2048,
+    gguf = qwen_gguf()
+    predictors = [{"tag": f"@t/{name}", "backend": "llama", "model": gguf, "n_ctx": 2048,
                    "chat_template": (TEMPLATES / f"{name}.jinja").read_text()} for name in FAMILIES]
-    predictors.append({"tag": "@t/special", "backend": "llama", "model": str(gguf), "n_ctx": 512,
+    predictors.append({"tag": "@t/special", "backend": "llama", "model": gguf, "n_ctx": 512,
                        "chat_template": "{{ bos_token }}\n{{ eos_token }}"})
     return ingle.OpenAI(config={"builtin_models": False, "predictors": predictors})
 

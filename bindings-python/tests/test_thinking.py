@@ -7,7 +7,6 @@ through `completions` (greedy) gives the raw text, which must be exactly the rea
 closing tag and the answer. Each generation starts from an empty prompt cache (the model
 unloaded first): on this prompt a full-prefix cache hit changes the 0.5B's greedy text."""
 
-import os
 import pathlib
 from typing import Any, Dict, List, Tuple
 
@@ -17,8 +16,9 @@ import pytest
 
 import ingle
 
+from conftest import qwen_gguf
+
 TEMPLATES = pathlib.Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "chat-templates"
-QWEN_FILE = "Qwen2.5-Coder-0.5B-Instruct-Q4_K_M.gguf"
 R1 = "@t/r1"  # DeepSeek R1's distills: the generation prompt opens the thoughts
 QWEN3 = "@t/qwen3"  # Qwen3: the model opens them; `enable_thinking`
 COPY = [{"role": "user", "content": "Write exactly this text and nothing else: "
@@ -27,15 +27,12 @@ COPY = [{"role": "user", "content": "Write exactly this text and nothing else: "
 
 @pytest.fixture(scope="module")
 def thinkers() -> ingle.OpenAI:
-    cache = pathlib.Path(os.environ.get("XDG_CACHE_HOME", pathlib.Path.home() / ".cache"))
-    gguf = pathlib.Path(os.environ.get("INGLE_MODELS_DIR", cache / "ingle" / "models")) / QWEN_FILE
-    if not gguf.exists():
-        pytest.skip(f"{QWEN_FILE} is not in the models directory")
+    gguf = qwen_gguf()
     template = lambda name: (TEMPLATES / f"{name}.jinja").read_text()  # noqa: E731
     return ingle.OpenAI(config={"predictors": [
-        {"tag": R1, "backend": "llama", "model": str(gguf), "n_ctx": 1024,
+        {"tag": R1, "backend": "llama", "model": gguf, "n_ctx": 1024,
          "chat_template": template("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B")},
-        {"tag": QWEN3, "backend": "llama", "model": str(gguf), "n_ctx": 1024,
+        {"tag": QWEN3, "backend": "llama", "model": gguf, "n_ctx": 1024,
          "chat_template": template("Qwen-Qwen3-0.6B")},
     ]})
 
@@ -70,13 +67,16 @@ def test_thoughts_come_apart_from_the_answer_streamed_and_whole(thinkers: ingle.
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == answer
     with ingle.start_server(thinkers, port=0) as server:
         sdk = openai.OpenAI(base_url=server.url, api_key="-", max_retries=0)
-        r = fresh(thinkers, model) and sdk.chat.completions.create(model=model, messages=COPY, max_tokens=40, temperature=0)
+        fresh(thinkers, model)
+        r = sdk.chat.completions.create(model=model, messages=COPY, max_tokens=40, temperature=0)
         assert (r.choices[0].message.model_extra["reasoning_content"], r.choices[0].message.content) == (reasoning, answer)
-        response = fresh(thinkers, model) and sdk.responses.create(model=model, input=COPY, max_output_tokens=40, temperature=0)
+        fresh(thinkers, model)
+        response = sdk.responses.create(model=model, input=COPY, max_output_tokens=40, temperature=0)
         assert [item.type for item in response.output] == ["reasoning", "message"]
         assert response.output[0].content[0].text == reasoning and response.output_text == answer
         a = anthropic.Anthropic(base_url=server.url.removesuffix("/v1"), api_key="-", max_retries=0)
-        m = fresh(thinkers, model) and a.messages.create(model=model, max_tokens=40, messages=COPY, extra_body={"temperature": 0})
+        fresh(thinkers, model)
+        m = a.messages.create(model=model, max_tokens=40, messages=COPY, extra_body={"temperature": 0})
         assert [(b.type, getattr(b, "thinking", None) or getattr(b, "text", None)) for b in m.content] == [
             ("thinking", reasoning), ("text", answer)]
 
